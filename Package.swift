@@ -1,0 +1,129 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Ampel: device positions in, Corona traffic-light signals out.
+// The data path reads off the target list: core -> domain -> geo -> data -> MQTT -> daemon -> CLI.
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Ampel",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ampel", targets: ["ampel"]),
+        .library(name: "AmpelCore", targets: ["AmpelCore"]),
+        .library(name: "AmpelDomain", targets: ["AmpelDomain"]),
+        .library(name: "AmpelLamp", targets: ["AmpelLamp"]),
+        .library(name: "AmpelGeo", targets: ["AmpelGeo"]),
+        .library(name: "AmpelData", targets: ["AmpelData"]),
+        .library(name: "AmpelMQTT", targets: ["AmpelMQTT"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
+    ],
+    targets: [
+        // Phases, colours, bounds: no Foundation, no existentials; also compiles as Embedded Swift.
+        .target(name: "AmpelCore", swiftSettings: strict),
+        // The lamp state machine and payload scanner; Embedded Swift as well.
+        .target(name: "AmpelLamp", dependencies: ["AmpelCore"], swiftSettings: strict),
+        // Rule sets as data, texts in de/en, districts, datasets, signals. Pure.
+        .target(
+            name: "AmpelDomain",
+            dependencies: ["AmpelCore"],
+            resources: [.copy("Resources/rulesets")],
+            swiftSettings: strict
+        ),
+        // District geometry and the spatial index.
+        .target(
+            name: "AmpelGeo",
+            resources: [.copy("Resources/geometry")],
+            swiftSettings: strict
+        ),
+        // Incidence sources: bundled snapshots and history, the live RKI client, cache, refresh.
+        .target(
+            name: "AmpelData",
+            dependencies: [
+                "AmpelDomain",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Resources/rki")],
+            swiftSettings: strict
+        ),
+        // libmosquitto, seen only by AmpelMQTT.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .target(
+            name: "AmpelMQTT",
+            dependencies: [
+                "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The composition root of `ampel run`.
+        .target(
+            name: "AmpelDaemon",
+            dependencies: [
+                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ampel",
+            dependencies: [
+                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Benchmarks (run in release by scripts in Benchmarks/; never part of the tests).
+        .executableTarget(
+            name: "AmpelBenchmarks",
+            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData"],
+            swiftSettings: strict
+        ),
+
+        // Test helpers: a real mosquitto on a free port, a loopback HTTP fixture server, the built binary.
+        .target(
+            name: "AmpelTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/AmpelTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "AmpelCoreTests", dependencies: ["AmpelCore"]),
+        .testTarget(name: "AmpelLampTests", dependencies: ["AmpelLamp", "AmpelCore"]),
+        .testTarget(name: "AmpelDomainTests", dependencies: ["AmpelDomain", "AmpelCore"]),
+        .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo"]),
+        .testTarget(
+            name: "AmpelDataTests",
+            dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelMQTT", "AmpelTestSupport"]),
+        .testTarget(
+            name: "AmpelDaemonTests",
+            dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelTestSupport"]
+        ),
+        .testTarget(name: "AmpelCLITests", dependencies: ["AmpelTestSupport"]),
+    ]
+)

@@ -1,0 +1,1 @@
+print("ampel-bench: see Benchmarks/README.md")

@@ -1,0 +1,1 @@
+// AmpelDaemon: placeholder until its issue lands.

@@ -1,0 +1,1 @@
+// AmpelData: placeholder until its issue lands.

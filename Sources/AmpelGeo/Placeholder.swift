@@ -1,0 +1,1 @@
+// AmpelGeo: placeholder until its issue lands.

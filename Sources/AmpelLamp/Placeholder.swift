@@ -1,0 +1,1 @@
+// AmpelLamp: placeholder until its issue lands.

@@ -1,0 +1,1 @@
+// AmpelMQTT: placeholder until its issue lands.

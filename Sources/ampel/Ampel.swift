@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `ampel` command: the daemon and its tools.
+@main
+struct Ampel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ampel",
+        abstract: "Corona traffic-light signals for device positions (Bavaria, autumn 2020).",
+        subcommands: []
+    )
+}
