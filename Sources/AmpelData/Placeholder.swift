@@ -1,1 +1,0 @@
-// AmpelData: placeholder until its issue lands.

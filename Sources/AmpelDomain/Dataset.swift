@@ -1,0 +1,37 @@
+/// The 7-day incidence of one district in one publication.
+public struct DistrictIncidence: Sendable, Hashable {
+    public let district: District
+    /// `cases7_per_100k`: cases in the last 7 days per 100,000 residents.
+    public let incidence: Double
+    /// `cases7_bl_per_100k`: the same for the district's state, where known.
+    public let stateIncidence: Double?
+
+    public init(district: District, incidence: Double, stateIncidence: Double?) {
+        self.district = district
+        self.incidence = incidence
+        self.stateIncidence = stateIncidence
+    }
+}
+
+/// The incidences of one publication: every district the source reported on one day.
+public struct Dataset: Sendable, Hashable {
+    /// The publication day (`last_update` of the RKI layer).
+    public let date: Day
+    /// Where the data came from, e.g. `rki`, `snapshot:2020-11-05`, `history`.
+    public let source: String
+    /// Keyed by the five-digit RS.
+    public let districts: [String: DistrictIncidence]
+
+    public init(date: Day, source: String, districts: [String: DistrictIncidence]) {
+        self.date = date
+        self.source = source
+        self.districts = districts
+    }
+
+    public subscript(ags: String) -> DistrictIncidence? { districts[ags] }
+
+    /// The districts of `region`, ordered by code.
+    public func districts(in region: Region) -> [DistrictIncidence] {
+        districts.values.filter { region.contains(ags: $0.district.ags) }.sorted { $0.district.ags < $1.district.ags }
+    }
+}

@@ -1,0 +1,239 @@
+import AmpelCore
+import Foundation
+
+/// The rules of one phase: its bounds, colour and texts.
+public struct PhaseRules: Sendable, Hashable {
+    public let id: PhaseID
+    public let color: RGB
+    public let band: Band
+    public let title: LocalizedText
+    public let rules: LocalizedList
+}
+
+/// What a signal says for a position outside the monitored region.
+public struct OutsideRules: Sendable, Hashable {
+    public let color: RGB
+    public let title: LocalizedText
+    public let rules: LocalizedList
+}
+
+/// A validated set of phases with bounds, colours and texts in German and English.
+///
+/// Rule sets are data (JSON files, see `docs/rulesets.md`): the Bavarian set with DARK RED
+/// differs from the initial one only in its file. Validation guarantees that every finite,
+/// non-negative incidence falls into exactly one phase and that every text exists in every
+/// declared language.
+public struct RuleSet: Sendable, Hashable {
+    public let id: String
+    public let name: LocalizedText
+    public let source: String?
+    public let languages: [Language]
+    public let phases: [PhaseRules]
+    public let always: LocalizedList
+    public let outside: OutsideRules
+    public let classifier: Classifier
+
+    /// The rules of `phase`, if this set uses it.
+    public func rules(for phase: PhaseID) -> PhaseRules? {
+        phases.first { $0.id == phase }
+    }
+
+    /// The phase of `incidence`.
+    ///
+    /// - Throws: ``IncidenceError`` for NaN, infinite and negative values: never a colour.
+    public func classify(_ incidence: Double) throws(IncidenceError) -> PhaseRules {
+        let id = try classifier.classify(incidence)
+        // Every classifier phase has rules: both are built from the same list.
+        return phases.first { $0.id == id } ?? phases[phases.count - 1]
+    }
+}
+
+/// Why a rule-set file was rejected.
+public struct RuleSetError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The rule set's id or file name, as far as it is known.
+    public let ruleSet: String
+    public let message: String
+
+    public init(ruleSet: String, message: String) {
+        self.ruleSet = ruleSet
+        self.message = message
+    }
+
+    public var description: String { "rule set '\(ruleSet)': \(message)" }
+}
+
+// MARK: - The file format
+
+/// The JSON form of a rule set; see `docs/rulesets.md`.
+struct RuleSetFile: Codable {
+    struct BoundFile: Codable {
+        var value: Double
+        var inclusive: Bool
+    }
+
+    struct PhaseFile: Codable {
+        var id: String
+        var color: String
+        var lower: BoundFile?
+        var upper: BoundFile?
+        var title: [String: String]
+        var rules: [String: [String]]
+    }
+
+    struct OutsideFile: Codable {
+        var color: String
+        var title: [String: String]
+        var rules: [String: [String]]
+    }
+
+    var id: String
+    var name: [String: String]
+    var source: String?
+    var languages: [String]
+    var phases: [PhaseFile]
+    var always: [String: [String]]
+    var outside: OutsideFile
+}
+
+extension RuleSet {
+    /// Decodes and validates a rule set from its JSON form.
+    ///
+    /// - Parameter name: what to call the set in errors before its id is known (a file name).
+    public static func decode(_ data: Data, name: String) throws(RuleSetError) -> RuleSet {
+        let file: RuleSetFile
+        do {
+            file = try JSONDecoder().decode(RuleSetFile.self, from: data)
+        } catch let error as DecodingError {
+            throw RuleSetError(ruleSet: name, message: "not a valid rule-set file: \(describe(error))")
+        } catch {
+            throw RuleSetError(ruleSet: name, message: "not a valid rule-set file: \(error)")
+        }
+        return try validate(file)
+    }
+
+    static func validate(_ file: RuleSetFile) throws(RuleSetError) -> RuleSet {
+        let setID = file.id
+        func fail(_ message: String) -> RuleSetError { RuleSetError(ruleSet: setID, message: message) }
+
+        guard !setID.isEmpty else { throw fail("empty id") }
+        var languages: [Language] = []
+        for code in file.languages {
+            guard let language = Language(rawValue: code) else {
+                throw fail("unknown language '\(code)' in languages (known: de, en)")
+            }
+            if !languages.contains(language) { languages.append(language) }
+        }
+        guard !languages.isEmpty else { throw fail("no languages declared") }
+
+        func text(_ raw: [String: String], _ what: String) throws(RuleSetError) -> LocalizedText {
+            var values: [Language: String] = [:]
+            for (code, value) in raw {
+                guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
+                values[language] = value
+            }
+            for language in languages where (values[language] ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
+                throw fail("\(what): no text in declared language '\(language.rawValue)'")
+            }
+            return LocalizedText(values)
+        }
+        func list(_ raw: [String: [String]], _ what: String, allowEmpty: Bool = false) throws(RuleSetError) -> LocalizedList {
+            var values: [Language: [String]] = [:]
+            for (code, value) in raw {
+                guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
+                values[language] = value
+            }
+            for language in languages {
+                guard let entries = values[language], allowEmpty || !entries.isEmpty else {
+                    throw fail("\(what): no text in declared language '\(language.rawValue)'")
+                }
+                if entries.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+                    throw fail("\(what): an empty text in '\(language.rawValue)'")
+                }
+            }
+            let counts = Set(languages.map { values[$0]?.count ?? 0 })
+            if counts.count > 1 { throw fail("\(what): the languages have different numbers of entries") }
+            return LocalizedList(values)
+        }
+        func color(_ raw: String, _ what: String) throws(RuleSetError) -> RGB {
+            guard let rgb = RGB(hex: raw) else { throw fail("\(what): bad colour '\(raw)' (expected #RRGGBB)") }
+            return rgb
+        }
+
+        var phases: [PhaseRules] = []
+        for phase in file.phases {
+            guard let id = PhaseID(phase.id) else {
+                throw fail("unknown phase id '\(phase.id)' (known: green, yellow, red, darkred)")
+            }
+            let band = Band(
+                phase: id,
+                lower: phase.lower.map { Bound($0.value, inclusive: $0.inclusive) },
+                upper: phase.upper.map { Bound($0.value, inclusive: $0.inclusive) }
+            )
+            phases.append(PhaseRules(
+                id: id,
+                color: try color(phase.color, "phase \(phase.id)"),
+                band: band,
+                title: try text(phase.title, "phase \(phase.id) title"),
+                rules: try list(phase.rules, "phase \(phase.id) rules")
+            ))
+        }
+        let classifier: Classifier
+        do {
+            classifier = try Classifier(bands: phases.map(\.band))
+        } catch {
+            throw fail(describe(error))
+        }
+        return RuleSet(
+            id: setID,
+            name: try text(file.name, "name"),
+            source: file.source,
+            languages: languages,
+            phases: phases,
+            always: try list(file.always, "always"),
+            outside: OutsideRules(
+                color: try color(file.outside.color, "outside"),
+                title: try text(file.outside.title, "outside title"),
+                rules: try list(file.outside.rules, "outside rules", allowEmpty: true)
+            ),
+            classifier: classifier
+        )
+    }
+}
+
+func describe(_ error: BandsError) -> String {
+    switch error {
+    case .empty: "no phases"
+    case .firstBandNotFromZero(let id): "phase \(id.id): the first phase must start at 0 (inclusive) or have no lower bound"
+    case .lastBandBounded(let id): "phase \(id.id): the last phase must have no upper bound"
+    case .invalidBound(let id): "phase \(id.id): a bound is NaN, infinite or negative"
+    case .emptyBand(let id): "phase \(id.id): its lower bound is not below its upper bound"
+    case .duplicatePhase(let id): "phase \(id.id) appears twice"
+    case .gap(let below, let above): "bounds leave a gap between \(below.id) and \(above.id)"
+    case .overlap(let below, let above): "bounds of \(below.id) and \(above.id) overlap"
+    case .openInnerBound(let id): "phase \(id.id): a phase between others needs both bounds"
+    }
+}
+
+func describe(_ error: DecodingError) -> String {
+    func path(_ context: DecodingError.Context) -> String {
+        let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return keys.isEmpty ? "" : " at \(keys.hasPrefix(".") ? String(keys.dropFirst()) : keys)"
+    }
+    switch error {
+    case .keyNotFound(let key, let context): return "missing key '\(key.stringValue)'\(path(context))"
+    case .typeMismatch(_, let context): return "wrong type\(path(context)): \(context.debugDescription)"
+    case .valueNotFound(_, let context): return "missing value\(path(context))"
+    case .dataCorrupted(let context): return "\(context.debugDescription)\(path(context))"
+    @unknown default: return "\(error)"
+    }
+}
+
+extension IncidenceError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .notANumber: "the incidence is not a number"
+        case .infinite: "the incidence is infinite"
+        case .negative: "the incidence is negative"
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import AmpelCore
+
+/// What Ampel tells a lamp, a display or a person about one place: the signal contract.
+///
+/// Its JSON form (see `docs/signal.md`) is the output of `ampel check --json` and the
+/// payload of the daemon's `…/state` topics.
+public struct Signal: Sendable, Hashable, Codable {
+    public struct DistrictRef: Sendable, Hashable, Codable {
+        public let ags: String
+        public let name: String
+        public let state: String
+        public let type: String?
+
+        public init(ags: String, name: String, state: String, type: String?) {
+            self.ags = ags
+            self.name = name
+            self.state = state
+            self.type = type
+        }
+    }
+
+    /// The district, or `nil` for a position in no German district.
+    public var district: DistrictRef?
+    /// The 7-day incidence per 100,000, or `nil` outside the region.
+    public var incidence: Double?
+    /// `green`, `yellow`, `red`, `darkred`, or `outside`.
+    public var phase: String
+    /// `#RRGGBB`.
+    public var color: String
+    /// The publication day of the data (`YYYY-MM-DD`).
+    public var dataDate: String
+    /// The id of the rule set that classified.
+    public var ruleSet: String
+    /// `de` or `en`.
+    public var lang: String
+    public var title: String
+    public var rules: [String]
+    public var always: [String]
+    /// True when the data is older than allowed or the source has failed since its last success.
+    public var stale: Bool
+
+    /// The phase id, `nil` for `outside`.
+    public var phaseID: PhaseID? { PhaseID(phase) }
+}
+
+/// Why no signal can be given.
+public struct SignalError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension RuleSet {
+    /// The signal for a district whose incidence is known.
+    ///
+    /// - Throws: ``SignalError`` when the incidence is NaN, infinite or negative.
+    public func signal(for entry: DistrictIncidence, dataDate: Day, language: Language, stale: Bool = false) throws(SignalError) -> Signal {
+        let phase: PhaseRules
+        do {
+            phase = try classify(entry.incidence)
+        } catch {
+            throw SignalError("district \(entry.district.ags) (\(entry.district.name)): \(error)")
+        }
+        let district = entry.district
+        return Signal(
+            district: .init(ags: district.ags, name: district.name, state: district.state, type: district.kind.rawValue),
+            incidence: entry.incidence,
+            phase: phase.id.id,
+            color: phase.color.hex,
+            dataDate: dataDate.iso,
+            ruleSet: id,
+            lang: language.rawValue,
+            title: phase.title(language),
+            rules: phase.rules(language),
+            always: always(language),
+            stale: stale
+        )
+    }
+
+    /// The signal for a place outside the monitored region; `district` is `nil` outside Germany.
+    public func outsideSignal(district: Signal.DistrictRef?, dataDate: Day, language: Language, stale: Bool = false) -> Signal {
+        Signal(
+            district: district,
+            incidence: nil,
+            phase: OutsideMarker.id,
+            color: outside.color.hex,
+            dataDate: dataDate.iso,
+            ruleSet: id,
+            lang: language.rawValue,
+            title: outside.title(language),
+            rules: outside.rules(language),
+            always: always(language),
+            stale: stale
+        )
+    }
+}
+
+extension Signal {
+    enum CodingKeys: String, CodingKey {
+        case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale
+    }
+
+    /// Writes every key, with `null` for a missing district or incidence: consumers can rely
+    /// on the shape of the object.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(district, forKey: .district)
+        try c.encode(incidence, forKey: .incidence)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(color, forKey: .color)
+        try c.encode(dataDate, forKey: .dataDate)
+        try c.encode(ruleSet, forKey: .ruleSet)
+        try c.encode(lang, forKey: .lang)
+        try c.encode(title, forKey: .title)
+        try c.encode(rules, forKey: .rules)
+        try c.encode(always, forKey: .always)
+        try c.encode(stale, forKey: .stale)
+    }
+}

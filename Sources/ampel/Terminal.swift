@@ -1,0 +1,80 @@
+import AmpelCore
+import AmpelDomain
+import Foundation
+
+/// Draws signals for a person at a terminal: a traffic light in true colour, the phase, the rules.
+///
+/// Colour is on unless `NO_COLOR` is set, `TERM` is `dumb`, or `--no-color` is given.
+struct Terminal {
+    var color: Bool
+
+    init(noColor: Bool) {
+        let env = ProcessInfo.processInfo.environment
+        color = !noColor && env["NO_COLOR"] == nil && env["TERM"] != "dumb"
+    }
+
+    func paint(_ text: String, _ rgb: RGB, bold: Bool = false) -> String {
+        guard color else { return text }
+        return "\u{1B}[\(bold ? "1;" : "")38;2;\(rgb.red);\(rgb.green);\(rgb.blue)m\(text)\u{1B}[0m"
+    }
+
+    func bold(_ text: String) -> String { color ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
+    func dim(_ text: String) -> String { color ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
+
+    /// A number the way `language` writes it: `177,3` or `177.3`.
+    static func number(_ value: Double, _ language: Language, digits: Int = 1) -> String {
+        let text = String(format: "%.\(digits)f", value)
+        return language == .de ? text.replacingOccurrences(of: ".", with: ",") : text
+    }
+
+    /// The traffic light: red on top, yellow, green; the lit lamp in the phase's colour.
+    func light(_ signal: Signal, ruleSet: RuleSet) -> [String] {
+        let off = RGB(red: 70, green: 70, blue: 70)
+        func lamp(_ ids: [PhaseID]) -> String {
+            guard let phase = signal.phaseID, ids.contains(phase),
+                  let rgb = ruleSet.rules(for: phase)?.color else {
+                return color ? paint("○", off) : "·"
+            }
+            return paint("●", rgb, bold: true)
+        }
+        return ["╭───╮", "│ \(lamp([.red, .darkred])) │", "│ \(lamp([.yellow])) │", "│ \(lamp([.green])) │", "╰───╯"]
+    }
+
+    /// The full answer of `ampel check`.
+    func render(_ signal: Signal, ruleSet: RuleSet, language: Language) -> String {
+        let de = language == .de
+        let rgb = RGB(hex: signal.color) ?? .off
+        var header: [String] = []
+        if let district = signal.district {
+            header.append(bold("\(district.name)") + dim(" (\(district.ags), \(district.state))"))
+        } else {
+            header.append(bold(de ? "Kein deutscher Landkreis" : "No German district"))
+        }
+        let marker = signal.phase == "darkred" ? (de ? " (blinkt)" : " (blinking)") : ""
+        header.append(paint(signal.title.uppercased(), rgb, bold: true) + marker)
+        if let incidence = signal.incidence {
+            header.append((de ? "7-Tage-Inzidenz: " : "7-day incidence: ") + bold(Terminal.number(incidence, language))
+                + (de ? " je 100.000 Einwohner" : " per 100,000 residents"))
+        }
+        header.append(dim((de ? "Datenstand " : "Data of ") + signal.dataDate + (signal.stale ? (de ? " (veraltet)" : " (stale)") : "")
+            + " · " + (de ? "Regelwerk " : "rule set ") + signal.ruleSet))
+        let light = self.light(signal, ruleSet: ruleSet)
+        var lines: [String] = []
+        for index in 0..<max(light.count, header.count) {
+            let left = index < light.count ? light[index] : "     "
+            let right = index < header.count ? header[index] : ""
+            lines.append("  \(left)  \(right)")
+        }
+        lines.append("")
+        if !signal.rules.isEmpty {
+            lines.append(bold(de ? "Es gilt:" : "Rules:"))
+            lines += signal.rules.map { "  • \($0)" }
+        }
+        lines.append(bold(de ? "Immer:" : "Always:"))
+        lines += signal.always.map { "  • \($0)" }
+        lines.append("")
+        lines.append(dim(de ? "Daten: Robert Koch-Institut (RKI), dl-de/by-2-0" : "Data: Robert Koch-Institut (RKI), dl-de/by-2-0"))
+        return lines.joined(separator: "\n")
+    }
+}
+
