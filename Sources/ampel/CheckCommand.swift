@@ -12,6 +12,9 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: "The district's five-digit code (AGS/RS), e.g. 09162 for SK München.")
     var district: String?
 
+    @Option(name: .long, help: "The monitored region as a code prefix (default 09: Bavaria); elsewhere the phase is 'outside'.")
+    var region: String = Region.bavaria.prefix
+
     @OptionGroup var data: DataOptions
     @OptionGroup var ruleSetOptions: RuleSetOptions
     @OptionGroup var languageOptions: LanguageOptions
@@ -30,6 +33,16 @@ struct Check: ParsableCommand {
         let language = languageOptions.language
         let dataset = try data.dataset()
         let code = district ?? ""
+        let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
+        if !region.contains(ags: code) {
+            // A district outside the monitored region: named, but no phase of these rules.
+            guard let known = dataset[code]?.district ?? (try? BundledData.shared.snapshot())?[code]?.district else {
+                throw CLIError("unknown district '\(code)': no such district in the data of \(dataset.date.iso) (\(dataset.source)) or the bundled snapshots")
+            }
+            let ref = Signal.DistrictRef(ags: known.ags, name: known.name, state: known.state, type: known.kind.rawValue)
+            try output(ruleSet.outsideSignal(district: ref, dataDate: dataset.date, language: language), ruleSet: ruleSet, language: language)
+            return
+        }
         guard let entry = dataset[code] else {
             throw CLIError("unknown district '\(code)': no such district in the data of \(dataset.date.iso) (\(dataset.source)); `ampel districts` lists the known ones")
         }
