@@ -1,5 +1,6 @@
 import AmpelData
 import AmpelDomain
+import AmpelGeo
 import ArgumentParser
 import Foundation
 
@@ -84,6 +85,23 @@ struct DataOptions: ParsableArguments {
             }
         } catch {
             throw CLIError("\(error)")
+        }
+    }
+}
+
+/// The district geometry: bundled, or a user's GeoJSON file (`--geometry PATH`).
+enum GeometryOptions {
+    static func index(path: String?) throws -> DistrictIndex {
+        do {
+            guard let path else { return try DistrictIndex.bundled() }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError("cannot read geometry file '\(path)'")
+            }
+            return try DistrictIndex(geoJSON: data)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("geometry: \(error)")
         }
     }
 }
