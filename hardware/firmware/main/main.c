@@ -129,6 +129,9 @@ static void mqtt_event(void *arg, esp_event_base_t base, int32_t id, void *data)
             if (ampel_lamp_topic(i, topic, sizeof topic) > 0) {
                 esp_mqtt_client_subscribe(event->client, (const char *)topic, 1);
                 ESP_LOGI(TAG, "subscribed %s", (const char *)topic);
+            } else {
+                ESP_LOGE(TAG, "topic %u longer than %u bytes; shorten the id or base", (unsigned)i,
+                         (unsigned)sizeof topic - 1);
             }
         }
         ampel_lamp_link(true);
