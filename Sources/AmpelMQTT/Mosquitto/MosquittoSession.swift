@@ -50,6 +50,27 @@ final class MosquittoSession: Sendable {
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
+    struct OutgoingMessage: Sendable {
+        var topic: String
+        var payload: [UInt8]
+        var qos: MQTTQoS
+        var retain: Bool
+        var expirySeconds: UInt32?
+    }
+
+    struct OfflinePublish {
+        var id: UInt64
+        var message: OutgoingMessage
+        /// Nil once the publishing task stopped waiting (cancelled); still sent.
+        var waiter: CheckedContinuation<AckResult, Never>?
+    }
+
+    struct Gate: ~Copyable {
+        var open = false
+        var offline: [OfflinePublish] = []
+        var nextID: UInt64 = 0
+    }
+
     let handle: MosquittoHandle
     let configuration: MQTTConfiguration
     let logger: Logger
@@ -57,6 +78,12 @@ final class MosquittoSession: Sendable {
     /// A configuration problem found while setting up the handle; thrown by `connect()`.
     let setupError: MQTTError?
     let state = Mutex(State())
+    /// Serialises every libmosquitto call that queues a packet (publish, subscribe, disconnect)
+    /// against the network thread's connect: libmosquitto 2.0 drops packets queued while
+    /// `mosquitto_connect*` resets the connection. Open only between CONNACK and the loss of
+    /// the connection; while closed, QoS 1/2 publishes wait in `offline`. Lock order: gate,
+    /// then state; callbacks take only state.
+    let gate = Mutex(Gate())
     /// Woken by `disconnect()` to cut a reconnect backoff short.
     let wakeup = DispatchSemaphore(value: 0)
 
@@ -287,22 +314,19 @@ final class MosquittoSession: Sendable {
     func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
         if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
         if state.withLock({ $0.phase == .closed || $0.phase == .closing }) { throw Self.closedError }
-        var properties: OpaquePointer?
-        defer { mosquitto_property_free_all(&properties) }
+        var expirySeconds: UInt32?
         if let messageExpiry {
             guard configuration.protocolVersion == .v5 else {
                 throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
             }
-            let seconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
-            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)
+            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
         }
-        var mid: Int32 = 0
-        let rc = payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(
-                handle.pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos.rawValue), retain, properties)
-        }
+        let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
         if qos == .atMostOnce {
             // libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
+            let (rc, mid): (Int32, Int32) = gate.withLock { gate in
+                gate.open ? send(message) : (MOSQ_ERR_NO_CONN.rawValue, 0)
+            }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 throw .mosquitto(rc, "publish (QoS 0) to '\(topic)' not sent")
             }
@@ -310,13 +334,47 @@ final class MosquittoSession: Sendable {
             sentCount.add(1, ordering: .relaxed)
             return
         }
-        // QoS 1/2 while disconnected: libmosquitto returns MOSQ_ERR_NO_CONN but has queued the
-        // message; it is sent after the next CONNACK, so wait for its acknowledgement.
-        guard rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue else {
-            throw .mosquitto(rc, "publish to '\(topic)' rejected")
+        let ticket = PublishTicket()
+        let result: AckResult = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
+                enum Outcome { case sent(Int32), queued, queuedCancelled, failed(Int32) }
+                let outcome: Outcome = gate.withLock { gate in
+                    guard gate.open else {
+                        // Not connected: keep it here until the next CONNACK. Handing it to
+                        // libmosquitto now could race with the connect on the network thread.
+                        gate.nextID += 1
+                        let cancelled = Task.isCancelled
+                        gate.offline.append(
+                            OfflinePublish(id: gate.nextID, message: message, waiter: cancelled ? nil : continuation))
+                        ticket.set(.queued(gate.nextID))
+                        return cancelled ? .queuedCancelled : .queued
+                    }
+                    let (rc, mid) = send(message)
+                    // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
+                    // message queued and sends it after the reconnect.
+                    if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                        ticket.set(.sent(mid))
+                        return .sent(mid)
+                    }
+                    return .failed(rc)
+                }
+                switch outcome {
+                case .queued:
+                    sentCount.add(1, ordering: .relaxed)
+                case .queuedCancelled:
+                    sentCount.add(1, ordering: .relaxed)
+                    continuation.resume(returning: .failed(Self.cancelledError(0)))
+                case .failed(let rc):
+                    continuation.resume(returning: .failed(.mosquitto(rc, "publish to '\(topic)' rejected")))
+                case .sent(let mid):
+                    sentCount.add(1, ordering: .relaxed)
+                    register(mid: mid, continuation)
+                }
+            }
+        } onCancel: {
+            cancelWait(ticket)
         }
-        sentCount.add(1, ordering: .relaxed)
-        switch await waitForAck(mid: mid) {
+        switch result {
         case .published(let reason) where reason < 0x80:
             acknowledgedCount.add(1, ordering: .relaxed)
         case .published(let reason):
@@ -327,6 +385,58 @@ final class MosquittoSession: Sendable {
             throw error
         case .subscribed, .unsubscribed:
             throw MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
+        }
+    }
+
+    /// Hands one message to libmosquitto. Only called with the gate held.
+    private func send(_ message: OutgoingMessage) -> (rc: Int32, mid: Int32) {
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if let seconds = message.expirySeconds {
+            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)
+        }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                handle.pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(message.qos.rawValue),
+                message.retain, properties)
+        }
+        return (rc, mid)
+    }
+
+    /// Waits for `mid`'s answer with `continuation` (or answers at once: early answer, closed,
+    /// cancelled).
+    private func register(mid: Int32, _ continuation: CheckedContinuation<AckResult, Never>) {
+        let immediate: AckResult? = state.withLock { state in
+            if state.phase == .closed { return .failed(Self.closedError) }
+            if Task.isCancelled {
+                state.acks.ignore(mid: mid)
+                return .failed(Self.cancelledError(mid))
+            }
+            return state.acks.wait(mid: mid, continuation)
+        }
+        if let immediate { continuation.resume(returning: immediate) }
+    }
+
+    private static func cancelledError(_ mid: Int32) -> MQTTError {
+        MQTTError(code: .cancelled, message: "stopped waiting for the acknowledgement of message \(mid); it may still be delivered")
+    }
+
+    private func cancelWait(_ ticket: PublishTicket) {
+        switch ticket.get() {
+        case .queued(let id):
+            let waiter: CheckedContinuation<AckResult, Never>? = gate.withLock { gate in
+                guard let index = gate.offline.firstIndex(where: { $0.id == id }) else { return nil }
+                let waiter = gate.offline[index].waiter
+                gate.offline[index].waiter = nil
+                return waiter
+            }
+            waiter?.resume(returning: .failed(Self.cancelledError(0)))
+        case .sent(let mid):
+            let continuation = state.withLock { $0.acks.cancel(mid: mid) }
+            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
+        case .none:
+            break  // registration checks Task.isCancelled itself
         }
     }
 
@@ -385,8 +495,11 @@ final class MosquittoSession: Sendable {
         try ensureUsable()
         state.withLock { state in state.subscriptions.removeAll { filters.contains($0.filter) } }
         var mid: Int32 = 0
-        let rc = withCStrings(filters) { pointers, count in
-            mosquitto_unsubscribe_multiple(handle.pointer, &mid, count, pointers, nil)
+        let rc: Int32 = gate.withLock { gate in
+            guard gate.open else { return MOSQ_ERR_NO_CONN.rawValue }
+            return withCStrings(filters) { pointers, count in
+                mosquitto_unsubscribe_multiple(handle.pointer, &mid, count, pointers, nil)
+            }
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw .mosquitto(rc, "unsubscribe from \(filters)") }
         if case .failed(let error) = await waitForAck(mid: mid) { throw error }
@@ -402,7 +515,14 @@ final class MosquittoSession: Sendable {
         }
     }
 
+    /// Subscribes under the gate (never concurrently with a connect); NO_CONN when closed.
     private func sendSubscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+        gate.withLock { gate in
+            gate.open ? sendSubscribeLocked(filters, qos: qos) : (MOSQ_ERR_NO_CONN.rawValue, 0)
+        }
+    }
+
+    private func sendSubscribeLocked(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
         var mid: Int32 = 0
         let rc = withCStrings(filters) { pointers, count in
             mosquitto_subscribe_multiple(handle.pointer, &mid, count, pointers, Int32(qos.rawValue), 0, nil)
@@ -420,20 +540,11 @@ final class MosquittoSession: Sendable {
     private func waitForAck(mid: Int32) async -> AckResult {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
-                let immediate: AckResult? = state.withLock { state in
-                    if state.phase == .closed { return .failed(Self.closedError) }
-                    if Task.isCancelled {
-                        state.acks.ignore(mid: mid)
-                        return .failed(MQTTError(code: .cancelled, message: "stopped waiting for acknowledgement of message \(mid)"))
-                    }
-                    return state.acks.wait(mid: mid, continuation)
-                }
-                if let immediate { continuation.resume(returning: immediate) }
+                register(mid: mid, continuation)
             }
         } onCancel: {
             let continuation = state.withLock { $0.acks.cancel(mid: mid) }
-            continuation?.resume(
-                returning: .failed(MQTTError(code: .cancelled, message: "stopped waiting for acknowledgement of message \(mid)")))
+            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
         }
     }
 
@@ -447,7 +558,7 @@ final class MosquittoSession: Sendable {
         }
         if alreadyClosed { return }
         if wasRunning {
-            _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+            sendDisconnect()
             wakeup.signal()
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let done = state.withLock { state in
@@ -471,15 +582,30 @@ final class MosquittoSession: Sendable {
             return state.threadRunning
         }
         if wasRunning {
-            _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+            sendDisconnect()
             wakeup.signal()
         } else {
             finishClosed()
         }
     }
 
+    /// DISCONNECT if connected; otherwise the network thread sends it after its connect call.
+    private func sendDisconnect() {
+        gate.withLock { gate in
+            if gate.open {
+                _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+            }
+        }
+    }
+
     private func finishClosed() {
-        let waiters: [CheckedContinuation<AckResult, Never>] = state.withLock { state in
+        var waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
+            gate.open = false
+            let waiters = gate.offline.compactMap(\.waiter)
+            gate.offline = []
+            return waiters
+        }
+        waiters += state.withLock { state in
             state.phase = .closed
             return state.acks.takeAll()
         }
@@ -555,6 +681,7 @@ final class MosquittoSession: Sendable {
             state.disconnectReason = nil
             state.lastLogError = nil
         }
+        gate.withLock { $0.open = false }
         setLogCallback(enabled: true)
         let mosq = handle.pointer
         let keepAlive = Int32(clamping: configuration.keepAlive.components.seconds)
@@ -574,16 +701,11 @@ final class MosquittoSession: Sendable {
         var stopDeadline: ContinuousClock.Instant?
         while loopRC == MOSQ_ERR_SUCCESS.rawValue {
             loopRC = mosquitto_loop(mosq, 1000, 1)
-            let (accepted, resubscribe, stop) = state.withLock { state in
-                let resubscribe = state.needsResubscribe ? state.subscriptions : []
-                state.needsResubscribe = false
-                return (state.connackAccepted, resubscribe, state.stopRequested)
-            }
+            let (accepted, stop) = state.withLock { ($0.connackAccepted, $0.stopRequested) }
             if accepted && !announced {
                 announced = true
                 announceConnected()
             }
-            if !resubscribe.isEmpty { restoreSubscriptions(resubscribe) }
             if stop {
                 // disconnect() queued a DISCONNECT; give the loop a moment to write it.
                 let now = ContinuousClock.now
@@ -594,6 +716,7 @@ final class MosquittoSession: Sendable {
                 if let deadline = stopDeadline, now > deadline { break }
             }
         }
+        gate.withLock { $0.open = false }
         let (refusal, reason, logLine, stop) = state.withLock {
             ($0.connackRefusal, $0.disconnectReason, $0.lastLogError, $0.stopRequested)
         }
@@ -610,6 +733,7 @@ final class MosquittoSession: Sendable {
 
     private func announceConnected() {
         setLogCallback(enabled: false)
+        openGate()
         let (first, sessionPresent, waiter): (Bool, Bool, CheckedContinuation<Result<Bool, MQTTError>, Never>?) =
             state.withLock { state in
                 let first = !state.everConnected
@@ -627,13 +751,41 @@ final class MosquittoSession: Sendable {
         waiter?.resume(returning: .success(sessionPresent))
     }
 
-    /// Re-subscribes after a reconnect that did not keep the session (network thread, between
-    /// loop iterations, never inside a callback).
+    /// After CONNACK (network thread, between loop iterations, never inside a callback):
+    /// re-subscribe if the session was not kept, send what was published while offline, in
+    /// order, and let publishers call libmosquitto directly again.
+    private func openGate() {
+        let resubscribe: [(filter: String, qos: MQTTQoS)] = state.withLock { state in
+            defer { state.needsResubscribe = false }
+            return state.needsResubscribe ? state.subscriptions : []
+        }
+        var sent: [(mid: Int32, waiter: CheckedContinuation<AckResult, Never>?)] = []
+        var failed: [(CheckedContinuation<AckResult, Never>, MQTTError)] = []
+        gate.withLock { gate in
+            restoreSubscriptions(resubscribe)
+            for entry in gate.offline {
+                let (rc, mid) = send(entry.message)
+                if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                    sent.append((mid, entry.waiter))
+                } else if let waiter = entry.waiter {
+                    failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
+                }
+            }
+            gate.offline = []
+            gate.open = true
+        }
+        for (mid, waiter) in sent {
+            if let waiter { register(mid: mid, waiter) } else { state.withLock { $0.acks.ignore(mid: mid) } }
+        }
+        for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
+    }
+
+    /// Re-subscribes after a reconnect that did not keep the session. Called with the gate held.
     private func restoreSubscriptions(_ subscriptions: [(filter: String, qos: MQTTQoS)]) {
         for qos in MQTTQoS.allCases {
             let filters = subscriptions.filter { $0.qos == qos }.map(\.filter)
             if filters.isEmpty { continue }
-            let (rc, mid) = sendSubscribe(filters, qos: qos)
+            let (rc, mid) = sendSubscribeLocked(filters, qos: qos)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 state.withLock { $0.acks.ignore(mid: mid) }
                 logger.info("MQTT re-subscribed", metadata: ["filters": "\(filters)"])
@@ -662,4 +814,15 @@ final class MosquittoSession: Sendable {
                 message: "cannot connect to \(target): \(String(cString: mosquitto_strerror(rc)))" + (logLine.map { " (\($0))" } ?? ""))
         }
     }
+}
+
+/// Where a QoS 1/2 publish is waiting, so that cancelling its task can find it.
+final class PublishTicket: Sendable {
+    enum Place: Sendable {
+        case queued(UInt64)
+        case sent(Int32)
+    }
+    private let place = Mutex<Place?>(nil)
+    func set(_ value: Place) { place.withLock { $0 = value } }
+    func get() -> Place? { place.withLock { $0 } }
 }
