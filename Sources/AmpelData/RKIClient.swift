@@ -32,6 +32,9 @@ public struct RKIClient: IncidenceSource {
         public var maxPages: Int
         /// The time one request (one page, one attempt) may take from sending to the last byte.
         public var timeout: Duration
+        /// The clock that measures ``timeout``; tests pass one they advance by hand, so a
+        /// stalled answer times out on an event instead of after real waiting.
+        public var timeoutClock: any Clock<Duration>
         /// How failed requests are retried.
         public var retry: RetryPolicy
         /// The `User-Agent` header.
@@ -48,6 +51,7 @@ public struct RKIClient: IncidenceSource {
             pageSize: Int = 1000,
             maxPages: Int = 50,
             timeout: Duration = .seconds(30),
+            timeoutClock: any Clock<Duration> = ContinuousClock(),
             retry: RetryPolicy = .standard,
             userAgent: String = RKIClient.defaultUserAgent,
             maxBodyBytes: Int = 32 << 20,
@@ -58,6 +62,7 @@ public struct RKIClient: IncidenceSource {
             self.pageSize = max(1, pageSize)
             self.maxPages = max(1, maxPages)
             self.timeout = timeout
+            self.timeoutClock = timeoutClock
             self.retry = retry
             self.userAgent = userAgent
             self.maxBodyBytes = maxBodyBytes
@@ -80,8 +85,24 @@ public struct RKIClient: IncidenceSource {
     let httpClient: HTTPClient
     let logger: Logger
 
+    /// An `HTTPClient` suited to the RKI service: a refused or failed connection fails the
+    /// request at once (``RetryPolicy`` decides about retrying) instead of being retried
+    /// inside the client until the timeout, and a connection attempt may take 10 seconds.
+    ///
+    /// > Note: The caller owns it and must `shutdown()` it when done.
+    public static func makeHTTPClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            timeout: .init(connect: .seconds(10)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
     /// - Parameters:
-    ///   - httpClient: the client to send requests with; `HTTPClient.shared` needs no shutdown.
+    ///   - httpClient: the client to send requests with. `HTTPClient.shared` needs no
+    ///     shutdown, but retries failed connections itself until the timeout, so a refused
+    ///     connection is reported as a `timeout`; ``makeHTTPClient()`` reports it at once as
+    ///     `network`.
     ///   - logger: receives retries (notice) and rejected answers (warning).
     public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
@@ -194,6 +215,7 @@ public struct RKIClient: IncidenceSource {
         let prepared = request
         let client = httpClient
         let timeout = configuration.timeout
+        let clock = configuration.timeoutClock
         let maxBody = configuration.maxBodyBytes
         do {
             return try await withThrowingTaskGroup(of: Data.self) { group in
@@ -209,7 +231,7 @@ public struct RKIClient: IncidenceSource {
                     return Data(buffer.readableBytesView)
                 }
                 group.addTask {
-                    try await Task.sleep(for: timeout)
+                    try await clock.sleep(for: timeout)
                     throw TimedOut()
                 }
                 defer { group.cancelAll() }
@@ -219,6 +241,8 @@ public struct RKIClient: IncidenceSource {
         } catch let status as StatusError {
             let retryable = status.code == 408 || status.code == 429 || status.code >= 500
             throw Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
         } catch is TimedOut {
             throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
         } catch is CancellationError {

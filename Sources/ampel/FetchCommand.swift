@@ -70,18 +70,20 @@ struct Fetch: AsyncParsableCommand {
         let ruleSet = try ruleSetOptions.load()
         let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
         let cache = DatasetCache(directory: directory)
-        let client = RKIClient(
-            configuration: .init(
-                url: url,
-                timeout: .milliseconds(Int64(timeout * 1000)),
-                retry: RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))),
-            logger: cliLogger("ampel.data.rki", level: .notice))
-        // The command prints rejections itself; the store's log adds only cache trouble.
-        let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, fallback: nil,
-                                   logger: cliLogger("ampel.data", level: .error))
-        await store.start()
-        let outcome = await store.refresh()
-        let status = await store.status(now: Date())
+        let configuration = RKIClient.Configuration(
+            url: url,
+            timeout: .milliseconds(Int64(timeout * 1000)),
+            retry: RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8)))
+        let (outcome, status) = await withRKIHTTPClient { http in
+            let client = RKIClient(configuration: configuration, httpClient: http,
+                                   logger: cliLogger("ampel.data.rki", level: .notice))
+            // The command prints rejections itself; the store's log adds only cache trouble.
+            let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, fallback: nil,
+                                       logger: cliLogger("ampel.data", level: .error))
+            await store.start()
+            let outcome = await store.refresh()
+            return (outcome, await store.status(now: Date()))
+        }
         let region = Region.bavaria
 
         switch outcome {

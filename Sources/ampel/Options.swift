@@ -1,6 +1,7 @@
 import AmpelData
 import AmpelDomain
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Logging
 import Synchronization
@@ -111,13 +112,14 @@ struct DataOptions: ParsableArguments {
         return day
     }
 
-    /// The RKI client for `--url` and `--timeout`.
-    func rkiClient() -> RKIClient {
+    /// The RKI client for `--url` and `--timeout`, sending through `httpClient`.
+    func rkiClient(_ httpClient: HTTPClient) -> RKIClient {
         RKIClient(
             configuration: .init(
                 url: url ?? RKIClient.defaultURL,
                 timeout: .milliseconds(Int64(timeout * 1000)),
                 retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))),
+            httpClient: httpClient,
             logger: cliLogger("ampel.data.rki", level: .notice))
     }
 
@@ -133,13 +135,28 @@ struct DataOptions: ParsableArguments {
                 return try BundledData.shared.snapshot(on: day)
             case .history: return try BundledData.shared.history(on: day)
             case .rki:
-                let client = rkiClient()
-                return try blocking { () async throws(DataError) -> Dataset in try await client.fetch() }
+                let options = self
+                return try blocking { () async throws(DataError) -> Dataset in
+                    try await withRKIHTTPClient { http throws(DataError) in try await options.rkiClient(http).fetch() }
+                }
             }
         } catch {
             throw CLIError("\(error)")
         }
     }
+}
+
+/// Runs `body` with an HTTP client made for the RKI service, and shuts the client down.
+func withRKIHTTPClient<T: Sendable, E: Error>(_ body: (HTTPClient) async throws(E) -> T) async throws(E) -> T {
+    let http = RKIClient.makeHTTPClient()
+    let result: Result<T, E>
+    do throws(E) {
+        result = .success(try await body(http))
+    } catch {
+        result = .failure(error)
+    }
+    try? await http.shutdown()
+    return try result.get()
 }
 
 /// A logger for the data layer that writes to standard error, so that standard output

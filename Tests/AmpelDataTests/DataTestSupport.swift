@@ -85,6 +85,14 @@ final class TestClock: Clock, Sendable {
     }
 }
 
+/// Lets the stalled request of `server` (request number `request`) time out: waits until the
+/// server has it and the client's timer runs, then moves the clock past the timeout.
+func timeOut(request: Int, of server: HTTPFixtureServer, clock: TestClock, timeout: Duration = .seconds(30)) async {
+    await server.waitForRequests(request)
+    await clock.waitForSleepers(1)
+    clock.advance(by: timeout)
+}
+
 /// A wall clock a test sets by hand.
 final class ManualDate: Sendable {
     private let value: Mutex<Date>
@@ -120,13 +128,16 @@ let quietLogger: Logger = {
 }()
 
 /// A client of `server` whose retries take no real time.
+///
+/// The timeout runs on `timeoutClock`: the default test clock never moves unless a test
+/// advances it, so on a loaded machine a slow good answer cannot time out.
 func makeClient(
-    _ server: HTTPFixtureServer, pageSize: Int = 1000, timeout: Duration = .seconds(20),
-    attempts: Int = 1, sleeps: SleepRecorder = SleepRecorder()
+    _ server: HTTPFixtureServer, pageSize: Int = 1000, timeout: Duration = .seconds(30),
+    timeoutClock: TestClock = TestClock(), attempts: Int = 1, sleeps: SleepRecorder = SleepRecorder()
 ) -> RKIClient {
     RKIClient(
         configuration: .init(
-            url: server.queryURL, pageSize: pageSize, timeout: timeout,
+            url: server.queryURL, pageSize: pageSize, timeout: timeout, timeoutClock: timeoutClock,
             retry: RetryPolicy(maxAttempts: attempts, baseDelay: .seconds(2), maxDelay: .seconds(60), jitter: 0.5, sleep: sleeps.sleep)),
         logger: quietLogger)
 }

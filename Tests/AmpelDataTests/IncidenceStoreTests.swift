@@ -9,13 +9,13 @@ import Testing
     let ruleSet = RuleSetCatalog.standard()
 
     func makeStore(_ server: HTTPFixtureServer, cache: DatasetCache? = nil, fallback: Bool = false,
-                   timeout: Duration = .seconds(20), now: ManualDate = ManualDate("2020-11-05T12:00:00Z")) -> IncidenceStore {
+                   timeoutClock: TestClock = TestClock(), now: ManualDate = ManualDate("2020-11-05T12:00:00Z")) -> IncidenceStore {
         var bundled: (@Sendable () throws(DataError) -> Dataset)?
         if fallback {
             bundled = { () throws(DataError) -> Dataset in try BundledData.shared.snapshot() }
         }
         return IncidenceStore(
-            source: makeClient(server, timeout: timeout), cache: cache, ruleSet: ruleSet,
+            source: makeClient(server, timeoutClock: timeoutClock), cache: cache, ruleSet: ruleSet,
             fallback: bundled, now: now.function, logger: quietLogger)
     }
 
@@ -33,13 +33,18 @@ import Testing
     ])
     func aRejectedAnswerKeepsTheDataInForce(fault: HTTPFixtureServer.Fault, reason: DataError.Reason) async throws {
         try await withServer(serving: "2020-11-05") { server in
-            let store = makeStore(server, timeout: .seconds(2))
+            let clock = TestClock()
+            let store = makeStore(server, timeoutClock: clock)
             guard case .updated(nil, let held, _) = await store.refresh() else {
                 Issue.record("the first good answer was not taken")
                 return
             }
             server.inject(fault)
-            let outcome = await store.refresh()
+            let refresh = Task { await store.refresh() }
+            if fault == .stall {
+                await timeOut(request: 2, of: server, clock: clock)
+            }
+            let outcome = await refresh.value
             guard case .rejected(let error) = outcome else {
                 Issue.record("\(fault) was not rejected: \(outcome)")
                 return

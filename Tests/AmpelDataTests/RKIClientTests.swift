@@ -125,9 +125,13 @@ import Testing
     @Test func aStallPastTheTimeoutIsATimeout() async throws {
         try await withServer { server in
             server.inject(.stall)
-            let client = makeClient(server, timeout: .seconds(2), attempts: 1)
-            let error = await #expect(throws: DataError.self) { try await client.fetch() }
+            let clock = TestClock()
+            let client = makeClient(server, timeout: .seconds(30), timeoutClock: clock, attempts: 1)
+            let fetch = Task { try await client.fetch() }
+            await timeOut(request: 1, of: server, clock: clock)
+            let error = await #expect(throws: DataError.self) { try await fetch.value }
             #expect(error?.reason == .timeout)
+            #expect(error?.message.contains("30") == true, "\(error?.message ?? "")")
             let next = try await client.fetch()
             #expect(next.date == day("2020-11-05"))
         }
@@ -137,10 +141,24 @@ import Testing
         try await withServer { server in
             server.inject(.stall)
             let sleeps = SleepRecorder()
-            let dataset = try await makeClient(server, timeout: .seconds(2), attempts: 2, sleeps: sleeps).fetch()
+            let clock = TestClock()
+            let fetch = Task { try await makeClient(server, timeoutClock: clock, attempts: 2, sleeps: sleeps).fetch() }
+            await timeOut(request: 1, of: server, clock: clock)
+            let dataset = try await fetch.value
             #expect(dataset.districts.count == 412)
             #expect(server.requestCount == 2)
             #expect(sleeps.delays.count == 1)
+        }
+    }
+
+    @Test func theTimeoutCoversAStalledBodyToo() async throws {
+        // The real clock with a short timeout: the answer's head arrives, its body never ends.
+        try await withServer { server in
+            server.inject(.stalledBody)
+            let client = RKIClient(configuration: .init(url: server.queryURL, timeout: .milliseconds(500), retry: .none),
+                                   logger: quietLogger)
+            let error = await #expect(throws: DataError.self) { try await client.fetch() }
+            #expect(error?.reason == .timeout)
         }
     }
 
@@ -188,9 +206,13 @@ import Testing
         let server = try await HTTPFixtureServer.start()
         let url = server.queryURL
         try await server.shutdown()
-        let client = RKIClient(configuration: .init(url: url, retry: .none), logger: quietLogger)
+        let http = RKIClient.makeHTTPClient()
+        let client = RKIClient(configuration: .init(url: url, timeoutClock: TestClock(), retry: .none), httpClient: http,
+                               logger: quietLogger)
         let error = await #expect(throws: DataError.self) { try await client.fetch() }
+        try await http.shutdown()
         #expect(error?.reason == .network)
+        #expect(error?.message.contains("127.0.0.1") == true)
     }
 
     @Test func backoffIsExponentialCappedAndJittered() {

@@ -34,6 +34,8 @@ public final class HTTPFixtureServer: Sendable {
         case truncatedBody
         /// The full length announced, half the body sent, then the connection closed.
         case connectionCut
+        /// The full length announced, half the body sent, then nothing more (the connection stays open).
+        case stalledBody
         /// Every feature's attribute `from` renamed to `to`.
         case renamedField(from: String, to: String)
         /// A page with an empty `features` list.
@@ -186,7 +188,7 @@ public final class HTTPFixtureServer: Sendable {
 
     enum Action {
         case respond(status: Int, contentType: String, body: [UInt8])
-        case cut(status: Int, contentType: String, body: [UInt8])
+        case cut(status: Int, contentType: String, body: [UInt8], close: Bool)
         case stall
     }
 
@@ -293,7 +295,9 @@ public final class HTTPFixtureServer: Sendable {
         case .truncatedBody?:
             return .respond(status: 200, contentType: json, body: Array(body.prefix(body.count / 2)))
         case .connectionCut?:
-            return .cut(status: 200, contentType: json, body: body)
+            return .cut(status: 200, contentType: json, body: body, close: true)
+        case .stalledBody?:
+            return .cut(status: 200, contentType: json, body: body, close: false)
         default:
             return .respond(status: 200, contentType: json, body: body)
         }
@@ -361,16 +365,17 @@ final class FixtureHandler: ChannelInboundHandler {
                     loopBound.value.close(promise: nil)
                 }
             }
-        case .cut(let status, let contentType, let body):
+        case .cut(let status, let contentType, let body, let close):
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: contentType)
             headers.add(name: "Content-Length", value: String(body.count))
             let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers)
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             let half = Array(body.prefix(body.count / 2))
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: half))))).whenComplete { _ in
-                loopBound.value.close(promise: nil)
+            let sent = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: half)))))
+            if close {
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                sent.whenComplete { _ in loopBound.value.close(promise: nil) }
             }
         }
     }
