@@ -87,6 +87,9 @@ struct DataOptions: ParsableArguments {
 
     func validate() throws {
         _ = try day()
+        if let url, !RKIClient.isValidURL(url) {
+            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
+        }
         if url != nil, effectiveSource != .rki {
             throw ValidationError("--url needs --source rki")
         }
