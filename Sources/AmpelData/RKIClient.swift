@@ -79,7 +79,7 @@ public struct RKIClient: IncidenceSource {
     public static let version = "0.1.0"
 
     /// `ampel/<version> (+<project page>)`: tells the RKI's operators who is asking.
-    public static let defaultUserAgent = "ampel/\(version) (+https://github.com/ampel/ampel)"
+    public static let defaultUserAgent = "ampel/\(version) (Corona-Ampel daemon; Swift AsyncHTTPClient)"
 
     public let configuration: Configuration
     let httpClient: HTTPClient
