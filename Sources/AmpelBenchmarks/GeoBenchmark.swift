@@ -67,7 +67,8 @@ enum GeoBenchmark {
         try write(bavaria, to: out.appendingPathComponent("points-bavaria.f64"))
         var lines = ""
         lines.reserveCapacity(1_000_000 * 20)
-        for p in germany.prefix(1_000_000) { lines += "\(p.lat),\(p.lon)\n" }
+        // Six decimals (~0.1 m), as GPS devices and OwnTracks send them.
+        for p in germany.prefix(1_000_000) { lines += String(format: "%.6f,%.6f\n", p.lat, p.lon) }
         try Data(lines.utf8).write(to: out.appendingPathComponent("resolve-input.txt"))
 
         if let vg1000 { try compare(index, withGeoJSON: vg1000, points: bavaria) }

@@ -9,7 +9,7 @@ extension DistrictIndex {
     ///     pure cell is guaranteed to be farther than this from every border.
     ///   - targetCellDegrees: cell height in degrees of latitude; the width is chosen so cells
     ///     are roughly square on the ground.
-    convenience init(raw: [RawEntry], snapMetres: Double, targetCellDegrees: Double = 0.0045) throws(GeometryError) {
+    convenience init(raw: [RawEntry], snapMetres: Double, targetCellDegrees: Double = 0.006) throws(GeometryError) {
         guard !raw.isEmpty else { throw .noFeatures }
         guard raw.count <= Self.maxEntries else {
             throw .corruptBundle("\(raw.count) polygon sets, at most \(Self.maxEntries) are supported")

@@ -186,12 +186,20 @@ enum PositionParser {
             let value = Double(mantissa) / powersOfTen[fraction]
             return negative ? -value : value
         }
-        // Anything else (exponents, long digit strings): the standard library's parser,
+        // Anything else (exponents, long digit strings): C's strtod on a NUL-terminated stack copy,
         // but only plain decimal text, so "nan", "inf" and hex floats stay malformed.
         for c in b[i..<j] where !(c >= 48 && c <= 57) && c != 46 && c != 45 && c != 43 && c != 101 && c != 69 {
             return nil
         }
-        return Double(String(decoding: UnsafeBufferPointer(rebasing: b[i..<j]), as: UTF8.self))
+        guard j - i < 64 else { return nil }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buf -> Double? in
+            for k in i..<j { buf[k - i] = CChar(bitPattern: b[k]) }
+            buf[j - i] = 0
+            var end: UnsafeMutablePointer<CChar>?
+            let value = strtod(buf.baseAddress!, &end)
+            guard let end, end - buf.baseAddress! == j - i, value.isFinite else { return nil }
+            return value
+        }
     }
 
     static let powersOfTen: [Double] = (0...15).map { p in (0..<p).reduce(1.0) { r, _ in r * 10 } }
