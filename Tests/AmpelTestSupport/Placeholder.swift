@@ -1,1 +1,0 @@
-// AmpelTestSupport: placeholder.
