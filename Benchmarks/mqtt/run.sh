@@ -36,6 +36,7 @@ conf="$out/mosquitto.conf"
     echo "log_type error"
     echo "log_type warning"
     echo "log_type notice"
+    echo "log_type information"
     [ "$(id -u)" = 0 ] && echo "user root"
 } >"$conf"
 mosquitto -c "$conf" 2>"$out/broker.log" &

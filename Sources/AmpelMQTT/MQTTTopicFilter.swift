@@ -72,8 +72,10 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
     static func validateTopicName(_ topic: String) -> MQTTError? {
         func bad(_ why: String) -> MQTTError { MQTTError(code: .invalidTopic, message: "invalid topic '\(topic)': \(why)") }
         if topic.isEmpty { return bad("empty topic") }
-        if topic.contains("+") || topic.contains("#") { return bad("wildcards are not allowed in a topic name") }
-        if topic.contains("\0") { return bad("contains a NUL character") }
+        if topic.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") }) {
+            return bad("wildcards are not allowed in a topic name")
+        }
+        if topic.utf8.contains(0) { return bad("contains a NUL character") }
         if topic.utf8.count > 65535 { return bad("longer than 65535 bytes") }
         return nil
     }

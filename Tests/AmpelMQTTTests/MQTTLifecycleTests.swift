@@ -5,13 +5,14 @@ import Synchronization
 import Testing
 
 /// Connect, disconnect, errors, overflow, and the libmosquitto traps the design avoids.
-@Suite("Lifecycle and libmosquitto traps")
+@Suite("Lifecycle and libmosquitto traps", .timeLimit(.minutes(1)))
 struct MQTTLifecycleTests {
     @Test func connectReturnsOnlyAfterConnack() async throws {
         // Trap: with mosquitto_connect_async the call returns before any CONNACK (and never
         // connects unless the loop thread already runs). Our connect() returns after CONNACK,
         // so a QoS 0 publish right after it must find a live connection.
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         for version in [MQTTConfiguration.ProtocolVersion.v311, .v5] {
             let client = MQTTClient(configuration: broker.configuration("connack-\(version)", version))
             let events = EventCollector(client)
@@ -24,6 +25,7 @@ struct MQTTLifecycleTests {
 
     @Test func qos0WhileDisconnectedIsRefusedNotSilentlyDropped() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let client = MQTTClient(configuration: broker.configuration("q0-offline"))
         do {
             try await client.publish(topic: "q0/offline", payload: bytes("x"), qos: .atMostOnce)
@@ -37,6 +39,7 @@ struct MQTTLifecycleTests {
 
     @Test func qos1PublishedBeforeTheFirstConnectIsSentAfterIt() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let watcher = try await broker.connectedClient("early-watch")
         let inbox = MessageCollector(watcher)
         try await watcher.subscribe([("early/#", .atLeastOnce)])
@@ -82,6 +85,7 @@ struct MQTTLifecycleTests {
 
     @Test func disconnectStopsTheThreadEndsTheStreamsAndClosesTheClient() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let client = try await broker.connectedClient("thr-stop")
         #expect(threadNames().contains("mqtt-thr-stop"))
         let events = EventCollector(client)
@@ -107,6 +111,7 @@ struct MQTTLifecycleTests {
 
     @Test func releasingAClientWithoutDisconnectStopsItsThread() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         do {
             let client = try await broker.connectedClient("thr-drop")
             try await client.publish(topic: "drop", payload: [], qos: .atLeastOnce)
@@ -115,13 +120,14 @@ struct MQTTLifecycleTests {
         // deinit sends DISCONNECT and lets the thread finish on its own.
         try await broker.waitForLog("Client thr-drop disconnected.")
         try await withTimeout(.seconds(5), "thread gone") {
-            while threadNames().contains("mqtt-thr-drop") { try await Task.sleep(for: .milliseconds(20)) }
+            while threadNames().contains("mqtt-thr-drop") { await threadSleep(for: .milliseconds(20)) }
         }
     }
 
     @Test(arguments: [MQTTConfiguration.OverflowPolicy.dropNewest, .dropOldest])
     func overflowDropsAndCounts(_ policy: MQTTConfiguration.OverflowPolicy) async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         var config = broker.configuration("overflow-\(policy)")
         config.incomingBufferSize = 10
         config.overflowPolicy = policy
@@ -135,7 +141,7 @@ struct MQTTLifecycleTests {
         // Nobody reads yet; there is no event for "the network thread handed over message 50",
         // so poll the counter with a deadline.
         try await withTimeout(.seconds(10), "50 messages received") {
-            while slow.counters.received < 50 { try await Task.sleep(for: .milliseconds(10)) }
+            while slow.counters.received < 50 { await threadSleep(for: .milliseconds(10)) }
         }
         #expect(slow.counters.droppedOnOverflow == 40)
         var iterator = slow.messages.makeAsyncIterator()
@@ -154,6 +160,7 @@ struct MQTTLifecycleTests {
         // If the network thread ever waited for the consumer (or a callback waited for the
         // network thread), an echo service that awaits its own PUBACKs would deadlock.
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let echo = try await broker.connectedClient("echo")
         try await echo.subscribe([("ping/#", .atLeastOnce)])
         let service = Task {
@@ -178,6 +185,7 @@ struct MQTTLifecycleTests {
         // mosquitto_lib_init runs once (Swift global initialiser) even when the first clients
         // are created on many threads at once.
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<12 {
                 group.addTask {
@@ -193,6 +201,7 @@ struct MQTTLifecycleTests {
 
     @Test func cancellingAPublishStopsOnlyTheWait() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let client = MQTTClient(configuration: broker.configuration("cancel-pub"))
         // Not connected: the QoS 1 publish is queued and waits; cancel the wait.
         let waiting = Task { try await client.publish(topic: "cancel/x", payload: bytes("x"), qos: .atLeastOnce) }

@@ -4,11 +4,12 @@ import Foundation
 import Testing
 
 /// The broker dies (SIGKILL) and comes back; the client must recover by itself.
-@Suite("Reconnect and persistent sessions")
+@Suite("Reconnect and persistent sessions", .timeLimit(.minutes(1)))
 struct MQTTReconnectTests {
     @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
     func brokerKillAndRestartLosesNothing(_ version: MQTTConfiguration.ProtocolVersion) async throws {
         let broker = try await MosquittoBroker.start(.init(persistent: true))
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
 
         // The subscriber keeps a persistent session and stays away for a while after the restart.
         var subConfig = broker.configuration("persist-sub", version)
@@ -27,6 +28,7 @@ struct MQTTReconnectTests {
         let pubEvents = EventCollector(publisher)
         try await publisher.publish(topic: "persist/before", payload: bytes("before"), qos: .atLeastOnce)
         try await inbox.wait(for: 1)
+        try await broker.waitUntilPersisted("persist/#")  // the session's subscription is on disk
 
         await broker.kill()
         try await pubEvents.wait("publisher lost connection") { disconnections($0) == 1 }
@@ -80,6 +82,7 @@ struct MQTTReconnectTests {
     @Test func resubscribesWhenTheSessionWasNotKept() async throws {
         // No persistence: after the restart the broker knows nothing about the subscription.
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let subscriber = MQTTClient(configuration: broker.configuration("resub-sub"))
         let events = EventCollector(subscriber)
         let inbox = MessageCollector(subscriber)
@@ -106,6 +109,7 @@ struct MQTTReconnectTests {
 
     @Test func v5PersistentSessionSurvivesAClientRestart() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         var config = broker.configuration("session-client")
         config.cleanStart = false
         config.sessionExpiry = .seconds(600)

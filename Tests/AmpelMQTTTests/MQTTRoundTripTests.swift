@@ -3,11 +3,12 @@ import AmpelTestSupport
 import Testing
 
 /// Publish/subscribe through a real broker, for MQTT 3.1.1 and 5.
-@Suite("Round trips through mosquitto")
+@Suite("Round trips through mosquitto", .timeLimit(.minutes(1)))
 struct MQTTRoundTripTests {
     @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
     func qos0AndQos1RoundTrip(_ version: MQTTConfiguration.ProtocolVersion) async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let subscriber = try await broker.connectedClient("rt-sub", version)
         let publisher = try await broker.connectedClient("rt-pub", version)
         let inbox = MessageCollector(subscriber)
@@ -41,6 +42,7 @@ struct MQTTRoundTripTests {
 
     @Test func retainedMessageReachesALateSubscriber() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let publisher = try await broker.connectedClient("ret-pub")
         try await publisher.publish(topic: "ampel/status", payload: bytes("online"), qos: .atLeastOnce, retain: true)
         try await publisher.publish(topic: "ampel/other", payload: bytes("live"), qos: .atLeastOnce, retain: false)
@@ -62,6 +64,7 @@ struct MQTTRoundTripTests {
 
     @Test func wildcardSubscriptionsDeliverOnlyMatchingTopics() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let subscriber = try await broker.connectedClient("wild-sub")
         let inbox = MessageCollector(subscriber)
         try await subscriber.subscribe([("w/+/c", .atLeastOnce), ("x/#", .atLeastOnce)])
@@ -82,6 +85,7 @@ struct MQTTRoundTripTests {
     @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
     func sharedSubscriptionSplitsMessagesBetweenMembers(_ version: MQTTConfiguration.ProtocolVersion) async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let memberA = try await broker.connectedClient("share-a", version)
         let memberB = try await broker.connectedClient("share-b", version)
         let inbox = MessageCollector(memberA, memberB)
@@ -106,6 +110,7 @@ struct MQTTRoundTripTests {
 
     @Test func messageExpiryDropsUndeliveredMessages() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         var config = broker.configuration("expiry-sub")
         config.cleanStart = false
         config.sessionExpiry = .seconds(600)
@@ -119,7 +124,7 @@ struct MQTTRoundTripTests {
         try await publisher.publish(topic: "exp/long", payload: bytes("long"), qos: .atLeastOnce, messageExpiry: .seconds(600))
         try await publisher.publish(topic: "exp/none", payload: bytes("none"), qos: .atLeastOnce)
         // Expiry is a property of elapsed time, so here the test has to let time pass.
-        try await Task.sleep(for: .milliseconds(2200))
+        await threadSleep(for: .milliseconds(2200))
 
         let second = MQTTClient(configuration: config)
         let inbox = MessageCollector(second)

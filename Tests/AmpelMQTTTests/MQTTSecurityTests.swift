@@ -3,12 +3,13 @@ import AmpelTestSupport
 import Testing
 
 /// Credentials and TLS against a broker configured by the test.
-@Suite("Authentication and TLS")
+@Suite("Authentication and TLS", .timeLimit(.minutes(1)))
 struct MQTTSecurityTests {
     @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
     func wrongPasswordIsRefusedWithAClearError(_ version: MQTTConfiguration.ProtocolVersion) async throws {
         let passwords = try await MosquittoBroker.makePasswordFile(users: ["ampel": "s3cret"])
         let broker = try await MosquittoBroker.start(.init(passwordFile: passwords))
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
 
         var config = broker.configuration("auth-client", version)
         config.username = "ampel"
@@ -43,6 +44,7 @@ struct MQTTSecurityTests {
         let pki = try await TLSTestCertificates.make()
         defer { pki.remove() }
         let broker = try await MosquittoBroker.start(.init(tls: pki.listener()))
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let tlsPort = try #require(broker.tlsPort)
 
         var config = MQTTConfiguration(host: "localhost", port: tlsPort, clientID: "tls-ok")
@@ -84,6 +86,7 @@ struct MQTTSecurityTests {
         let pki = try await TLSTestCertificates.make()
         defer { pki.remove() }
         let broker = try await MosquittoBroker.start(.init(tls: pki.listener(requireClientCertificate: true)))
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let tlsPort = try #require(broker.tlsPort)
 
         var config = MQTTConfiguration(host: "127.0.0.1", port: tlsPort, clientID: "tls-cert")

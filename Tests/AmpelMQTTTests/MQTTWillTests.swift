@@ -4,10 +4,11 @@ import Foundation
 import Testing
 
 /// The Last Will, with a client process of ours that is killed or disconnects.
-@Suite("Last Will")
+@Suite("Last Will", .timeLimit(.minutes(1)))
 struct MQTTWillTests {
     @Test func willFiresWhenTheClientProcessIsKilled() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let watcher = try await broker.connectedClient("will-watch")
         let inbox = MessageCollector(watcher)
         try await watcher.subscribe([("ampel/will/#", .atLeastOnce)])
@@ -25,6 +26,7 @@ struct MQTTWillTests {
 
     @Test func willDoesNotFireOnCleanDisconnect() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let watcher = try await broker.connectedClient("will-watch2")
         let inbox = MessageCollector(watcher)
         try await watcher.subscribe([("ampel/will/#", .atLeastOnce)])
@@ -47,6 +49,7 @@ struct MQTTWillTests {
         // The in-process variant of the clean case, with a retained Will: had the broker
         // published it, a new subscriber would get it before the marker.
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         var config = broker.configuration("will-inproc")
         config.will = MQTTWill(topic: "ampel/will/inproc", payload: bytes("offline"), qos: .atLeastOnce, retain: true)
         let client = MQTTClient(configuration: config)

@@ -4,10 +4,11 @@ import Foundation
 import Testing
 
 /// The test broker helper itself: other test targets rely on it.
-@Suite("MosquittoBroker test helper")
+@Suite("MosquittoBroker test helper", .timeLimit(.minutes(1)))
 struct MosquittoBrokerTests {
     @Test func startsKillsAndRestartsOnTheSamePortWithPersistence() async throws {
         let broker = try await MosquittoBroker.start(.init(persistent: true))
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let port = broker.port
         let directory = broker.directory
         let firstPID = try brokerPIDs(directory: directory)
@@ -17,6 +18,7 @@ struct MosquittoBrokerTests {
         let client = try await broker.connectedClient("helper-1")
         try await client.publish(topic: "helper/retained", payload: bytes("kept"), qos: .atLeastOnce, retain: true)
         await client.disconnect()
+        try await broker.waitUntilPersisted("kept")
 
         await broker.kill()
         #expect(try brokerPIDs(directory: directory).isEmpty)
@@ -33,7 +35,7 @@ struct MosquittoBrokerTests {
 
         broker.stop()
         try await withTimeout(.seconds(5), "broker process gone") {
-            while try !brokerPIDs(directory: directory).isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            while try !brokerPIDs(directory: directory).isEmpty { await threadSleep(for: .milliseconds(20)) }
         }
     }
 
@@ -46,12 +48,13 @@ struct MosquittoBrokerTests {
         }
         let released = directory
         try await withTimeout(.seconds(5), "broker process gone after deinit") {
-            while try !brokerPIDs(directory: released).isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            while try !brokerPIDs(directory: released).isEmpty { await threadSleep(for: .milliseconds(20)) }
         }
     }
 
     @Test func configHasTheThreeQoS1Settings() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
         let config = try String(contentsOfFile: broker.directory + "/mosquitto.conf", encoding: .utf8)
         #expect(config.contains("max_queued_messages 1000000"))
         #expect(config.contains("max_inflight_messages 0"))

@@ -24,7 +24,7 @@ func withTimeout<T: Sendable>(
             }
         }
         Task {
-            try? await Task.sleep(for: timeout)
+            await threadSleep(for: timeout)
             if let continuation = slot.withLock({ $0.take() }) {
                 work.cancel()
                 continuation.resume(throwing: TestTimeout(description: "timed out after \(timeout): \(what)"))

@@ -95,6 +95,8 @@ public final class MosquittoBroker: Sendable {
         var brokerPID: pid_t = 0
         var guardPipe: Pipe?
         var guardPID: pid_t = 0
+        /// Counts launches, so that a late exit notice of an earlier run is ignored.
+        var generation = 0
         var log: [String] = []
         var partialLine = ""
         var waiters: [UUID: (predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = [:]
@@ -188,7 +190,7 @@ public final class MosquittoBroker: Sendable {
     ) async throws {
         let id = UUID()
         let timer = Task { [weak self] in
-            try await Task.sleep(for: timeout)
+            await threadSleep(for: timeout)
             self?.failWaiter(id, BrokerError(description: "timed out after \(timeout) waiting for broker log '\(what)'"))
         }
         defer { timer.cancel() }
@@ -205,6 +207,21 @@ public final class MosquittoBroker: Sendable {
     private func failWaiter(_ id: UUID, _ error: any Error) {
         let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
         waiter?.continuation.resume(throwing: error)
+    }
+
+    /// Waits until `mosquitto.db` holds `marker` (a client id, a retained payload), i.e. the
+    /// broker has saved it and a SIGKILL will not lose it. mosquitto saves after changes but
+    /// logs nothing about it, so this polls the file with a deadline.
+    public func waitUntilPersisted(_ marker: String, timeout: Duration = .seconds(10)) async throws {
+        guard options.persistent else { throw BrokerError(description: "broker runs without persistence") }
+        let path = (options.persistenceDirectory ?? directory) + "/mosquitto.db"
+        let needle = Data(marker.utf8)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let data = FileManager.default.contents(atPath: path), data.range(of: needle) != nil { return }
+            await threadSleep(for: .milliseconds(20))
+        }
+        throw BrokerError(description: "'\(marker)' not saved to \(path) within \(timeout)")
     }
 
     // MARK: - Process handling
@@ -274,15 +291,22 @@ public final class MosquittoBroker: Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = output
+        let generation = state.withLock { state in
+            state.generation += 1
+            return state.generation
+        }
+        // The end of the output (EOF) marks the exit; the termination handler is only a second
+        // source, because under many parallel launches it was seen never to fire.
         output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             if data.isEmpty {
                 handle.readabilityHandler = nil
+                self?.processExited(generation)
                 return
             }
             self?.received(data)
         }
-        process.terminationHandler = { [weak self] _ in self?.processExited() }
+        process.terminationHandler = { [weak self] _ in self?.processExited(generation) }
         state.withLock { state in
             state.exited = false
             state.process = process
@@ -364,9 +388,10 @@ public final class MosquittoBroker: Sendable {
         for continuation in resumed { continuation.resume() }
     }
 
-    private func processExited() {
-        let (waiters, exitWaiters): ([CheckedContinuation<Void, any Error>], [CheckedContinuation<Void, Never>]) =
+    private func processExited(_ generation: Int) {
+        let result: ([CheckedContinuation<Void, any Error>], [CheckedContinuation<Void, Never>])? =
             state.withLock { state in
+                guard state.generation == generation, !state.exited else { return nil }
                 state.exited = true
                 state.process = nil
                 let waiters = state.waiters.values.map(\.continuation)
@@ -376,6 +401,7 @@ public final class MosquittoBroker: Sendable {
                 state.log.append("[ampel] mosquitto exited")
                 return (waiters, exitWaiters)
             }
+        guard let (waiters, exitWaiters) = result else { return }
         for waiter in waiters {
             waiter.resume(throwing: BrokerError(description: "mosquitto exited:\n" + log.suffix(20).joined(separator: "\n")))
         }
@@ -452,46 +478,81 @@ public final class MosquittoBroker: Sendable {
     }
 
     /// Runs a command-line tool to completion; throws with its output if it fails.
+    ///
+    /// Uses `posix_spawn` and a blocking `waitpid` on a thread of its own rather than
+    /// Foundation's `Process.terminationHandler`, which under many concurrent launches
+    /// (parallel tests) was seen never to fire, hanging the test.
     @discardableResult
     public static func runTool(_ path: String, _ arguments: [String]) async throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        // Resume once both the process ended and its output reached end-of-file.
-        let collected = Mutex((data: Data(), pending: 2, continuation: CheckedContinuation<Void, Never>?.none))
-        @Sendable func oneDone() {
-            let continuation: CheckedContinuation<Void, Never>? = collected.withLock { state in
-                state.pending -= 1
-                return state.pending == 0 ? state.continuation : nil
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw BrokerError(description: "pipe failed") }
+        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Children of the test runner would otherwise inherit its blocked signal mask.
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        close(pipeFDs[1])
+        guard spawned == 0 else {
+            close(pipeFDs[0])
+            throw BrokerError(description: "cannot run \(path): \(String(cString: strerror(spawned)))")
+        }
+        let readFD = pipeFDs[0]
+        let childPID = pid
+        let (status, output): (Int32, String) = await withCheckedContinuation { continuation in
+            let waiter = Thread {
+                var data = [UInt8]()
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = read(readFD, &buffer, buffer.count)
+                    if count > 0 {
+                        data += buffer[0..<count]
+                    } else if count == 0 || errno != EINTR {
+                        break
+                    }
+                }
+                close(readFD)
+                var status: Int32 = 0
+                while waitpid(childPID, &status, 0) == -1 && errno == EINTR {}
+                continuation.resume(returning: (status, String(decoding: data, as: UTF8.self)))
             }
-            continuation?.resume()
+            waiter.start()
         }
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                oneDone()
-            } else {
-                collected.withLock { $0.data.append(data) }
-            }
+        // WIFEXITED && WEXITSTATUS == 0
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw BrokerError(description: "\(path) \(arguments.joined(separator: " ")) failed (status \(status)):\n\(output)")
         }
-        process.terminationHandler = { _ in oneDone() }
-        try process.run()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done: Bool = collected.withLock { state in
-                state.continuation = continuation
-                return state.pending == 0
-            }
-            if done { continuation.resume() }
+        return output
+    }
+}
+
+/// Sleeps on a thread of its own (`nanosleep`), not on a dispatch timer.
+///
+/// Under heavy parallel test load, `Task.sleep` was seen never to return on Linux (dispatch's
+/// manager thread waiting without a timer armed), which turned every timeout into a hang.
+/// Tests use this for their deadlines and for the few waits where time itself is the subject.
+public func threadSleep(for duration: Duration) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let thread = Thread {
+            var request = timespec(
+                tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+            continuation.resume()
         }
-        let text = collected.withLock { String(decoding: $0.data, as: UTF8.self) }
-        guard process.terminationStatus == 0 else {
-            throw BrokerError(description: "\(path) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)):\n\(text)")
-        }
-        return text
+        thread.start()
     }
 }

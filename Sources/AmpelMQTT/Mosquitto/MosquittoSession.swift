@@ -67,6 +67,8 @@ final class MosquittoSession: Sendable {
 
     struct Gate: ~Copyable {
         var open = false
+        /// The client was closed: nothing is queued any more.
+        var closed = false
         var offline: [OfflinePublish] = []
         var nextID: UInt64 = 0
     }
@@ -312,8 +314,8 @@ final class MosquittoSession: Sendable {
     static let closedError = MQTTError(code: .closed, message: "the MQTT client was disconnected and cannot be used again")
 
     func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
-        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
-        if state.withLock({ $0.phase == .closed || $0.phase == .closing }) { throw Self.closedError }
+        // Hot path: no checks of our own before the call; libmosquitto validates the topic, and
+        // the readable reason is worked out only when it refuses.
         var expirySeconds: UInt32?
         if let messageExpiry {
             guard configuration.protocolVersion == .v5 else {
@@ -328,17 +330,19 @@ final class MosquittoSession: Sendable {
                 gate.open ? send(message) : (MOSQ_ERR_NO_CONN.rawValue, 0)
             }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw .mosquitto(rc, "publish (QoS 0) to '\(topic)' not sent")
+                throw publishFailure(rc, topic: topic, qos: qos)
             }
             state.withLock { $0.acks.ignoreQoS0(mid: mid) }
             sentCount.add(1, ordering: .relaxed)
             return
         }
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }  // before it may wait offline
         let ticket = PublishTicket()
         let result: AckResult = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
-                enum Outcome { case sent(Int32), queued, queuedCancelled, failed(Int32) }
+                enum Outcome { case sent(Int32), queued, queuedCancelled, failed(Int32), closed }
                 let outcome: Outcome = gate.withLock { gate in
+                    if gate.closed { return .closed }
                     guard gate.open else {
                         // Not connected: keep it here until the next CONNACK. Handing it to
                         // libmosquitto now could race with the connect on the network thread.
@@ -361,11 +365,13 @@ final class MosquittoSession: Sendable {
                 switch outcome {
                 case .queued:
                     sentCount.add(1, ordering: .relaxed)
+                case .closed:
+                    continuation.resume(returning: .failed(Self.closedError))
                 case .queuedCancelled:
                     sentCount.add(1, ordering: .relaxed)
                     continuation.resume(returning: .failed(Self.cancelledError(0)))
                 case .failed(let rc):
-                    continuation.resume(returning: .failed(.mosquitto(rc, "publish to '\(topic)' rejected")))
+                    continuation.resume(returning: .failed(publishFailure(rc, topic: topic, qos: qos)))
                 case .sent(let mid):
                     sentCount.add(1, ordering: .relaxed)
                     register(mid: mid, continuation)
@@ -386,6 +392,19 @@ final class MosquittoSession: Sendable {
         case .subscribed, .unsubscribed:
             throw MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
         }
+    }
+
+    /// Why libmosquitto refused a publish, in words: closed client, bad topic, no connection.
+    private func publishFailure(_ rc: Int32, topic: String, qos: MQTTQoS) -> MQTTError {
+        if state.withLock({ $0.phase == .closed || $0.phase == .closing }) { return Self.closedError }
+        if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_MALFORMED_UTF8.rawValue {
+            return MQTTTopicFilter.validateTopicName(topic)
+                ?? MQTTError(code: .invalidTopic, message: "invalid topic '\(topic)': not accepted by libmosquitto (invalid UTF-8?)")
+        }
+        if rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce {
+            return .mosquitto(rc, "publish (QoS 0) to '\(topic)' not sent (libmosquitto would drop it)")
+        }
+        return .mosquitto(rc, "publish to '\(topic)' rejected")
     }
 
     /// Hands one message to libmosquitto. Only called with the gate held.
@@ -601,6 +620,7 @@ final class MosquittoSession: Sendable {
     private func finishClosed() {
         var waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
             gate.open = false
+            gate.closed = true
             let waiters = gate.offline.compactMap(\.waiter)
             gate.offline = []
             return waiters
@@ -650,7 +670,7 @@ final class MosquittoSession: Sendable {
                 state.withLock { state in
                     if state.phase == .connecting { state.phase = .idle }
                 }
-                firstWaiter.resume(returning: .failure(error))
+                firstWaiter.resume(returning: .failure(stop ? Self.closedError : error))
                 break
             }
             if stop { break }
