@@ -91,6 +91,14 @@ public actor AmpelDaemon: Service {
             "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
         ])
 
+        guard try await connect() else {
+            logger.info("stopped before the broker answered")
+            return
+        }
+        // Subscribe first: what arrives during the start-up publishing waits in the stream.
+        let filters = intake.subscriptions
+        try await transport.subscribe(filters)
+        logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
         await perform(engine.event(.start))
         counters.datasetsApplied += 1
@@ -119,10 +127,6 @@ public actor AmpelDaemon: Service {
                 }
             }
         }
-        let filters = intake.subscriptions
-        try await transport.subscribe(filters)
-        logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
-
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }
@@ -145,6 +149,29 @@ public actor AmpelDaemon: Service {
         await transport.shutdown()
         await producers.value
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
+    }
+
+    /// Connects, retrying with backoff (0.5 s doubling to 30 s) while the broker is away;
+    /// `false` when a shutdown came first.
+    func connect() async throws -> Bool {
+        var delay = Duration.milliseconds(500)
+        while true {
+            do {
+                try await transport.connect()
+                logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])
+                return true
+            } catch let error as FatalConnectError {
+                throw error
+            } catch {
+                logger.warning("cannot connect to the broker; retrying", metadata: [
+                    "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
+                ])
+            }
+            let pause = delay
+            let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            if slept == nil || Task.isCancelled { return false }
+            delay = min(delay * 2, .seconds(30))
+        }
     }
 
     func handle(_ input: Input, _ engine: inout SignalEngine) async {

@@ -350,7 +350,7 @@ extension DaemonConfiguration {
             digits = digits.dropLast()
         }
         guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
-              let value = Int(digits), value <= 365 * 86_400 / factor else {
+              let value = Int(digits), value <= 100 * 366 * 86_400 / factor else {
             throw .init("'\(text)' is not a duration (seconds, or a number with s, m, h or d: 10m)")
         }
         guard value * factor >= minimum else { throw .init("'\(text)' is shorter than \(minimum) s") }

@@ -1,7 +1,9 @@
 import AmpelDomain
+import AmpelMQTT
 import Foundation
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// The composition root of `ampel run`: configuration → rule set → geometry → data → MQTT → daemon.
 ///
@@ -54,7 +56,7 @@ public enum DaemonRuntime {
             throw ConfigurationError(key: "state_dir", line: nil, message: error.message)
         }
         let locator = try GeoLocator.bundled()
-        let feed = try makeFeed(configuration)
+        let feed = try makeFeed(configuration, ruleSet: ruleSet)
         return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed)
     }
 
@@ -75,23 +77,31 @@ public enum DaemonRuntime {
         }
     }
 
-    static func makeFeed(_ configuration: DaemonConfiguration) throws(ConfigurationError) -> any DatasetFeed {
-        do {
-            switch configuration.data.source {
-            case .snapshot, .history:
-                return try BundledFeed(source: configuration.data.source, date: configuration.data.date)
-            case .rki:
-                throw ConfigurationError(key: "data.source", line: nil, message: "the live RKI source is not wired into the daemon yet")
+    /// The data feed; for a bundled source the chosen day is checked now, so a day before the
+    /// first bundled publication is a configuration error.
+    static func makeFeed(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> any DatasetFeed {
+        if configuration.data.source != .rki {
+            do {
+                _ = try BundledFeed(source: configuration.data.source, date: configuration.data.date)
+            } catch {
+                throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
             }
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
         }
+        return RefresherFeed.make(configuration, ruleSet: ruleSet)
     }
 
     /// Connects and runs the daemon until SIGTERM or SIGINT.
     public static func run(_ prepared: Prepared, logger: Logger) async throws {
-        throw ConfigurationError(key: "broker", line: nil, message: "the MQTT client is not wired into the daemon yet")
+        let daemon = try makeDaemon(prepared, logger: logger)
+        let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    /// The daemon on a real MQTT client, not yet running.
+    public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1)) throws -> AmpelDaemon {
+        let client = MQTTClient(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
+        let transport = MQTTTransport(client: client, logger: logger)
+        return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
+                           feed: prepared.feed, transport: transport, logger: logger, flushInterval: flushInterval)
     }
 }

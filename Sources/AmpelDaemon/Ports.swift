@@ -17,6 +17,8 @@ public struct IncomingMessage: Sendable, Hashable {
 /// The composition root adapts `AmpelMQTT.MQTTClient` to it; keeping the daemon on this
 /// small surface keeps the C library and its threads out of the signal logic.
 public protocol DaemonTransport: Sendable {
+    /// Connects once; a failure is thrown (the daemon retries with backoff).
+    func connect() async throws
     /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
     func subscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
