@@ -53,8 +53,12 @@ struct EndToEndTests {
         let late = try await Recorder.start(broker, filters: ["ampel/device/car/state"])
         let retained = try await late.first("retained car state") { $0.topic == "ampel/device/car/state" }
         #expect(retained.retain)
-        // Home Assistant discovery for the device.
-        try await recorder.first("discovery for car") { $0.topic.hasPrefix("homeassistant/sensor/ampel/device_car") && $0.retain == false }
+        // Home Assistant discovery for the device, sent again when Home Assistant restarts.
+        try await recorder.first("discovery for car") { $0.topic.hasPrefix("homeassistant/sensor/ampel/device_car") }
+        let restart = recorder.mark
+        try await devices.send("homeassistant/status", "online")
+        try await recorder.first("discovery again", since: restart) { $0.topic == "homeassistant/sensor/ampel/district_09162/config" }
+        try await recorder.first("device discovery again", since: restart) { $0.topic.hasPrefix("homeassistant/sensor/ampel/device_car") }
 
         await late.close()
         await devices.close()
@@ -206,6 +210,11 @@ struct EndToEndTests {
         try await recorder.text("wled/city/col", since: mark, equals: "#8B0000")
         try await recorder.text("wled/city/api", since: mark, equals: "T=1&FX=1")
         try await recorder.text("cmnd/carlamp/Color", since: mark, equals: "#8B0000")
+        // A lamp that comes back online gets its colour again; lamp commands are never retained.
+        let online = recorder.mark
+        try await devices.send("wled/city/status", "online")
+        try await recorder.text("wled/city/col", since: online, equals: "#8B0000")
+        #expect(recorder.messages(since: 0).filter { $0.topic.hasPrefix("wled/city/") || $0.topic.hasPrefix("cmnd/") }.allSatisfy { !$0.retain })
         let alert = try await recorder.json("ampel/device/car/alert", since: mark)
         #expect(alert[path: "from"] as? String == "green")
         #expect(alert[path: "to"] as? String == "darkred")
