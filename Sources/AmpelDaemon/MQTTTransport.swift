@@ -67,8 +67,10 @@ public final class MQTTTransport: DaemonTransport {
     }
 
     public func publish(_ message: OutgoingMessage) async throws {
+        // Message expiry exists only in MQTT 5; on 3.1.1 an alert goes out without it.
+        let expiry: Duration? = client.configuration.protocolVersion == .v5 ? message.expiry.map { .seconds(Int($0)) } : nil
         try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                                 retain: message.retain, messageExpiry: message.expiry.map { .seconds(Int($0)) })
+                                 retain: message.retain, messageExpiry: expiry)
     }
 
     public func shutdown() async {

@@ -96,6 +96,20 @@ struct EndToEndTests {
         await recorder.close()
     }
 
+    @Test("on MQTT 3.1.1 alerts go out without message expiry")
+    func mqtt311() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "mqtt:\n  protocol: 3.1.1\n", flags: Self.october)
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("old", Places.muenchen.0, Places.muenchen.1)
+        try await recorder.json("ampel/device/old/alert") { $0["to"] as? String == "red" }
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+
     @Test("bad payloads are counted by reason and change nothing")
     func badPayloads() async throws {
         let broker = try await MosquittoBroker.start()
