@@ -29,6 +29,10 @@ public actor AmpelDaemon: Service {
     private var counters = Counters()
     private var feedState: FeedState?
     private var dirty = false
+    private var lastSave = ContinuousClock.now
+    /// The state file is rewritten at most this often while fixes arrive (and always at shutdown):
+    /// with many devices a rewrite per second would cost more than it protects.
+    let saveInterval: Duration = .seconds(5)
     private var infoDirty = true
     private var dropLog = RateLimiter(interval: 10, burst: 5)
     private var publishLog = RateLimiter(interval: 10, burst: 5)
@@ -206,7 +210,7 @@ public actor AmpelDaemon: Service {
             }
             await perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
-            if dirty { saveState(engine) }
+            if dirty, ContinuousClock.now - lastSave >= saveInterval { saveState(engine) }
             if infoDirty { try? await publishInfo(engine) }
         case .stop:
             break
@@ -273,6 +277,7 @@ public actor AmpelDaemon: Service {
         do {
             try store.save(engine.persisted)
             dirty = false
+            lastSave = ContinuousClock.now
         } catch {
             logger.error("cannot save state", metadata: ["error": "\(error)"])
         }

@@ -343,6 +343,19 @@ struct StateStoreTests {
             districts: ["09162": "red"])
         try store.save(state)
         #expect(try store.load() == state)
+        // Escaping, absent values and many devices survive the streamed writer.
+        var many = state
+        many.devices["q\"uo\\te/ü"] = DeviceRecord(lat: -0.000001, lon: 179.999999, tst: 0, lang: "de\tAT", district: nil,
+                                                   phase: "outside", dataDate: "2020-10-15", stale: true)
+        many.devices["bw"] = DeviceRecord(lat: 48.7, lon: 9.1, tst: 1, lang: nil,
+                                          district: .init(ags: "08111", name: "Stuttgart \"Mitte\"", state: "Baden-Württemberg", type: nil),
+                                          phase: "outside", dataDate: "2020-10-15", stale: false)
+        for index in 0..<3000 {
+            many.devices["d\(index)"] = DeviceRecord(lat: Double(index) / 1000, lon: 11, tst: index, lang: nil, district: nil,
+                                                     phase: "green", dataDate: "2020-10-15", stale: false)
+        }
+        try store.save(many)
+        #expect(try store.load() == many)
         #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"))
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
         #expect(throws: StateStoreError.self) { try store.load() }
