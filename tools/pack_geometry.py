@@ -25,18 +25,18 @@ import json
 import struct
 import sys
 
-from shapely.geometry import shape, mapping
+from shapely.geometry import MultiPolygon, mapping, shape
 from shapely.ops import unary_union
 
-DATA = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/geo"
-OUT = sys.argv[2] if len(sys.argv) > 2 else "Sources/AmpelGeo/Resources/geometry/districts.ampelgeo"
+DATA = sys.argv[1] if len(sys.argv) > 1 and __name__ == "__main__" else "../shared/data/geo"
+OUT = sys.argv[2] if len(sys.argv) > 2 and __name__ == "__main__" else "Sources/AmpelGeo/Resources/geometry/districts.ampelgeo"
 VG250 = "bkg_vg250_krs_bayern_sim20_2018-12-31_wgs84.geojson"
 VG1000 = "bkg_vg1000_krs_2024-12-31_wgs84.geojson"
 SEAM_DEG = 0.02
 
 
-def features(name):
-    with open(f"{DATA}/{name}", encoding="utf-8") as f:
+def features_in(data, name):
+    with open(f"{data}/{name}", encoding="utf-8") as f:
         return json.load(f)["features"]
 
 
@@ -62,58 +62,67 @@ def open_ring(ring):
     return pts
 
 
-entries = []  # (ags, rank, name, [ring points])
-bav = sorted(features(VG250), key=lambda f: f["properties"]["RS"])
-names_by = {}
-for f in bav:
-    p = f["properties"]
-    ags = p["RS"][:5]
-    names_by[ags] = p["GEN"]
-    rings = [open_ring(r) for poly in polygons(f["geometry"]) for r in poly]
-    entries.append((ags, 0, p["GEN"], rings))
+def layers(data=DATA):
+    """The polygon sets of the bundle: (ags, rank, name, shapely geometry), in file order.
 
-rest = sorted(features(VG1000), key=lambda f: f["properties"]["ARS"])
-for f in rest:
-    p = f["properties"]
-    if p["ARS"].startswith("09"):
-        continue
-    rings = [open_ring(r) for poly in polygons(f["geometry"]) for r in poly]
-    entries.append((p["ARS"][:5], 1, p["GEN"], rings))
+    Also used by Benchmarks/geo/shapely_bench.py, so shapely is measured on the same geometry.
+    """
+    out = []
+    bav = sorted(features_in(data, VG250), key=lambda f: f["properties"]["RS"])
+    names_by = {}
+    for f in bav:
+        p = f["properties"]
+        names_by[p["RS"][:5]] = p["GEN"]
+        out.append((p["RS"][:5], 0, p["GEN"], shape(f["geometry"])))
+    rest = sorted(features_in(data, VG1000), key=lambda f: f["properties"]["ARS"])
+    for f in rest:
+        p = f["properties"]
+        if not p["ARS"].startswith("09"):
+            out.append((p["ARS"][:5], 1, p["GEN"], shape(f["geometry"])))
+    others = unary_union([g for _, rank, _, g in out if rank == 1])
+    seam = others.buffer(SEAM_DEG)
+    for f in rest:
+        p = f["properties"]
+        if not p["ARS"].startswith("09"):
+            continue
+        clipped = shape(f["geometry"]).intersection(seam)
+        polys = [g for g in getattr(clipped, "geoms", [clipped]) if g.geom_type == "Polygon" and not g.is_empty]
+        if polys:
+            ags = p["ARS"][:5]
+            out.append((ags, 2, names_by.get(ags, p["GEN"]), MultiPolygon(polys) if len(polys) > 1 else polys[0]))
+    return out
 
-others = unary_union([shape(f["geometry"]) for f in rest if not f["properties"]["ARS"].startswith("09")])
-seam = others.buffer(SEAM_DEG)
-for f in rest:
-    p = f["properties"]
-    if not p["ARS"].startswith("09"):
-        continue
-    clipped = shape(f["geometry"]).intersection(seam)
-    if clipped.is_empty:
-        continue
-    rings = [open_ring(r) for poly in polygons(mapping(clipped)) for r in poly]
-    rings = [r for r in rings if len(r) >= 3]
-    if rings:
-        ags = p["ARS"][:5]
-        entries.append((ags, 2, names_by.get(ags, p["GEN"]), rings))
 
-head = bytearray()
-ring_table = bytearray()
-points = bytearray()
-n_rings = 0
-n_points = 0
-for ags, rank, name, rings in entries:
-    nb = name.encode("utf-8")
-    assert len(ags) == 5 and ags.isdigit() and len(nb) < 256
-    head += ags.encode("ascii") + struct.pack("<BB", rank, len(nb)) + nb + struct.pack("<II", n_rings, len(rings))
-    for r in rings:
-        ring_table += struct.pack("<II", n_points, len(r))
-        for x, y in r:
-            points += struct.pack("<dd", x, y)
-        n_points += len(r)
-        n_rings += 1
+def rings_of(geom):
+    return [r for r in (open_ring(r) for poly in polygons(mapping(geom)) for r in poly) if len(r) >= 3]
 
-with open(OUT, "wb") as out:
-    out.write(b"AMPELGEO" + struct.pack("<IIII", 1, len(entries), n_rings, n_points))
-    out.write(head)
-    out.write(ring_table)
-    out.write(points)
-print(f"{OUT}: {len(entries)} entries, {n_rings} rings, {n_points} points")
+
+def main():
+    entries = [(ags, rank, name, rings_of(g)) for ags, rank, name, g in layers()]
+
+    head = bytearray()
+    ring_table = bytearray()
+    points = bytearray()
+    n_rings = 0
+    n_points = 0
+    for ags, rank, name, rings in entries:
+        nb = name.encode("utf-8")
+        assert len(ags) == 5 and ags.isdigit() and len(nb) < 256
+        head += ags.encode("ascii") + struct.pack("<BB", rank, len(nb)) + nb + struct.pack("<II", n_rings, len(rings))
+        for r in rings:
+            ring_table += struct.pack("<II", n_points, len(r))
+            for x, y in r:
+                points += struct.pack("<dd", x, y)
+            n_points += len(r)
+            n_rings += 1
+
+    with open(OUT, "wb") as out:
+        out.write(b"AMPELGEO" + struct.pack("<IIII", 1, len(entries), n_rings, n_points))
+        out.write(head)
+        out.write(ring_table)
+        out.write(points)
+    print(f"{OUT}: {len(entries)} entries, {n_rings} rings, {n_points} points")
+
+
+if __name__ == "__main__":
+    main()

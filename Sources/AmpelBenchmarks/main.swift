@@ -1,9 +1,12 @@
 // ampel-bench: one executable for all benchmark areas; the first argument picks the area.
-// Each area lives in its own files (MQTT*.swift, ...). Run in release via Benchmarks/<area>/run.sh.
+// Each area lives in its own files (MQTT*.swift, Geo*.swift, Daemon*.swift). Run in release via
+// Benchmarks/<area>/run.sh.
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "mqtt":
     await MQTTBenchmark.main(Array(arguments.dropFirst()))
+case "geo":
+    GeoBenchmark.main(Array(arguments.dropFirst()))
 default:
-    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt); see Benchmarks/<area>/run.sh")
+    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, geo); see Benchmarks/<area>/run.sh")
 }

@@ -61,6 +61,19 @@ public struct DataStatus: Sendable, Hashable {
     /// Whether the source failed after its last success.
     public let failedSinceSuccess: Bool
     public let counters: DataCounters
+
+    public init(dataset: Dataset?, stale: Bool, source: String, origin: StartOrigin?, lastSuccess: Date?,
+                lastError: DataError?, lastErrorAt: Date?, failedSinceSuccess: Bool, counters: DataCounters) {
+        self.dataset = dataset
+        self.stale = stale
+        self.source = source
+        self.origin = origin
+        self.lastSuccess = lastSuccess
+        self.lastError = lastError
+        self.lastErrorAt = lastErrorAt
+        self.failedSinceSuccess = failedSinceSuccess
+        self.counters = counters
+    }
 }
 
 /// Holds the dataset in force and decides whether an answer may replace it.
@@ -189,14 +202,17 @@ public actor IncidenceStore {
 
     /// Asks the source once and applies its answer; see the type's description.
     public func refresh() async -> RefreshOutcome {
-        counters.checks += 1
         let fresh: Dataset
         do {
             fresh = try await source.fetch()
         } catch {
+            // A check cut short by shutting down says nothing about the source: not counted.
+            if Task.isCancelled { return .rejected(error) }
+            counters.checks += 1
             record(error, what: "rejected the answer of \(source.name)")
             return .rejected(error)
         }
+        counters.checks += 1
         // Read the data in force only now: another refresh may have run while this one waited.
         let previous = dataset
         if let previous, !holdsFallback, fresh.date < previous.date {
@@ -262,6 +278,11 @@ public actor IncidenceStore {
 
     /// The counters so far.
     public var currentCounters: DataCounters { counters }
+
+    /// ``status(now:)`` at the store's own wall clock.
+    public func status() -> DataStatus {
+        status(now: now())
+    }
 
     /// How long ago `day` was published at `now`: a publication counts from 00:00 of its day
     /// in Germany (Europe/Berlin), as the RKI's `last_update` says.

@@ -111,6 +111,13 @@ public struct RKIClient: IncidenceSource {
         self.logger = logger
     }
 
+    /// Whether `url` is an absolute `http` or `https` URL with a host, as ``Configuration/url`` must be.
+    public static func isValidURL(_ url: String) -> Bool {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+              let host = parsed.host, !host.isEmpty else { return false }
+        return scheme == "http" || scheme == "https"
+    }
+
     public var name: String { "rki" }
     public var isLive: Bool { true }
 
@@ -243,6 +250,8 @@ public struct RKIClient: IncidenceSource {
             throw Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
+        } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
+            throw Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) URL"), retryable: false)
         } catch is TimedOut {
             throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
         } catch is CancellationError {
@@ -257,8 +266,10 @@ public struct RKIClient: IncidenceSource {
         }
     }
 
+    /// `host[:port]` of `url`, for messages; the whole URL if it has no host.
     static func hostOf(_ url: String) -> String {
-        URL(string: url)?.host.map { host in URL(string: url)?.port.map { "\(host):\($0)" } ?? host } ?? url
+        guard let parsed = URL(string: url), let host = parsed.host else { return url }
+        return parsed.port.map { "\(host):\($0)" } ?? host
     }
 }
 

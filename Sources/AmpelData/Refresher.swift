@@ -69,6 +69,7 @@ public final class Refresher: Sendable {
             case .updated(let previous, let current, let changed):
                 continuation.yield(.published(previous: previous, current: current, changedDistricts: changed))
             case .rejected(let error):
+                if Task.isCancelled { return }
                 continuation.yield(.failed(error))
             case .unchanged:
                 break

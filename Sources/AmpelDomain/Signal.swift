@@ -17,6 +17,15 @@ public struct Signal: Sendable, Hashable, Codable {
             self.state = state
             self.type = type
         }
+
+        /// Writes `type` as `null` when unknown, so the object always has the same keys.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(ags, forKey: .ags)
+            try c.encode(name, forKey: .name)
+            try c.encode(state, forKey: .state)
+            try c.encode(type, forKey: .type)
+        }
     }
 
     /// The district, or `nil` for a position in no German district.

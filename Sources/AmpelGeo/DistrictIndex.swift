@@ -32,14 +32,24 @@ public final class DistrictIndex: Sendable {
     let cells: [UInt32]
     let borderStart: [UInt32]
     let borderEdges: [UInt32]
-    /// District sets (entry ids) of pure cells, needed when a border walk ends in one.
-    let sets: [[UInt32]]
-    let setAnswers: [UInt32]
+    /// A coarse level over blocks of 8 x 8 cells (about 140 KB, stays in cache): a block whose cells
+    /// are all pure with the same code holds that code; any other block holds `borderFlag`, "ask the
+    /// fine grid". Random positions would otherwise miss the cache on nearly every lookup.
+    let coarse: [UInt32]
+    let coarseCols: Int
+    static let coarseShift = 3
+    /// District sets (entry ids) of pure cells, needed when a border walk ends in one:
+    /// set i is `setMembers[setStart[i]..<setStart[i + 1]]`.
+    let setStart: [UInt32]
+    let setMembers: [UInt32]
+    /// Prebuilt answers per entry (inside/seam fallback, and snapped), so a lookup copies, not builds.
+    let hits: [DistrictHit]
+    let snappedHits: [DistrictHit]
     let districtByAGS: [String: Int]
 
     init(
         districts: [District], snapMetres: Double, entries: [IndexEntry], edges: [Edge], grid: Grid,
-        cells: [UInt32], borderStart: [UInt32], borderEdges: [UInt32], sets: [[UInt32]], setAnswers: [UInt32],
+        cells: [UInt32], borderStart: [UInt32], borderEdges: [UInt32], sets: [[UInt32]],
         districtByAGS: [String: Int]
     ) {
         self.districts = districts
@@ -50,8 +60,46 @@ public final class DistrictIndex: Sendable {
         self.cells = cells
         self.borderStart = borderStart
         self.borderEdges = borderEdges
-        self.sets = sets
-        self.setAnswers = setAnswers
+        let shift = Self.coarseShift
+        let coarseCols = (grid.cols + (1 << shift) - 1) >> shift
+        let coarseRows = (grid.rows + (1 << shift) - 1) >> shift
+        // Unset blocks hold `unset`; a block that sees a border cell or a second code becomes `borderFlag`.
+        let unset: UInt32 = 0xFFFF_FFFF
+        var coarse = [UInt32](repeating: unset, count: coarseCols * coarseRows)
+        coarse.withUnsafeMutableBufferPointer { coarse in
+            cells.withUnsafeBufferPointer { cells in
+                for r in 0..<grid.rows {
+                    let base = (r >> shift) * coarseCols
+                    for c in 0..<grid.cols {
+                        let k = base + (c >> shift)
+                        let code = cells[r * grid.cols + c]
+                        let have = coarse[k]
+                        if have == unset {
+                            coarse[k] = code
+                        } else if have != code {
+                            coarse[k] = Self.borderFlag
+                        }
+                    }
+                }
+            }
+        }
+        self.coarse = coarse
+        self.coarseCols = coarseCols
+        var start: [UInt32] = [0]
+        var members: [UInt32] = []
+        for set in sets {
+            members += set
+            start.append(UInt32(members.count))
+        }
+        self.setStart = start
+        self.setMembers = members
+        self.hits = entries.map { e in
+            DistrictHit(ags: districts[e.district].ags, name: districts[e.district].name,
+                        match: e.layer == .fallback ? .seamFallback : .inside)
+        }
+        self.snappedHits = entries.map { e in
+            DistrictHit(ags: districts[e.district].ags, name: districts[e.district].name, match: .nearest)
+        }
         self.districtByAGS = districtByAGS
     }
 
@@ -63,7 +111,8 @@ public final class DistrictIndex: Sendable {
     struct IndexEntry: Sendable {
         var district: Int
         var layer: Layer
-        var ags: String
+        /// The AGS as a number, for ordering without touching strings.
+        var agsNumber: UInt32
         var minX: Double, minY: Double, maxX: Double, maxY: Double
         var firstEdge: Int, edgeCount: Int
     }
@@ -72,6 +121,10 @@ public final class DistrictIndex: Sendable {
         var minX: Double, minY: Double
         var cellW: Double, cellH: Double
         var cols: Int, rows: Int
+        /// 1 / cellW and 1 / cellH: a lookup multiplies. The cell found may differ from the exact
+        /// one by a rounding step for points on a cell boundary, which is harmless: pure cells are
+        /// farther than the margin from every edge, and the border walk tests exact x-ranges.
+        var invW: Double, invH: Double
 
         @inline(__always) func x0(_ col: Int) -> Double { minX + Double(col) * cellW }
         @inline(__always) func y0(_ row: Int) -> Double { minY + Double(row) * cellH }
@@ -94,9 +147,9 @@ public final class DistrictIndex: Sendable {
     /// Sizes of the built index.
     public var statistics: Statistics {
         let border = cells.reduce(0) { $0 + ($1 & Self.borderFlag != 0 ? 1 : 0) }
-        let setBytes = sets.reduce(0) { $0 + $1.count * 4 + 32 }
+        let setBytes = (setStart.count + setMembers.count) * 4
         let bytes = edges.count * MemoryLayout<Edge>.stride + cells.count * 4 + borderStart.count * 4
-            + borderEdges.count * 4 + setBytes + entries.count * MemoryLayout<IndexEntry>.stride
+            + borderEdges.count * 4 + coarse.count * 4 + setBytes + entries.count * MemoryLayout<IndexEntry>.stride
         return Statistics(
             districts: districts.count, polygonSets: entries.count, edges: edges.count, cells: cells.count,
             borderCells: border, borderEdgeReferences: borderEdges.count, columns: grid.cols, rows: grid.rows,
@@ -118,7 +171,7 @@ public final class DistrictIndex: Sendable {
     public func lookupAGS(latitude: Double, longitude: Double) throws(CoordinateError) -> String? {
         try Self.validate(latitude: latitude, longitude: longitude)
         let code = resolve(x: longitude, y: latitude) & 0xFFFF
-        return code == 0 ? nil : entries[Int(code) - 1].ags
+        return code == 0 ? nil : districts[entries[Int(code) - 1].district].ags
     }
 
     /// The position of the district in ``districts``, or nil: allocation-free, for hot loops.
@@ -153,14 +206,11 @@ public final class DistrictIndex: Sendable {
         guard longitude.isFinite, (-180.0...180.0).contains(longitude) else { throw .invalidLongitude(longitude) }
     }
 
+    @inline(__always)
     func hit(code: UInt32) -> DistrictHit? {
         let e = Int(code & 0xFFFF)
         guard e != 0 else { return nil }
-        let entry = entries[e - 1]
-        let district = districts[entry.district]
-        let match: DistrictHit.Match =
-            code & Self.snappedFlag != 0 ? .nearest : (entry.layer == .fallback ? .seamFallback : .inside)
-        return DistrictHit(ags: district.ags, name: district.name, match: match)
+        return code & Self.snappedFlag != 0 ? snappedHits[e - 1] : hits[e - 1]
     }
 
     // MARK: Resolution
@@ -168,10 +218,12 @@ public final class DistrictIndex: Sendable {
     /// Answer code for a point: bits 0-15 entry + 1 (0 = none), bit 16 set when snapped.
     @inline(__always)
     func resolve(x: Double, y: Double) -> UInt32 {
-        let fx = (x - grid.minX) / grid.cellW
-        let fy = (y - grid.minY) / grid.cellH
+        let fx = (x - grid.minX) * grid.invW
+        let fy = (y - grid.minY) * grid.invH
         guard fx >= 0, fy >= 0, fx < Double(grid.cols), fy < Double(grid.rows) else { return 0 }
         let col = Int(fx), row = Int(fy)
+        let block = coarse[(row >> Self.coarseShift) &* coarseCols &+ (col >> Self.coarseShift)]
+        if block & Self.borderFlag == 0 { return block & 0xFFFF }
         let cell = cells[row &* grid.cols &+ col]
         if cell & Self.borderFlag == 0 { return cell & 0xFFFF }
         return resolveBorder(x: x, y: y, row: row, col: col, cell: cell)
@@ -211,7 +263,8 @@ public final class DistrictIndex: Sendable {
                 if c == grid.cols { break }
                 code = cells[rowBase &+ c]
                 if code & Self.borderFlag == 0 {
-                    for e in sets[Int((code >> 16) & 0x7FFF)] { toggle(e) }
+                    let set = Int((code >> 16) & 0x7FFF)
+                    for k in Int(setStart[set])..<Int(setStart[set + 1]) { toggle(setMembers[k]) }
                     break
                 }
                 upper = grid.x0(c + 1)
@@ -268,7 +321,7 @@ public final class DistrictIndex: Sendable {
     static func precedes(_ a: Int, _ b: Int, in entries: [IndexEntry]) -> Bool {
         let ea = entries[a], eb = entries[b]
         if ea.layer != eb.layer { return ea.layer.rawValue < eb.layer.rawValue }
-        if ea.ags != eb.ags { return ea.ags < eb.ags }
+        if ea.agsNumber != eb.agsNumber { return ea.agsNumber < eb.agsNumber }
         return a < b
     }
 

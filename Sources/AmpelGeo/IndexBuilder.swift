@@ -43,7 +43,7 @@ extension DistrictIndex {
                 }
             }
             entries.append(IndexEntry(
-                district: districtByAGS[r.ags]!, layer: r.layer, ags: r.ags,
+                district: districtByAGS[r.ags]!, layer: r.layer, agsNumber: UInt32(r.ags.prefix(9)) ?? 0,
                 minX: minX, minY: minY, maxX: maxX, maxY: maxY, firstEdge: first, edgeCount: edges.count - first))
             gMinX = min(gMinX, minX); gMaxX = max(gMaxX, maxX)
             gMinY = min(gMinY, minY); gMaxY = max(gMaxY, maxY)
@@ -68,136 +68,75 @@ extension DistrictIndex {
         }
         let grid = Grid(
             minX: gMinX - mx - cellW / 2, minY: gMinY - my - cellH / 2, cellW: cellW, cellH: cellH,
-            cols: Int(spanX / cellW) + 2, rows: Int(spanY / cellH) + 2)
+            cols: Int(spanX / cellW) + 2, rows: Int(spanY / cellH) + 2, invW: 1 / cellW, invH: 1 / cellH)
         let cols = grid.cols, rows = grid.rows
 
-        // Spread every edge to the cells its margin-grown footprint touches (count, then fill).
-        var counts = [UInt32](repeating: 0, count: cols * rows + 1)
-        func forEachCell(of e: Edge, _ body: (Int) -> Void) {
-            let loY = min(e.y1, e.y2) - my, hiY = max(e.y1, e.y2) + my
-            let r0 = max(0, Int(((loY - grid.minY) / cellH).rounded(.down)))
-            let r1 = min(rows - 1, Int(((hiY - grid.minY) / cellH).rounded(.down)))
-            guard r0 <= r1 else { return }
-            for r in r0...r1 {
-                // The part of the edge inside this row's band grown by the margin.
-                let bandLo = grid.y0(r) - my, bandHi = grid.y0(r + 1) + my
-                var xa: Double, xb: Double
-                if e.y1 == e.y2 {
-                    xa = min(e.x1, e.x2); xb = max(e.x1, e.x2)
-                } else {
-                    var t0 = (bandLo - e.y1) / (e.y2 - e.y1)
-                    var t1 = (bandHi - e.y1) / (e.y2 - e.y1)
-                    if t0 > t1 { swap(&t0, &t1) }
-                    t0 = max(0, t0); t1 = min(1, t1)
-                    if t0 > t1 { continue }
-                    let xs0 = e.x1 + t0 * (e.x2 - e.x1), xs1 = e.x1 + t1 * (e.x2 - e.x1)
-                    xa = min(xs0, xs1); xb = max(xs0, xs1)
-                }
-                let c0 = max(0, Int(((xa - mx - grid.minX) / cellW).rounded(.down)))
-                let c1 = min(cols - 1, Int(((xb + mx - grid.minX) / cellW).rounded(.down)))
-                guard c0 <= c1 else { continue }
-                for c in c0...c1 { body(r * cols + c) }
-            }
-        }
-        for e in edges { forEachCell(of: e) { counts[$0] += 1 } }
-
-        var cells = [UInt32](repeating: 0, count: cols * rows)
+        // Spread every edge to the cells its margin-grown footprint touches: (cell, edge) pairs,
+        // then a counting sort by cell.
+        var pairs: [UInt64] = []
+        pairs.reserveCapacity(edges.count * 3)
+        for k in edges.indices { Self.appendCells(of: edges[k], index: k, grid: grid, mx: mx, my: my, into: &pairs) }
+        let cellCount = cols * rows
+        var cells = [UInt32](repeating: 0, count: cellCount)
         var borderStart: [UInt32] = [0]
-        var borderOfCell = [Int32](repeating: -1, count: cols * rows)
-        var total: UInt32 = 0
-        for i in 0..<(cols * rows) where counts[i] > 0 {
-            borderOfCell[i] = Int32(borderStart.count - 1)
-            cells[i] = Self.borderFlag | UInt32(borderStart.count - 1)
-            total += counts[i]
-            borderStart.append(total)
-        }
-        var fill = [UInt32](borderStart.dropLast())
-        var borderEdges = [UInt32](repeating: 0, count: Int(total))
-        for (k, e) in edges.enumerated() {
-            forEachCell(of: e) { cell in
-                let b = Int(borderOfCell[cell])
-                borderEdges[Int(fill[b])] = UInt32(k)
-                fill[b] += 1
+        var borderEdges = [UInt32](repeating: 0, count: pairs.count)
+        cells.withUnsafeMutableBufferPointer { cells in
+            // Count into the cell array itself, then turn counts into border indices: no extra
+            // cell-sized arrays to allocate and fault in.
+            for p in pairs { cells[Int(p >> 32)] &+= 1 }
+            var total: UInt32 = 0
+            for i in 0..<cellCount where cells[i] > 0 {
+                total &+= cells[i]
+                cells[i] = Self.borderFlag | UInt32(borderStart.count - 1)
+                borderStart.append(total)
+            }
+            // Pairs were appended in edge order, so each cell's list stays in edge order.
+            var cursor = [UInt32](borderStart.dropLast())
+            borderEdges.withUnsafeMutableBufferPointer { out in
+                cursor.withUnsafeMutableBufferPointer { cursor in
+                    for p in pairs {
+                        let b = Int(cells[Int(p >> 32)] & ~Self.borderFlag)
+                        out[Int(cursor[b])] = UInt32(truncatingIfNeeded: p)
+                        cursor[b] &+= 1
+                    }
+                }
             }
         }
+        pairs = []
 
         // Pure cells: the district set at the cell centre, from the crossings of the row's centre line.
-        var rowCount = [Int](repeating: 0, count: rows + 1)
-        func rowsCrossed(_ e: Edge) -> ClosedRange<Int>? {
+        var rowPairs: [UInt64] = []
+        rowPairs.reserveCapacity(edges.count * 2)
+        for k in edges.indices {
+            let e = edges[k]
             let lo = min(e.y1, e.y2), hi = max(e.y1, e.y2)
             let r0 = max(0, Int(((lo - grid.minY) / cellH - 0.5).rounded(.down)))
             let r1 = min(rows - 1, Int(((hi - grid.minY) / cellH - 0.5).rounded(.up)))
-            return r0 <= r1 ? r0...r1 : nil
+            guard r0 <= r1 else { continue }
+            for r in r0...r1 { rowPairs.append(UInt64(r) << 32 | UInt64(k)) }
         }
-        for e in edges { if let rs = rowsCrossed(e) { for r in rs { rowCount[r + 1] += 1 } } }
-        for r in 0..<rows { rowCount[r + 1] += rowCount[r] }
-        var rowFill = rowCount
-        var rowEdges = [UInt32](repeating: 0, count: rowCount[rows])
-        for (k, e) in edges.enumerated() {
-            if let rs = rowsCrossed(e) {
-                for r in rs {
-                    rowEdges[rowFill[r]] = UInt32(k)
-                    rowFill[r] += 1
-                }
+        var rowStart = [Int](repeating: 0, count: rows + 1)
+        for p in rowPairs { rowStart[Int(p >> 32) + 1] += 1 }
+        for r in 0..<rows { rowStart[r + 1] += rowStart[r] }
+        var rowEdges = [UInt32](repeating: 0, count: rowPairs.count)
+        do {
+            var slot = rowStart
+            for p in rowPairs {
+                let r = Int(p >> 32)
+                rowEdges[slot[r]] = UInt32(truncatingIfNeeded: p)
+                slot[r] += 1
             }
         }
+        rowPairs = []
 
+        // Sets are interned by a Zobrist hash (XOR of a random key per entry), kept up to date on
+        // every toggle, so a row sweep costs no hashing of arrays.
+        var keyRNG = Zobrist(seed: 0x5EED)
+        let keys = (0..<entries.count).map { _ in keyRNG.next() }
         var sets: [[UInt32]] = [[]]
-        var setIDs: [[UInt32]: Int] = [[]: 0]
-        var crossings: [(x: Double, entry: UInt32)] = []
-        var parity = [Bool](repeating: false, count: entries.count)
-        var current: [UInt32] = []
-        for r in 0..<rows {
-            let yc = grid.minY + (Double(r) + 0.5) * cellH
-            crossings.removeAll(keepingCapacity: true)
-            for k in rowCount[r]..<rowCount[r + 1] {
-                let e = edges[Int(rowEdges[k])]
-                if Predicates.straddles(e, yc) { crossings.append((Predicates.crossingX(e, yc), e.entry)) }
-            }
-            crossings.sort { $0.x < $1.x }
-            var next = 0
-            var setID = 0
-            var dirty = false
-            let base = r * cols
-            for c in 0..<cols {
-                let xc = grid.minX + (Double(c) + 0.5) * cellW
-                while next < crossings.count && crossings[next].x < xc {
-                    let e = crossings[next].entry
-                    parity[Int(e)].toggle()
-                    if parity[Int(e)] {
-                        current.insert(e, at: current.firstIndex { $0 > e } ?? current.count)
-                    } else {
-                        current.removeAll { $0 == e }
-                    }
-                    next += 1
-                    dirty = true
-                }
-                guard cells[base + c] & Self.borderFlag == 0 else { continue }
-                if dirty {
-                    if let id = setIDs[current] {
-                        setID = id
-                    } else {
-                        guard sets.count <= Self.maxSets else {
-                            throw .corruptBundle("more than \(Self.maxSets) distinct overlap sets")
-                        }
-                        setID = sets.count
-                        setIDs[current] = setID
-                        sets.append(current)
-                    }
-                    dirty = false
-                }
-                cells[base + c] = UInt32(setID) << 16
-            }
-            // Every ring crosses a line an even number of times, so parity is all false again here.
-            while next < crossings.count {
-                parity[Int(crossings[next].entry)].toggle()
-                next += 1
-            }
-            current.removeAll(keepingCapacity: true)
-        }
-
+        var setIDs: [UInt64: [Int]] = [0: [0]]
         // A pure cell's answer: no border is within the snap distance, so only containment counts.
-        let setAnswers = sets.map { set -> UInt32 in
+        func pureAnswer(_ set: [UInt32]) -> UInt32 {
             var best = -1, bestFallback = -1
             for m in set {
                 let e = Int(m)
@@ -210,13 +149,102 @@ extension DistrictIndex {
             let winner = best >= 0 ? best : bestFallback
             return winner >= 0 ? UInt32(winner + 1) : 0
         }
-        for i in cells.indices where cells[i] & Self.borderFlag == 0 {
-            cells[i] |= setAnswers[Int(cells[i] >> 16)]
+        var setAnswers: [UInt32] = [0]
+        var crossings: [(x: Double, entry: UInt32)] = []
+        var current: [UInt32] = []
+        try cells.withUnsafeMutableBufferPointer { (cells) throws(GeometryError) in
+            for r in 0..<rows {
+                let yc = grid.minY + (Double(r) + 0.5) * cellH
+                crossings.removeAll(keepingCapacity: true)
+                for k in rowStart[r]..<rowStart[r + 1] {
+                    let e = edges[Int(rowEdges[k])]
+                    if Predicates.straddles(e, yc) { crossings.append((Predicates.crossingX(e, yc), e.entry)) }
+                }
+                crossings.sort { $0.x < $1.x }
+                var next = 0
+                var setID = 0
+                var hash: UInt64 = 0
+                var dirty = false
+                let base = r * cols
+                // Only pure cells need the set; jump from pure cell to pure cell.
+                for c in 0..<cols where cells[base + c] & Self.borderFlag == 0 {
+                    let xc = grid.minX + (Double(c) + 0.5) * cellW
+                    while next < crossings.count && crossings[next].x < xc {
+                        let e = crossings[next].entry
+                        hash ^= keys[Int(e)]
+                        if let i = current.firstIndex(of: e) { current.remove(at: i) } else { current.append(e) }
+                        next += 1
+                        dirty = true
+                    }
+                    if dirty {
+                        current.sort()
+                        if let id = setIDs[hash]?.first(where: { sets[$0] == current }) {
+                            setID = id
+                        } else {
+                            guard sets.count <= Self.maxSets else {
+                                throw .corruptBundle("more than \(Self.maxSets) distinct overlap sets")
+                            }
+                            setID = sets.count
+                            setIDs[hash, default: []].append(setID)
+                            sets.append(current)
+                            setAnswers.append(pureAnswer(current))
+                        }
+                        dirty = false
+                    }
+                    cells[base + c] = UInt32(setID) << 16 | setAnswers[setID]
+                }
+                current.removeAll(keepingCapacity: true)
+            }
         }
+
 
         self.init(
             districts: districts, snapMetres: snapMetres, entries: entries, edges: edges, grid: grid,
             cells: cells, borderStart: borderStart, borderEdges: borderEdges, sets: sets,
-            setAnswers: setAnswers, districtByAGS: districtByAGS)
+            districtByAGS: districtByAGS)
+    }
+
+    /// Appends `(cell << 32 | edge)` for every cell the edge's footprint, grown by the margins, touches.
+    ///
+    /// Per row band (grown by `my`), the part of the edge inside the band is clipped, and its
+    /// x-range grown by `mx`: conservative, so every cell within the snap distance of the edge lists it.
+    static func appendCells(of e: Edge, index: Int, grid: Grid, mx: Double, my: Double, into pairs: inout [UInt64]) {
+        let loY = min(e.y1, e.y2) - my, hiY = max(e.y1, e.y2) + my
+        let r0 = max(0, Int(((loY - grid.minY) / grid.cellH).rounded(.down)))
+        let r1 = min(grid.rows - 1, Int(((hiY - grid.minY) / grid.cellH).rounded(.down)))
+        guard r0 <= r1 else { return }
+        for r in r0...r1 {
+            let bandLo = grid.y0(r) - my, bandHi = grid.y0(r + 1) + my
+            var xa: Double, xb: Double
+            if e.y1 == e.y2 {
+                xa = min(e.x1, e.x2); xb = max(e.x1, e.x2)
+            } else {
+                var t0 = (bandLo - e.y1) / (e.y2 - e.y1)
+                var t1 = (bandHi - e.y1) / (e.y2 - e.y1)
+                if t0 > t1 { swap(&t0, &t1) }
+                t0 = max(0, t0); t1 = min(1, t1)
+                if t0 > t1 { continue }
+                let xs0 = e.x1 + t0 * (e.x2 - e.x1), xs1 = e.x1 + t1 * (e.x2 - e.x1)
+                xa = min(xs0, xs1); xb = max(xs0, xs1)
+            }
+            let c0 = max(0, Int(((xa - mx - grid.minX) / grid.cellW).rounded(.down)))
+            let c1 = min(grid.cols - 1, Int(((xb + mx - grid.minX) / grid.cellW).rounded(.down)))
+            guard c0 <= c1 else { continue }
+            let base = UInt64(r * grid.cols)
+            for c in c0...c1 { pairs.append((base + UInt64(c)) << 32 | UInt64(index)) }
+        }
+    }
+}
+
+/// SplitMix64 keys for interning district sets; fixed seed, so builds are reproducible.
+struct Zobrist {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

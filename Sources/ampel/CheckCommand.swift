@@ -1,6 +1,7 @@
 import AmpelCore
 import AmpelData
 import AmpelDomain
+import AmpelGeo
 import ArgumentParser
 import Foundation
 
@@ -12,16 +13,38 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: "The district's five-digit code (AGS/RS), e.g. 09162 for SK München.")
     var district: String?
 
+    @Option(name: .long, help: "The monitored region as a code prefix (default 09: Bavaria); elsewhere the phase is 'outside'.")
+    var region: String = Region.bavaria.prefix
+
     @OptionGroup var data: DataOptions
     @OptionGroup var ruleSetOptions: RuleSetOptions
     @OptionGroup var languageOptions: LanguageOptions
     @Flag(name: .long, help: "Print the signal object as JSON.") var json = false
     @Flag(name: .long, help: "No ANSI colours.") var noColor = false
 
+    @Option(name: .long, help: "Latitude in decimal degrees (with --lon): resolve the position to its district.")
+    var lat: Double?
+
+    @Option(name: .long, help: "Longitude in decimal degrees (with --lat).")
+    var lon: Double?
+
+    @Option(name: .long, help: "District geometry as GeoJSON (default: the bundled BKG geometry).")
+    var geometry: String?
+
     func validate() throws {
-        guard let district else { throw ValidationError("give --district AGS") }
-        guard District.isValidCode(district) else {
-            throw ValidationError("--district must be a five-digit code such as 09162, got '\(district)'")
+        switch (district, lat, lon) {
+        case (let code?, nil, nil):
+            guard AmpelDomain.District.isValidCode(code) else {
+                throw ValidationError("--district must be a five-digit code such as 09162, got '\(code)'")
+            }
+        case (nil, .some, .some):
+            break
+        case (nil, .some, nil), (nil, nil, .some):
+            throw ValidationError("--lat and --lon go together")
+        case (.some, _, _):
+            throw ValidationError("give either --district or --lat/--lon, not both")
+        default:
+            throw ValidationError("give --district AGS or --lat LAT --lon LON")
         }
     }
 
@@ -29,13 +52,27 @@ struct Check: ParsableCommand {
         let ruleSet = try ruleSetOptions.load()
         let language = languageOptions.language
         let dataset = try data.dataset()
-        let code = district ?? ""
-        guard let entry = dataset[code] else {
-            throw CLIError("unknown district '\(code)': no such district in the data of \(dataset.date.iso) (\(dataset.source)); `ampel districts` lists the known ones")
+        let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
+        var place: (ags: String, name: String?)?
+        if let lat, let lon {
+            let index = try GeometryOptions.index(path: geometry)
+            do {
+                place = try index.lookup(latitude: lat, longitude: lon).map { ($0.ags, $0.name) }
+            } catch {
+                throw CLIError("invalid position: \(error)")
+            }
+        } else if let district {
+            place = (district, nil)
+            let known = dataset[district] != nil || (try? BundledData.shared.snapshot())?[district] != nil
+            if !known {
+                throw CLIError("unknown district '\(district)': no such district in the data of \(dataset.date.iso) (\(dataset.source)) or the bundled snapshots; `ampel districts` lists the Bavarian ones")
+            }
         }
+        let directory = (try? BundledData.shared.snapshot())?.districts.mapValues(\.district) ?? [:]
         let signal: Signal
         do {
-            signal = try ruleSet.signal(for: entry, dataDate: dataset.date, language: language)
+            signal = try ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset, region: region,
+                                        language: language, directory: directory)
         } catch {
             throw CLIError("\(error)")
         }

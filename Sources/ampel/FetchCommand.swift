@@ -43,6 +43,9 @@ struct Fetch: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the summary as JSON.") var json = false
 
     func validate() throws {
+        guard RKIClient.isValidURL(url) else {
+            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
+        }
         guard timeout.isFinite, timeout > 0 else {
             throw ValidationError("--timeout must be a positive number of seconds, got \(timeout)")
         }

@@ -1,5 +1,6 @@
 import AmpelData
 import AmpelDomain
+import AmpelGeo
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
@@ -87,6 +88,9 @@ struct DataOptions: ParsableArguments {
 
     func validate() throws {
         _ = try day()
+        if let url, !RKIClient.isValidURL(url) {
+            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
+        }
         if url != nil, effectiveSource != .rki {
             throw ValidationError("--url needs --source rki")
         }
@@ -142,6 +146,23 @@ struct DataOptions: ParsableArguments {
             }
         } catch {
             throw CLIError("\(error)")
+        }
+    }
+}
+
+/// The district geometry: bundled, or a user's GeoJSON file (`--geometry PATH`).
+enum GeometryOptions {
+    static func index(path: String?) throws -> DistrictIndex {
+        do {
+            guard let path else { return try DistrictIndex.bundled() }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError("cannot read geometry file '\(path)'")
+            }
+            return try DistrictIndex(geoJSON: data)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("geometry: \(error)")
         }
     }
 }

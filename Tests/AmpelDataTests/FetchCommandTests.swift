@@ -78,6 +78,9 @@ import Testing
 
             let usage = try await runAmpel(["fetch", "--timeout", "-1"])
             #expect(usage.status == 64)
+            let badURL = try await runAmpel(["fetch", "--url", "ftp://127.0.0.1/query", "--state-dir", directory.path])
+            #expect(badURL.status == 64)
+            #expect(badURL.stderr.contains("http(s) URL"))
         }
     }
 

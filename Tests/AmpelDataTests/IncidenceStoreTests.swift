@@ -82,6 +82,26 @@ import Testing
         }
     }
 
+    @Test func aCheckCancelledByShutdownIsNeitherCountedNorAFailure() async throws {
+        try await withServer { server in
+            let store = makeStore(server)
+            _ = await store.refresh()
+            server.inject(.stall)
+            let refresh = Task { await store.refresh() }
+            await server.waitForRequests(2)
+            refresh.cancel()
+            guard case .rejected = await refresh.value else {
+                Issue.record("a cancelled check did not end as rejected")
+                return
+            }
+            let status = await store.status(now: isoDate("2020-11-05T12:00:00Z"))
+            #expect(status.counters.checks == 1)
+            #expect(status.counters.rejections.isEmpty)
+            #expect(status.stale == false)
+            #expect(status.dataset?.date == day("2020-11-05"))
+        }
+    }
+
     @Test func theSamePublicationIsUnchanged() async throws {
         try await withServer { server in
             let store = makeStore(server)

@@ -215,6 +215,15 @@ import Testing
         #expect(error?.message.contains("127.0.0.1") == true)
     }
 
+    @Test func onlyHTTPURLsWithAHostAreUsable() {
+        #expect(RKIClient.isValidURL(RKIClient.defaultURL))
+        #expect(RKIClient.isValidURL("http://127.0.0.1:8080/query"))
+        #expect(!RKIClient.isValidURL("ftp://127.0.0.1/query"))
+        #expect(!RKIClient.isValidURL("127.0.0.1:8080/query"))
+        #expect(!RKIClient.isValidURL("http:///query"))
+        #expect(!RKIClient.isValidURL(""))
+    }
+
     @Test func backoffIsExponentialCappedAndJittered() {
         let policy = RetryPolicy(maxAttempts: 10, baseDelay: .seconds(2), maxDelay: .seconds(60), jitter: 0.5)
         #expect(policy.delay(beforeRetry: 1, random: 0) == .seconds(2))
