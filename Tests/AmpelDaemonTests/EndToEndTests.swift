@@ -240,6 +240,21 @@ struct EndToEndTests {
         try await server.shutdown()
     }
 
+    @Test("a daemon started before its broker keeps trying and comes online when the broker does")
+    func brokerLate() async throws {
+        let broker = try await MosquittoBroker.start()
+        await broker.kill()
+        let (logger, lines) = LogCapture.make()
+        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october, logger: logger)
+        // Wait for the first failed attempt, so the retry is what gets it online.
+        for await line in lines where line.contains("cannot connect to the broker") { break }
+        try await broker.restart()
+        let recorder = try await Recorder.start(broker, filters: ["ampel/bridge/state"])
+        try await recorder.first("online") { String(decoding: $0.payload, as: UTF8.self) == BridgeState.online }
+        try await daemon.stop()
+        await recorder.close()
+    }
+
     @Test("the broker killed and restarted mid-stream loses no QoS 1 location")
     func brokerRestart() async throws {
         let broker = try await MosquittoBroker.start(.init(persistent: true))

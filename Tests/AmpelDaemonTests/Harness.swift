@@ -157,14 +157,15 @@ struct RunningDaemon {
     let daemon: AmpelDaemon
     let task: Task<Void, any Error>
 
-    static func start(broker: MosquittoBroker, stateDirectory: String, yaml: String = "", flags: ConfigurationOverrides = .init()) throws -> RunningDaemon {
+    static func start(broker: MosquittoBroker, stateDirectory: String, yaml: String = "", flags: ConfigurationOverrides = .init(),
+                      logger: Logger? = nil) throws -> RunningDaemon {
         var flags = flags
         flags.broker = flags.broker ?? broker.url
         flags.stateDir = stateDirectory
         let configuration = try DaemonConfiguration.load(yaml: yaml, environment: [:], flags: flags)
         let prepared = try DaemonRuntime.prepare(configuration)
-        var logger = Logger(label: "ampel.test")
-        logger.logLevel = .notice
+        var logger = logger ?? Logger(label: "ampel.test")
+        if logger.logLevel < .notice { logger.logLevel = .notice }
         let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, flushInterval: .milliseconds(100))
         return RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
     }
@@ -199,5 +200,27 @@ extension Dictionary where Key == String, Value == Any {
         var current: Any? = self
         for key in path { current = (current as? [String: Any])?[key] }
         return current
+    }
+}
+
+/// A log handler whose lines a test can await, like messages.
+struct LogCapture: LogHandler {
+    let lines: AsyncStream<String>.Continuation
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.yield("\(event.level) \(event.message)")
+    }
+
+    /// A logger, and the stream of its lines.
+    static func make() -> (Logger, AsyncStream<String>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        return (Logger(label: "ampel.test") { _ in LogCapture(lines: continuation) }, stream)
     }
 }
