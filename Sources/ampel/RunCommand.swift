@@ -59,6 +59,13 @@ struct Run: AsyncParsableCommand {
             let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
                                                refresh: refresh, lang: lang, logLevel: logLevel)
             let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
+            // Before anything creates a logger, so every part logs at the configured level.
+            let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
             prepared = try DaemonRuntime.prepare(configuration)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
@@ -67,12 +74,6 @@ struct Run: AsyncParsableCommand {
         if checkConfig {
             print(prepared.summary)
             return
-        }
-        let level = Logger.Level(rawValue: prepared.configuration.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
         }
         do {
             try await DaemonRuntime.run(prepared, logger: Logger(label: "ampel"))
