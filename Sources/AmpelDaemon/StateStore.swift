@@ -1,0 +1,207 @@
+import AmpelDomain
+import Foundation
+
+/// The engine's memory on disk: `state.json` in the state directory, written atomically.
+///
+/// Written to a temporary file, flushed to disk, then renamed over the old one: a crash or a
+/// power cut leaves either the old state or the new one, never half of each.
+public struct StateStore: Sendable {
+    public let directory: String
+    public var path: String { directory + "/state.json" }
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The saved state; an empty one when there is no file yet.
+    ///
+    /// - Throws: ``StateStoreError`` when the file exists but cannot be read or understood:
+    ///   the daemon must not start from nothing and re-alert every device.
+    public func load() throws(StateStoreError) -> PersistedState {
+        guard FileManager.default.fileExists(atPath: path) else { return PersistedState() }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StateStoreError("cannot read \(path)")
+        }
+        do {
+            let state = try JSONDecoder().decode(PersistedState.self, from: data)
+            guard state.version == PersistedState.currentVersion else {
+                throw StateStoreError("\(path) has version \(state.version), this ampel reads \(PersistedState.currentVersion)")
+            }
+            return state
+        } catch let error as StateStoreError {
+            throw error
+        } catch {
+            throw StateStoreError("\(path) is not a valid state file: \(error)")
+        }
+    }
+
+    /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory).
+    ///
+    /// The JSON is written record by record in 64 KiB chunks rather than built in memory:
+    /// with 100,000 devices an encoder's intermediate tree would cost far more than the
+    /// devices themselves. ``load()`` reads it back with `JSONDecoder`.
+    public func save(_ state: PersistedState) throws(StateStoreError) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { throw StateStoreError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let writer = ChunkWriter(fd: fd)
+        writer.append(#"{"version":\#(state.version),"districts":{"#)
+        var first = true
+        for (ags, phase) in state.districts {
+            if !first { writer.append(",") }
+            first = false
+            writer.string(ags)
+            writer.append(":")
+            writer.string(phase)
+        }
+        writer.append(#"},"devices":{"#)
+        first = true
+        for (key, record) in state.devices {
+            if !first { writer.append(",\n") }
+            first = false
+            writer.string(key)
+            writer.append(#":{"lat":\#(record.lat),"lon":\#(record.lon),"tst":\#(record.tst),"lang":"#)
+            writer.optionalString(record.lang)
+            writer.append(#","district":"#)
+            if let district = record.district {
+                writer.append(#"{"ags":"#)
+                writer.string(district.ags)
+                writer.append(#","name":"#)
+                writer.string(district.name)
+                writer.append(#","state":"#)
+                writer.string(district.state)
+                writer.append(#","type":"#)
+                writer.optionalString(district.type)
+                writer.append("}")
+            } else {
+                writer.append("null")
+            }
+            writer.append(#","phase":"#)
+            writer.string(record.phase)
+            writer.append(#","dataDate":"#)
+            writer.string(record.dataDate)
+            writer.append(record.stale ? #","stale":true}"# : #","stale":false}"#)
+        }
+        writer.append("}}\n")
+        writer.flush()
+        var failure = writer.failure
+        if failure == nil, fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
+        close(fd)
+        if let failure {
+            unlink(temporary)
+            throw StateStoreError("cannot write \(temporary): \(failure)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw StateStoreError("cannot replace \(path): \(reason)")
+        }
+        let dirfd = open(directory, O_RDONLY)
+        if dirfd >= 0 {
+            fsync(dirfd)
+            close(dirfd)
+        }
+    }
+
+    /// Creates the directory (and its parents) if missing.
+    public func prepare() throws(StateStoreError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StateStoreError("cannot create the state directory \(directory): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// Buffers bytes and writes them to a file descriptor in chunks; remembers the first error.
+final class ChunkWriter {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    private(set) var failure: String?
+
+    init(fd: Int32) {
+        self.fd = fd
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    func append(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    /// `text` as a JSON string literal.
+    func string(_ text: String) {
+        buffer.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                buffer.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: buffer.append(byte)
+            }
+        }
+        buffer.append(UInt8(ascii: "\""))
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func optionalString(_ text: String?) {
+        if let text { string(text) } else { append("null") }
+    }
+
+    func flush() {
+        guard failure == nil else { buffer.removeAll(keepingCapacity: true); return }
+        buffer.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = String(cString: strerror(errno))
+                    return
+                }
+                offset += written
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+public struct StateStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Lets a log line through at most `burst` times per `interval`, and says how many it held back.
+///
+/// Bad payloads can arrive thousands per second; the log must not grow with them.
+public struct RateLimiter: Sendable {
+    public let interval: Double
+    public let burst: Int
+    private var windowStart: Double = -.infinity
+    private var inWindow = 0
+    private var suppressed = 0
+
+    public init(interval: Double = 10, burst: Int = 5) {
+        self.interval = interval
+        self.burst = burst
+    }
+
+    /// Whether to log now (`now` in seconds, any monotonic origin); with the number held back since the last line.
+    public mutating func admit(now: Double) -> (log: Bool, suppressed: Int) {
+        if now - windowStart >= interval {
+            windowStart = now
+            inWindow = 0
+        }
+        guard inWindow < burst else {
+            suppressed += 1
+            return (false, 0)
+        }
+        inWindow += 1
+        let held = suppressed
+        suppressed = 0
+        return (true, held)
+    }
+}
