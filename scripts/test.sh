@@ -1,8 +1,36 @@
 #!/usr/bin/env bash
 # Runs every test of Ampel: unit tests, tests against real mosquitto brokers started by the
 # tests themselves, loopback HTTP fixture servers, and the built `ampel` binary.
+#
+# Each test target runs in its own `swift test` process, one after the other: on a 2-core
+# machine Swift's cooperative thread pool has two threads, and the CPU-heavy property and
+# fuzz tests of one target would otherwise starve the broker round trips of another past
+# their time limits. Within a target, tests run in parallel.
+#
+# Usage: scripts/test.sh [TARGET ...]   (default: all test targets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
-swift test --skip-build "$@"
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(AmpelCoreTests AmpelDomainTests AmpelLampTests AmpelMQTTTests AmpelDataTests AmpelGeoTests AmpelDaemonTests AmpelCLITests)
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+for target in "${targets[@]}"; do
+  echo "=== $target"
+  if ! swift test --skip-build --filter "^$target\." 2>&1 | tee -a "$log"; then
+    status=1
+  fi
+  # `swift test` exits 0 when a filter matches nothing: a missing target must not pass silently.
+  if ! tail -n 5 "$log" | grep -qE "Test run with [1-9][0-9]* tests?"; then
+    echo "no tests ran for $target" >&2
+    status=1
+  fi
+done
+passed=$(grep -cE '^✔ Test .* passed after' "$log" || true)
+failed=$(grep -E '^✘ Test .* failed after' "$log" | grep -vc 'Test run with' || true)
+echo "tests: $passed passed, $failed failed"
+exit $status
