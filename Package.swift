@@ -120,6 +120,13 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelMQTT", "AmpelTestSupport"]),
+        // Test-only: a client process the MQTT tests can kill -9 (Last Will).
+        .executableTarget(
+            name: "ampel-mqtt-probe",
+            dependencies: ["AmpelMQTT"],
+            path: "Tests/AmpelMQTTProbe",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "AmpelDaemonTests",
             dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelTestSupport"]

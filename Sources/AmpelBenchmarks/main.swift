@@ -1,1 +1,9 @@
-print("ampel-bench: see Benchmarks/README.md")
+// ampel-bench: one executable for all benchmark areas; the first argument picks the area.
+// Each area lives in its own files (MQTT*.swift, ...). Run in release via Benchmarks/<area>/run.sh.
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "mqtt":
+    await MQTTBenchmark.main(Array(arguments.dropFirst()))
+default:
+    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt); see Benchmarks/<area>/run.sh")
+}

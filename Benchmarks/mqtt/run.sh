@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Ampel MQTT benchmark: our Swift client (AmpelMQTT) against a plain C libmosquitto client,
+# publish and receive throughput at QoS 0 and 1, through the same mosquitto, in one run.
+#
+#   Benchmarks/mqtt/run.sh            # defaults below; override with env vars
+#   RUNS=3 COUNT0=100000 Benchmarks/mqtt/run.sh
+#
+# Prints a Markdown section (machine, command, medians) and keeps raw lines in
+# benchmarks-out/mqtt/. Needs: gcc, libmosquitto-dev, mosquitto, swift, python3.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+RUNS=${RUNS:-5}
+COUNT0=${COUNT0:-200000}   # QoS 0 messages per run
+COUNT1=${COUNT1:-100000}   # QoS 1 messages per run
+SIZE=${SIZE:-128}          # payload bytes (an OwnTracks position is ~150)
+
+out=benchmarks-out/mqtt
+mkdir -p "$out"
+gcc -O2 -Wall -o "$out/mqtt_bench" Benchmarks/mqtt/mqtt_bench.c -lmosquitto -lpthread
+swift build -c release --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+swift_bench="$(swift build -c release --show-bin-path)/AmpelBenchmarks"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+conf="$out/mosquitto.conf"
+{
+    echo "listener $port 127.0.0.1"
+    echo "allow_anonymous true"
+    echo "persistence false"
+    # The broker defaults silently drop (1000 queued) or throttle (20 in flight) QoS 1
+    # traffic, and without TCP_NODELAY each QoS 1 round trip waits ~40 ms.
+    echo "max_queued_messages 0"
+    echo "max_inflight_messages 0"
+    echo "set_tcp_nodelay true"
+    echo "log_dest stderr"
+    echo "log_type error"
+    echo "log_type warning"
+    echo "log_type notice"
+    [ "$(id -u)" = 0 ] && echo "user root"
+} >"$conf"
+mosquitto -c "$conf" 2>"$out/broker.log" &
+broker=$!
+trap 'kill "$broker" 2>/dev/null || true' EXIT
+# Wait (bounded) until the broker says it is running.
+for _ in $(seq 1 200); do
+    grep -q ' running' "$out/broker.log" && break
+    sleep 0.05
+done
+grep -q ' running' "$out/broker.log" || { echo "mosquitto did not start"; cat "$out/broker.log"; exit 1; }
+
+results="$out/results.txt"
+: >"$results"
+for run in $(seq 1 "$RUNS"); do
+    for qos in 0 1; do
+        count=$COUNT0; [ "$qos" = 1 ] && count=$COUNT1
+        # Alternate which implementation goes first so drift on a shared machine hits both.
+        if [ $((run % 2)) = 1 ]; then order="c swift"; else order="swift c"; fi
+        for impl in $order; do
+            tag="r${run}q${qos}"
+            if [ "$impl" = c ]; then
+                "$out/mqtt_bench" 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
+            else
+                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
+            fi
+        done
+    done
+done
+
+python3 - "$results" "$RUNS" "$SIZE" <<'PY'
+import statistics, subprocess, sys, platform
+path, runs, size = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = {}
+for line in open(path):
+    fields = dict(kv.split("=", 1) for kv in line.split())
+    rows.setdefault((fields["impl"], int(fields["qos"])), []).append(fields)
+def median(impl, qos, key):
+    return statistics.median(float(r[key]) for r in rows[(impl, qos)])
+def sh(cmd):
+    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except Exception: return "?"
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
+print()
+print("Machine: %s, %s cores, %s; %s; %s; libmosquitto/mosquitto %s" % (
+    cpu, sh("nproc"), platform.platform(), sh("swift --version 2>&1 | head -1"),
+    sh("gcc --version | head -1"), sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1")))
+print("Command: `Benchmarks/mqtt/run.sh` (RUNS=%s, %s-byte payloads, medians of %s runs)" % (runs, size, runs))
+print()
+print("| QoS | messages | C publish/s | Swift publish/s | Swift/C | C receive/s | Swift receive/s | Swift/C |")
+print("|---|---|---|---|---|---|---|---|")
+for qos in (0, 1):
+    count = rows[("c", qos)][0]["count"]
+    cp, sp = median("c", qos, "publish_rate"), median("swift", qos, "publish_rate")
+    cr, sr = median("c", qos, "receive_rate"), median("swift", qos, "receive_rate")
+    print("| %d | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |" % (qos, count, cp, sp, sp / cp, cr, sr, sr / cr))
+PY

@@ -1,0 +1,111 @@
+import Logging
+
+/// An MQTT 3.1.1 / 5 client on libmosquitto with an async, `Sendable` API.
+///
+/// One client holds one broker connection and keeps it up: after a loss it reconnects with a
+/// bounded, jittered backoff, re-subscribes when the broker did not keep the session, and sends
+/// QoS 1 messages that were published while it was away.
+///
+/// ```swift
+/// let client = MQTTClient(configuration: .init(host: "localhost", clientID: "ampel"))
+/// try await client.connect()
+/// try await client.subscribe([("owntracks/+/+", .atLeastOnce)])
+/// Task { for await message in client.messages { route(message) } }
+/// try await client.publish(topic: "ampel/status", payload: Array("online".utf8), qos: .atLeastOnce, retain: true)
+/// await client.disconnect()
+/// ```
+///
+/// > Note: ``messages`` is a single stream: with two consumers, each message goes to one of
+/// > them. Route by topic (``MQTTTopicFilter``) in one consumer instead.
+public final class MQTTClient: Sendable {
+    /// The configuration the client was made with.
+    public let configuration: MQTTConfiguration
+    private let session: MosquittoSession
+
+    /// Creates a client; nothing happens on the network until ``connect()``.
+    public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt")) {
+        self.configuration = configuration
+        self.session = MosquittoSession(configuration: configuration, logger: logger)
+    }
+
+    deinit {
+        session.shutdownFromDeinit()
+    }
+
+    /// Connects and returns once the broker accepted the connection (CONNACK).
+    ///
+    /// A failure here is returned, not retried: refused credentials (`.connectionRefused` with
+    /// the broker's reason code), an unknown host (`.lookup`), nothing listening (`.system`),
+    /// a TLS failure (`.tls`). After success, later losses are retried automatically.
+    /// - Throws: ``MQTTError``; ``MQTTError/Code/invalidConfiguration`` for settings that would
+    ///   not do what they say (e.g. an MQTT 5 persistent session without session expiry).
+    public func connect() async throws(MQTTError) {
+        try await session.connect()
+    }
+
+    /// Received messages, in arrival order, buffered up to
+    /// ``MQTTConfiguration/incomingBufferSize`` (then dropped and counted by the
+    /// ``MQTTConfiguration/overflowPolicy``). Ends after ``disconnect()``.
+    public var messages: AsyncStream<MQTTMessage> { session.messageStream }
+
+    /// Connection changes: ``MQTTConnectionEvent/connected(sessionPresent:)`` after every
+    /// CONNACK, ``MQTTConnectionEvent/disconnected(reason:)`` after every loss. Ends after
+    /// ``disconnect()``. Keeps the newest 256 events if nobody reads them.
+    public var events: AsyncStream<MQTTConnectionEvent> { session.eventStream }
+
+    /// Subscribes to topic filters and returns once the broker acknowledged (SUBACK), with the
+    /// QoS granted per filter. Shared subscriptions (`$share/<group>/<filter>`) are allowed.
+    /// The filters are restored after a reconnect that did not keep the session.
+    /// - Throws: ``MQTTError/Code/invalidTopic`` for a malformed filter,
+    ///   ``MQTTError/Code/noConnection`` while disconnected, ``MQTTError/Code/rejected`` if the
+    ///   broker refused a filter (the others stay subscribed).
+    @discardableResult
+    public func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTQoS] {
+        try await session.subscribe(filters)
+    }
+
+    /// Subscribes to one filter; see ``subscribe(_:)-([(String,MQTTQoS)])``.
+    @discardableResult
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws(MQTTError) -> MQTTQoS {
+        try await session.subscribe([(filter, qos)])[0]
+    }
+
+    /// Removes subscriptions and returns after the broker's UNSUBACK.
+    public func unsubscribe(_ filters: [String]) async throws(MQTTError) {
+        try await session.unsubscribe(filters)
+    }
+
+    /// Publishes a message.
+    ///
+    /// - QoS 0 returns once libmosquitto took the message; while disconnected it throws
+    ///   ``MQTTError/Code/noConnection`` (libmosquitto would drop it silently).
+    /// - QoS 1/2 returns when the broker acknowledged (PUBACK/PUBCOMP). While disconnected the
+    ///   message is queued and sent after the reconnect; the call waits for that.
+    ///   Cancelling the task stops the wait, not the delivery.
+    /// - Parameters:
+    ///   - messageExpiry: MQTT 5 message expiry: the broker discards the message if it could not
+    ///     deliver it within this time. Whole seconds.
+    /// - Throws: ``MQTTError``: invalid topic, ``MQTTError/Code/rejected`` (negative PUBACK,
+    ///   e.g. not authorised), ``MQTTError/Code/closed`` if the client is disconnected first.
+    public func publish(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil
+    ) async throws(MQTTError) {
+        try await session.publish(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+    }
+
+    /// Disconnects cleanly and stops the network thread.
+    ///
+    /// Sends DISCONNECT (so the broker discards the Last Will), waits for the network thread to
+    /// end, fails publishes still waiting for an acknowledgement with ``MQTTError/Code/closed``
+    /// and finishes ``messages`` and ``events``. The client cannot connect again; the
+    /// libmosquitto handle is freed when the client is released.
+    public func disconnect() async {
+        await session.disconnect()
+    }
+
+    /// Counters since the client was created.
+    public var counters: MQTTCounters { session.counters }
+
+    /// The version of the libmosquitto the process runs with, e.g. `2.0.11`.
+    public static var libraryVersion: String { MosquittoLibrary.version }
+}

@@ -1,0 +1,244 @@
+/// Everything the client needs to reach and talk to one broker.
+///
+/// The defaults suit a long-running daemon: MQTT 5, clean start, 30 s keep-alive, reconnect
+/// between 0.5 s and 30 s, 100 QoS 1 messages in flight each way, and room for 10 000
+/// received messages that the consumer has not read yet.
+///
+/// ```swift
+/// var config = try MQTTConfiguration(url: "mqtts://ampel:secret@broker.local", clientID: "ampel-1")
+/// config.tls = .init(caFile: "/etc/ampel/ca.pem")
+/// config.will = MQTTWill(topic: "ampel/status", payload: Array("offline".utf8), retain: true)
+/// let client = MQTTClient(configuration: config)
+/// try await client.connect()
+/// ```
+///
+/// > Note: An MQTT 5 persistent session (`cleanStart = false`) only survives a disconnect if
+/// > ``sessionExpiry`` is set; ``MQTTClient/connect()`` rejects the combination without it.
+public struct MQTTConfiguration: Sendable, Hashable {
+    /// The MQTT protocol level spoken on the wire.
+    public enum ProtocolVersion: Sendable, Hashable {
+        case v311
+        case v5
+    }
+
+    /// Certificate-based TLS. Verification of the broker certificate and its host name is on
+    /// unless ``verifyPeer`` is switched off (tests only).
+    public struct TLS: Sendable, Hashable {
+        /// PEM file with the CA certificate(s) that signed the broker certificate.
+        public var caFile: String
+        /// PEM client certificate, for brokers that require one (`require_certificate true`).
+        public var certFile: String?
+        /// PEM private key of ``certFile`` (unencrypted).
+        public var keyFile: String?
+        /// Check the broker certificate chain and host name. Default true.
+        public var verifyPeer: Bool
+
+        public init(caFile: String, certFile: String? = nil, keyFile: String? = nil, verifyPeer: Bool = true) {
+            self.caFile = caFile
+            self.certFile = certFile
+            self.keyFile = keyFile
+            self.verifyPeer = verifyPeer
+        }
+    }
+
+    /// What happens to a received message when ``incomingBufferSize`` messages are already waiting.
+    ///
+    /// Both policies count the dropped message in ``MQTTCounters/droppedOnOverflow``. There is
+    /// deliberately no "block" policy: stalling libmosquitto's network thread would also stall
+    /// the acknowledgements a consumer may be awaiting, and keep-alive with them.
+    public enum OverflowPolicy: Sendable, Hashable {
+        /// Drop the oldest waiting message (the consumer sees the newest state).
+        case dropOldest
+        /// Drop the message that just arrived (the consumer sees the oldest messages first).
+        case dropNewest
+    }
+
+    public var host: String
+    public var port: Int
+    /// The client identifier. Must be unique per broker; a second client with the same id
+    /// takes the session over. Must not be empty for a persistent session.
+    public var clientID: String
+    public var protocolVersion: ProtocolVersion = .v5
+    /// Interval in which the client sends at least one packet (PINGREQ if idle); 5 s or more.
+    public var keepAlive: Duration = .seconds(30)
+    /// True: start with a fresh session. False: resume the broker-side session (subscriptions and
+    /// QoS 1 messages queued while away). For MQTT 3.1.1 this is the clean-session flag.
+    public var cleanStart: Bool = true
+    /// MQTT 5: how long the broker keeps the session after the connection ends. `nil` sends no
+    /// property, which the broker reads as zero: the session ends with the connection.
+    /// Ignored for MQTT 3.1.1, where a non-clean session lives until the broker removes it.
+    public var sessionExpiry: Duration?
+    public var username: String?
+    public var password: String?
+    /// TLS settings; nil for a plain TCP connection.
+    public var tls: TLS?
+    public var will: MQTTWill?
+    /// First delay before reconnecting after the connection was lost; doubles each failed attempt.
+    public var reconnectMinDelay: Duration = .milliseconds(500)
+    /// Upper bound of the reconnect delay.
+    public var reconnectMaxDelay: Duration = .seconds(30)
+    /// Send maximum: QoS 1/2 publishes in flight (not yet acknowledged) at once; more are queued
+    /// inside libmosquitto. A broker's smaller receive maximum (MQTT 5) wins.
+    public var maxInflight: Int = 100
+    /// Receive maximum (MQTT 5): QoS 1/2 messages the broker may have in flight to this client.
+    public var receiveMaximum: Int = 100
+    /// Received messages kept for the consumer of ``MQTTClient/messages`` before the
+    /// ``overflowPolicy`` drops some.
+    public var incomingBufferSize: Int = 10_000
+    public var overflowPolicy: OverflowPolicy = .dropOldest
+
+    /// A configuration for `host:port` with the defaults described on the type.
+    public init(host: String, port: Int = 1883, clientID: String) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+    }
+
+    /// A configuration from a broker URL `mqtt://[user:pass@]host[:port]` or `mqtts://...`.
+    ///
+    /// `mqtts` sets ``tls`` to verify against the CA file at `caFile` (which must then be given).
+    /// - Throws: ``MQTTError`` with code ``MQTTError/Code/invalidURL`` for a malformed URL.
+    public init(url: String, clientID: String, caFile: String? = nil) throws(MQTTError) {
+        let parsed = try MQTTBrokerURL(url)
+        self.init(host: parsed.host, port: parsed.port, clientID: clientID)
+        self.username = parsed.username
+        self.password = parsed.password
+        if parsed.usesTLS {
+            guard let caFile else {
+                throw MQTTError(code: .invalidConfiguration, message: "\(url): mqtts:// needs a CA file to verify the broker")
+            }
+            self.tls = TLS(caFile: caFile)
+        }
+    }
+
+    /// Checks the combinations libmosquitto would accept but that would not do what was meant.
+    func validate() throws(MQTTError) {
+        func bad(_ text: String) -> MQTTError { MQTTError(code: .invalidConfiguration, message: text) }
+        if host.isEmpty { throw bad("host is empty") }
+        if !(1...65535).contains(port) { throw bad("port \(port) is outside 1...65535") }
+        if !cleanStart && clientID.isEmpty { throw bad("a persistent session (cleanStart = false) needs a client id") }
+        if protocolVersion == .v5 && !cleanStart && (sessionExpiry ?? .zero) <= .zero {
+            throw bad("MQTT 5 persistent session (cleanStart = false) needs sessionExpiry > 0, otherwise the broker ends the session with the connection")
+        }
+        if keepAlive < .seconds(5) { throw bad("keepAlive must be at least 5 s (libmosquitto's minimum)") }
+        if keepAlive > .seconds(65535) { throw bad("keepAlive must be at most 65535 s") }
+        if reconnectMinDelay <= .zero || reconnectMaxDelay < reconnectMinDelay {
+            throw bad("reconnect delays need 0 < reconnectMinDelay <= reconnectMaxDelay")
+        }
+        if !(1...65535).contains(maxInflight) { throw bad("maxInflight must be in 1...65535") }
+        if !(1...65535).contains(receiveMaximum) { throw bad("receiveMaximum must be in 1...65535") }
+        if incomingBufferSize < 1 { throw bad("incomingBufferSize must be at least 1") }
+        if password != nil && username == nil { throw bad("a password needs a username") }
+        if let tls, (tls.certFile == nil) != (tls.keyFile == nil) {
+            throw bad("TLS client certificate and key must be given together")
+        }
+        if let will {
+            if let error = MQTTTopicFilter.validateTopicName(will.topic) { throw error }
+        }
+    }
+}
+
+/// A parsed broker URL: `mqtt://[user[:pass]@]host[:port]` (default port 1883) or
+/// `mqtts://...` (TLS, default port 8883). IPv6 hosts are written in brackets (`[::1]`).
+/// User and password may be percent-encoded.
+public struct MQTTBrokerURL: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var username: String?
+    public var password: String?
+    public var usesTLS: Bool
+
+    /// - Throws: ``MQTTError`` with code ``MQTTError/Code/invalidURL`` and a message naming the problem.
+    public init(_ string: String) throws(MQTTError) {
+        func bad(_ why: String) -> MQTTError {
+            MQTTError(code: .invalidURL, message: "invalid broker URL '\(string)': \(why) (expected mqtt://[user:pass@]host[:port] or mqtts://...)")
+        }
+        guard let schemeEnd = string.firstRange(of: "://") else { throw bad("missing scheme") }
+        let scheme = string[..<schemeEnd.lowerBound].lowercased()
+        switch scheme {
+        case "mqtt", "tcp": usesTLS = false
+        case "mqtts", "ssl", "tls": usesTLS = true
+        default: throw bad("unknown scheme '\(scheme)'")
+        }
+        var rest = Substring(string[schemeEnd.upperBound...])
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        if rest.contains("/") || rest.contains("?") || rest.contains("#") {
+            throw bad("a path, query or fragment is not allowed")
+        }
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            let user: Substring
+            if let colon = userInfo.firstIndex(of: ":") {
+                user = userInfo[..<colon]
+                guard let pass = Self.percentDecode(userInfo[userInfo.index(after: colon)...]) else {
+                    throw bad("bad percent-encoding in password")
+                }
+                password = pass
+            } else {
+                user = userInfo
+                password = nil
+            }
+            guard let decodedUser = Self.percentDecode(user), !decodedUser.isEmpty else {
+                throw bad("empty or badly encoded user name")
+            }
+            username = decodedUser
+        } else {
+            username = nil
+            password = nil
+        }
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw bad("unclosed '[' in IPv6 host") }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw bad("unexpected text after IPv6 host") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = String(rest)
+        }
+        if host.isEmpty { throw bad("empty host") }
+        let bracketed = rest.hasPrefix("[")
+        if host.contains(where: { $0 == " " || $0 == "@" || ($0 == ":" && !bracketed) }) {
+            throw bad("bad character in host '\(host)'")
+        }
+        if let portText {
+            guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
+                (1...65535).contains(value)
+            else { throw bad("port '\(portText)' is not a number in 1...65535") }
+            port = value
+        } else {
+            port = usesTLS ? 8883 : 1883
+        }
+    }
+
+    private static func percentDecode(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/// The MQTT quality of service of a publish or subscription.
+public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
+    /// QoS 0: sent once, no acknowledgement; lost if the connection is down.
+    case atMostOnce = 0
+    /// QoS 1: acknowledged by the broker (PUBACK); may arrive twice, never lost once accepted.
+    case atLeastOnce = 1
+    /// QoS 2: four-way handshake; arrives exactly once.
+    case exactlyOnce = 2
+
+    public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// One message received from the broker, copied out of libmosquitto's buffers.
+public struct MQTTMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    /// True when the broker delivered a retained message (e.g. to a new subscriber).
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// The Last Will: published by the broker when the client vanishes without a clean disconnect.
+public struct MQTTWill: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// A change of the connection, in the order it happened.
+public enum MQTTConnectionEvent: Sendable, Hashable {
+    /// CONNACK accepted. `sessionPresent` is true when the broker kept the session (and the
+    /// subscriptions with it), so the client did not re-subscribe.
+    case connected(sessionPresent: Bool)
+    /// The connection ended. `reason.code == .success` for a disconnect the client asked for;
+    /// otherwise the client reconnects by itself.
+    case disconnected(reason: MQTTError)
+}
+
+/// Counts since the client was created. Read them with ``MQTTClient/counters``.
+public struct MQTTCounters: Sendable, Hashable {
+    /// Publishes handed to libmosquitto (QoS 0 written or queued, QoS 1/2 queued).
+    public var sent: Int
+    /// QoS 1/2 publishes the broker acknowledged (PUBACK/PUBCOMP).
+    public var acknowledged: Int
+    /// Messages received from the broker (including those then dropped on overflow).
+    public var received: Int
+    /// Received messages dropped because the ``MQTTClient/messages`` buffer was full.
+    public var droppedOnOverflow: Int
+    /// Successful connects after the first one.
+    public var reconnects: Int
+
+    public init(sent: Int = 0, acknowledged: Int = 0, received: Int = 0, droppedOnOverflow: Int = 0, reconnects: Int = 0) {
+        self.sent = sent
+        self.acknowledged = acknowledged
+        self.received = received
+        self.droppedOnOverflow = droppedOnOverflow
+        self.reconnects = reconnects
+    }
+}

@@ -1,0 +1,828 @@
+import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+/// The libmosquitto wall: owns one `struct mosquitto`, its network thread and its callbacks.
+///
+/// Thread model (see docs/mqtt-client.md for the traps this avoids):
+/// - One dedicated thread per client runs connect, `mosquitto_loop` and the reconnect backoff.
+///   libmosquitto's own `mosquitto_loop_start` is not used: its reconnect path re-sends the
+///   CONNECT without our MQTT 5 session-expiry property, and `mosquitto_connect_async` has no
+///   MQTT 5 variant. Our thread calls the blocking `mosquitto_connect_bind_v5` each time, with
+///   the properties built once for the handle's lifetime.
+/// - Callbacks run on that thread (or, for log lines, on a publishing thread). They only copy
+///   data and touch locked Swift state; they never call back into libmosquitto, never set
+///   callbacks and never stop the loop.
+/// - Swift tasks call publish/subscribe/unsubscribe/disconnect from any thread; with
+///   `mosquitto_threaded_set(true)` these only queue a packet and wake the network thread.
+final class MosquittoSession: Sendable {
+    enum Phase: Sendable {
+        case idle
+        case connecting
+        case connected
+        case reconnecting
+        case closing
+        case closed
+    }
+
+    struct State: ~Copyable {
+        var phase: Phase = .idle
+        /// The `connect()` call waiting for the first CONNACK (or failure).
+        var connectWaiter: CheckedContinuation<Result<Bool, MQTTError>, Never>?
+        var threadRunning = false
+        var stopRequested = false
+        /// Set by on_connect: CONNACK accepted in the current attempt.
+        var connackAccepted = false
+        var sessionPresent = false
+        /// Set by on_connect: CONNACK refused in the current attempt.
+        var connackRefusal: MQTTError?
+        /// Set by on_disconnect: why the connection ended.
+        var disconnectReason: Int32?
+        var needsResubscribe = false
+        /// Last warning/error libmosquitto logged, to explain TLS and socket failures.
+        var lastLogError: String?
+        var acks = AckTable()
+        /// Filters acknowledged by the broker, in subscription order, to restore after a
+        /// reconnect that did not keep the session.
+        var subscriptions: [(filter: String, qos: MQTTQoS)] = []
+        var everConnected = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    struct OutgoingMessage: Sendable {
+        var topic: String
+        var payload: [UInt8]
+        var qos: MQTTQoS
+        var retain: Bool
+        var expirySeconds: UInt32?
+    }
+
+    struct OfflinePublish {
+        var id: UInt64
+        var message: OutgoingMessage
+        /// Nil once the publishing task stopped waiting (cancelled); still sent.
+        var waiter: CheckedContinuation<AckResult, Never>?
+    }
+
+    struct Gate: ~Copyable {
+        var open = false
+        var offline: [OfflinePublish] = []
+        var nextID: UInt64 = 0
+    }
+
+    let handle: MosquittoHandle
+    let configuration: MQTTConfiguration
+    let logger: Logger
+    let connectProperties: MosquittoProperties
+    /// A configuration problem found while setting up the handle; thrown by `connect()`.
+    let setupError: MQTTError?
+    let state = Mutex(State())
+    /// Serialises every libmosquitto call that queues a packet (publish, subscribe, disconnect)
+    /// against the network thread's connect: libmosquitto 2.0 drops packets queued while
+    /// `mosquitto_connect*` resets the connection. Open only between CONNACK and the loss of
+    /// the connection; while closed, QoS 1/2 publishes wait in `offline`. Lock order: gate,
+    /// then state; callbacks take only state.
+    let gate = Mutex(Gate())
+    /// Woken by `disconnect()` to cut a reconnect backoff short.
+    let wakeup = DispatchSemaphore(value: 0)
+
+    let messageStream: AsyncStream<MQTTMessage>
+    let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+    let eventStream: AsyncStream<MQTTConnectionEvent>
+    let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
+
+    let sentCount = Atomic<Int>(0)
+    let acknowledgedCount = Atomic<Int>(0)
+    let receivedCount = Atomic<Int>(0)
+    let droppedCount = Atomic<Int>(0)
+    let reconnectCount = Atomic<Int>(0)
+
+    init(configuration: MQTTConfiguration, logger: Logger) {
+        MosquittoLibrary.ensureInitialised()
+        self.configuration = configuration
+        self.logger = logger
+
+        let clientID: String? = configuration.clientID.isEmpty ? nil : configuration.clientID
+        // An empty id with a persistent session is invalid for libmosquitto (EINVAL, nil handle);
+        // validate() reports it from connect(), so create a clean-start handle meanwhile.
+        let cleanStart = configuration.cleanStart || clientID == nil
+        guard let pointer = mosquitto_new(clientID, cleanStart, nil) else {
+            fatalError("libmosquitto could not allocate a client: out of memory")
+        }
+        handle = MosquittoHandle(pointer: pointer)
+
+        var properties: OpaquePointer?
+        if configuration.protocolVersion == .v5, let expiry = configuration.sessionExpiry, expiry > .zero {
+            let seconds = UInt32(clamping: expiry.components.seconds)
+            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), seconds)
+        }
+        connectProperties = MosquittoProperties(pointer: properties)
+
+        let policy: AsyncStream<MQTTMessage>.Continuation.BufferingPolicy =
+            switch configuration.overflowPolicy {
+            case .dropOldest: .bufferingNewest(max(configuration.incomingBufferSize, 1))
+            case .dropNewest: .bufferingOldest(max(configuration.incomingBufferSize, 1))
+            }
+        (messageStream, messageContinuation) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: policy)
+        (eventStream, eventContinuation) = AsyncStream.makeStream(
+            of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
+
+        setupError = Self.configure(pointer, configuration)
+        mosquitto_user_data_set(pointer, Unmanaged.passUnretained(self).toOpaque())
+        installCallbacks()
+    }
+
+    deinit {
+        mosquitto_destroy(handle.pointer)
+        var properties = connectProperties.pointer
+        mosquitto_property_free_all(&properties)
+        messageContinuation.finish()
+        eventContinuation.finish()
+    }
+
+    /// Applies the configuration to a fresh handle; returns the first failure.
+    private static func configure(_ mosq: OpaquePointer, _ config: MQTTConfiguration) -> MQTTError? {
+        func check(_ rc: Int32, _ what: String) -> MQTTError? {
+            rc == MOSQ_ERR_SUCCESS.rawValue ? nil : .mosquitto(rc, what)
+        }
+        let version = config.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        if let error = check(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, Int32(version)), "protocol version") {
+            return error
+        }
+        _ = mosquitto_threaded_set(mosq, true)
+        // Without TCP_NODELAY a QoS 1 round trip waits for Nagle + delayed ACK (~40 ms).
+        _ = mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1)
+        if let error = check(
+            mosquitto_int_option(mosq, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: config.maxInflight)), "send maximum")
+        {
+            return error
+        }
+        if config.protocolVersion == .v5,
+            let error = check(
+                mosquitto_int_option(mosq, MOSQ_OPT_RECEIVE_MAXIMUM, Int32(clamping: config.receiveMaximum)),
+                "receive maximum")
+        {
+            return error
+        }
+        if let username = config.username,
+            let error = check(mosquitto_username_pw_set(mosq, username, config.password), "username/password")
+        {
+            return error
+        }
+        if let will = config.will {
+            let rc = will.payload.withUnsafeBytes { bytes in
+                mosquitto_will_set(
+                    mosq, will.topic, Int32(bytes.count), bytes.baseAddress, Int32(will.qos.rawValue), will.retain)
+            }
+            if let error = check(rc, "Last Will on '\(will.topic)'") { return error }
+        }
+        if let tls = config.tls {
+            let rc = mosquitto_tls_set(mosq, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                return MQTTError(
+                    code: .tls,
+                    message: "TLS set-up failed (CA file '\(tls.caFile)'"
+                        + (tls.certFile.map { ", certificate '\($0)'" } ?? "")
+                        + "): \(String(cString: mosquitto_strerror(rc))); check that the files exist and are readable")
+            }
+            _ = mosquitto_tls_opts_set(mosq, tls.verifyPeer ? 1 : 0, nil, nil)
+            _ = mosquitto_tls_insecure_set(mosq, !tls.verifyPeer)
+        }
+        return nil
+    }
+
+    // MARK: - Callbacks (network thread; copy, record, never call libmosquitto)
+
+    private static func session(_ userdata: UnsafeMutableRawPointer?) -> MosquittoSession? {
+        guard let userdata else { return nil }
+        return Unmanaged<MosquittoSession>.fromOpaque(userdata).takeUnretainedValue()
+    }
+
+    private func installCallbacks() {
+        let mosq = handle.pointer
+        mosquitto_connect_v5_callback_set(mosq) { _, userdata, reason, flags, _ in
+            MosquittoSession.session(userdata)?.onConnect(reason: reason, flags: flags)
+        }
+        mosquitto_disconnect_v5_callback_set(mosq) { _, userdata, reason, _ in
+            MosquittoSession.session(userdata)?.onDisconnect(reason: reason)
+        }
+        mosquitto_publish_v5_callback_set(mosq) { _, userdata, mid, reason, _ in
+            MosquittoSession.session(userdata)?.onAck(mid: mid, .published(reason: reason))
+        }
+        mosquitto_subscribe_v5_callback_set(mosq) { _, userdata, mid, count, granted, _ in
+            let codes = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(count, 0)))) } ?? []
+            MosquittoSession.session(userdata)?.onAck(mid: mid, .subscribed(granted: codes))
+        }
+        mosquitto_unsubscribe_v5_callback_set(mosq) { _, userdata, mid, _ in
+            MosquittoSession.session(userdata)?.onAck(mid: mid, .unsubscribed)
+        }
+        mosquitto_message_v5_callback_set(mosq) { _, userdata, message, _ in
+            guard let message, let session = MosquittoSession.session(userdata) else { return }
+            session.onMessage(message.pointee)
+        }
+        setLogCallback(enabled: true)
+    }
+
+    /// Log lines are only needed to explain a failing connect (TLS errors are reported there);
+    /// while connected, formatting one per packet would cost throughput, so the network thread
+    /// switches them off after CONNACK (never from inside a callback).
+    private func setLogCallback(enabled: Bool) {
+        if enabled {
+            mosquitto_log_callback_set(handle.pointer) { _, userdata, level, text in
+                guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0,
+                    let session = MosquittoSession.session(userdata)
+                else { return }
+                let line = String(cString: text)
+                session.state.withLock { $0.lastLogError = line }
+            }
+        } else {
+            mosquitto_log_callback_set(handle.pointer, nil)
+        }
+    }
+
+    private func onConnect(reason: Int32, flags: Int32) {
+        let isV5 = configuration.protocolVersion == .v5
+        state.withLock { state in
+            if reason == 0 {
+                state.connackAccepted = true
+                state.sessionPresent = flags & 1 != 0
+                if !state.sessionPresent && !state.subscriptions.isEmpty { state.needsResubscribe = true }
+            } else {
+                let text = String(cString: isV5 ? mosquitto_reason_string(reason) : mosquitto_connack_string(reason))
+                state.connackRefusal = MQTTError(
+                    code: .connectionRefused, reasonCode: Int(reason),
+                    message: "connection refused by broker \(configuration.host):\(configuration.port): \(text)")
+            }
+        }
+    }
+
+    private func onDisconnect(reason: Int32) {
+        state.withLock { $0.disconnectReason = reason }
+    }
+
+    private func onAck(mid: Int32, _ result: AckResult) {
+        let continuation = state.withLock { $0.acks.answer(mid: mid, result) }
+        continuation?.resume(returning: result)
+    }
+
+    private func onMessage(_ message: mosquitto_message) {
+        let topic = String(cString: message.topic)
+        let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: Int(max(message.payloadlen, 0))))
+        let qos = MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce
+        receivedCount.add(1, ordering: .relaxed)
+        let result = messageContinuation.yield(MQTTMessage(topic: topic, payload: payload, qos: qos, retain: message.retain))
+        if case .dropped = result { droppedCount.add(1, ordering: .relaxed) }
+    }
+
+    // MARK: - Operations called by MQTTClient (any thread)
+
+    func connect() async throws(MQTTError) {
+        if let setupError { throw setupError }
+        try configuration.validate()
+        let result: Result<Bool, MQTTError> = await withCheckedContinuation { continuation in
+            let start: Bool = state.withLock { state in
+                switch state.phase {
+                case .idle:
+                    state.phase = .connecting
+                    state.connectWaiter = continuation
+                    state.stopRequested = false
+                    state.threadRunning = true
+                    return true
+                case .closed, .closing:
+                    continuation.resume(returning: .failure(Self.closedError))
+                case .connecting, .connected, .reconnecting:
+                    continuation.resume(
+                        returning: .failure(MQTTError(code: .alreadyConnected, message: "connect() called while already connected or connecting")))
+                }
+                return false
+            }
+            if start {
+                let name = "mqtt-" + String(decoding: configuration.clientID.utf8.prefix(10), as: UTF8.self)
+                let thread = Thread { [self] in
+                    ampel_mqtt_set_thread_name(name)
+                    self.networkThreadMain()
+                }
+                thread.start()
+            }
+        }
+        _ = try result.get()
+    }
+
+    static let closedError = MQTTError(code: .closed, message: "the MQTT client was disconnected and cannot be used again")
+
+    func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
+        if state.withLock({ $0.phase == .closed || $0.phase == .closing }) { throw Self.closedError }
+        var expirySeconds: UInt32?
+        if let messageExpiry {
+            guard configuration.protocolVersion == .v5 else {
+                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
+            }
+            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
+        }
+        let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+        if qos == .atMostOnce {
+            // libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
+            let (rc, mid): (Int32, Int32) = gate.withLock { gate in
+                gate.open ? send(message) : (MOSQ_ERR_NO_CONN.rawValue, 0)
+            }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                throw .mosquitto(rc, "publish (QoS 0) to '\(topic)' not sent")
+            }
+            state.withLock { $0.acks.ignoreQoS0(mid: mid) }
+            sentCount.add(1, ordering: .relaxed)
+            return
+        }
+        let ticket = PublishTicket()
+        let result: AckResult = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
+                enum Outcome { case sent(Int32), queued, queuedCancelled, failed(Int32) }
+                let outcome: Outcome = gate.withLock { gate in
+                    guard gate.open else {
+                        // Not connected: keep it here until the next CONNACK. Handing it to
+                        // libmosquitto now could race with the connect on the network thread.
+                        gate.nextID += 1
+                        let cancelled = Task.isCancelled
+                        gate.offline.append(
+                            OfflinePublish(id: gate.nextID, message: message, waiter: cancelled ? nil : continuation))
+                        ticket.set(.queued(gate.nextID))
+                        return cancelled ? .queuedCancelled : .queued
+                    }
+                    let (rc, mid) = send(message)
+                    // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
+                    // message queued and sends it after the reconnect.
+                    if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                        ticket.set(.sent(mid))
+                        return .sent(mid)
+                    }
+                    return .failed(rc)
+                }
+                switch outcome {
+                case .queued:
+                    sentCount.add(1, ordering: .relaxed)
+                case .queuedCancelled:
+                    sentCount.add(1, ordering: .relaxed)
+                    continuation.resume(returning: .failed(Self.cancelledError(0)))
+                case .failed(let rc):
+                    continuation.resume(returning: .failed(.mosquitto(rc, "publish to '\(topic)' rejected")))
+                case .sent(let mid):
+                    sentCount.add(1, ordering: .relaxed)
+                    register(mid: mid, continuation)
+                }
+            }
+        } onCancel: {
+            cancelWait(ticket)
+        }
+        switch result {
+        case .published(let reason) where reason < 0x80:
+            acknowledgedCount.add(1, ordering: .relaxed)
+        case .published(let reason):
+            throw MQTTError(
+                code: .rejected, reasonCode: Int(reason),
+                message: "broker rejected publish to '\(topic)': \(String(cString: mosquitto_reason_string(reason)))")
+        case .failed(let error):
+            throw error
+        case .subscribed, .unsubscribed:
+            throw MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
+        }
+    }
+
+    /// Hands one message to libmosquitto. Only called with the gate held.
+    private func send(_ message: OutgoingMessage) -> (rc: Int32, mid: Int32) {
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if let seconds = message.expirySeconds {
+            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)
+        }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                handle.pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(message.qos.rawValue),
+                message.retain, properties)
+        }
+        return (rc, mid)
+    }
+
+    /// Waits for `mid`'s answer with `continuation` (or answers at once: early answer, closed,
+    /// cancelled).
+    private func register(mid: Int32, _ continuation: CheckedContinuation<AckResult, Never>) {
+        let immediate: AckResult? = state.withLock { state in
+            if state.phase == .closed { return .failed(Self.closedError) }
+            if Task.isCancelled {
+                state.acks.ignore(mid: mid)
+                return .failed(Self.cancelledError(mid))
+            }
+            return state.acks.wait(mid: mid, continuation)
+        }
+        if let immediate { continuation.resume(returning: immediate) }
+    }
+
+    private static func cancelledError(_ mid: Int32) -> MQTTError {
+        MQTTError(code: .cancelled, message: "stopped waiting for the acknowledgement of message \(mid); it may still be delivered")
+    }
+
+    private func cancelWait(_ ticket: PublishTicket) {
+        switch ticket.get() {
+        case .queued(let id):
+            let waiter: CheckedContinuation<AckResult, Never>? = gate.withLock { gate in
+                guard let index = gate.offline.firstIndex(where: { $0.id == id }) else { return nil }
+                let waiter = gate.offline[index].waiter
+                gate.offline[index].waiter = nil
+                return waiter
+            }
+            waiter?.resume(returning: .failed(Self.cancelledError(0)))
+        case .sent(let mid):
+            let continuation = state.withLock { $0.acks.cancel(mid: mid) }
+            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
+        case .none:
+            break  // registration checks Task.isCancelled itself
+        }
+    }
+
+    func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTQoS] {
+        if filters.isEmpty { return [] }
+        for (filter, _) in filters { _ = try MQTTTopicFilter(filter) }
+        try ensureUsable()
+        // One SUBSCRIBE per QoS (subscribe_multiple takes a single QoS), answers in input order.
+        var granted = [MQTTQoS?](repeating: nil, count: filters.count)
+        var sent: [(mid: Int32, indices: [Int])] = []
+        for qos in MQTTQoS.allCases {
+            let indices = filters.indices.filter { filters[$0].1 == qos }
+            if indices.isEmpty { continue }
+            let (rc, mid) = sendSubscribe(indices.map { filters[$0].0 }, qos: qos)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                for earlier in sent { state.withLock { $0.acks.ignore(mid: earlier.mid) } }
+                throw .mosquitto(rc, "subscribe to \(indices.map { filters[$0].0 })")
+            }
+            sent.append((mid, indices))
+        }
+        var failure: MQTTError?
+        for (mid, indices) in sent {
+            switch await waitForAck(mid: mid) {
+            case .subscribed(let codes):
+                for (position, index) in indices.enumerated() {
+                    let code = position < codes.count ? codes[position] : 0x80
+                    if let qos = MQTTQoS(rawValue: Int(code)) {
+                        granted[index] = qos
+                    } else if failure == nil {
+                        failure = MQTTError(
+                            code: .rejected, reasonCode: Int(code),
+                            message: "broker refused subscription to '\(filters[index].0)': \(String(cString: mosquitto_reason_string(code)))")
+                    }
+                }
+            case .failed(let error):
+                if failure == nil { failure = error }
+            case .published, .unsubscribed:
+                if failure == nil { failure = MQTTError(code: .protocolError, message: "subscribe answered by a wrong acknowledgement") }
+            }
+        }
+        state.withLock { state in
+            for (index, qos) in granted.enumerated() {
+                guard qos != nil else { continue }
+                let filter = filters[index]
+                state.subscriptions.removeAll { $0.filter == filter.0 }
+                state.subscriptions.append((filter.0, filter.1))
+            }
+        }
+        if let failure { throw failure }
+        return granted.map { $0 ?? .atMostOnce }
+    }
+
+    func unsubscribe(_ filters: [String]) async throws(MQTTError) {
+        if filters.isEmpty { return }
+        for filter in filters { _ = try MQTTTopicFilter(filter) }
+        try ensureUsable()
+        state.withLock { state in state.subscriptions.removeAll { filters.contains($0.filter) } }
+        var mid: Int32 = 0
+        let rc: Int32 = gate.withLock { gate in
+            guard gate.open else { return MOSQ_ERR_NO_CONN.rawValue }
+            return withCStrings(filters) { pointers, count in
+                mosquitto_unsubscribe_multiple(handle.pointer, &mid, count, pointers, nil)
+            }
+        }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw .mosquitto(rc, "unsubscribe from \(filters)") }
+        if case .failed(let error) = await waitForAck(mid: mid) { throw error }
+    }
+
+    private func ensureUsable() throws(MQTTError) {
+        let phase = state.withLock { $0.phase }
+        switch phase {
+        case .closed, .closing: throw Self.closedError
+        case .connected: return
+        case .idle, .connecting, .reconnecting:
+            throw MQTTError(code: .noConnection, message: "not connected to \(configuration.host):\(configuration.port)")
+        }
+    }
+
+    /// Subscribes under the gate (never concurrently with a connect); NO_CONN when closed.
+    private func sendSubscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+        gate.withLock { gate in
+            gate.open ? sendSubscribeLocked(filters, qos: qos) : (MOSQ_ERR_NO_CONN.rawValue, 0)
+        }
+    }
+
+    private func sendSubscribeLocked(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+        var mid: Int32 = 0
+        let rc = withCStrings(filters) { pointers, count in
+            mosquitto_subscribe_multiple(handle.pointer, &mid, count, pointers, Int32(qos.rawValue), 0, nil)
+        }
+        return (rc, mid)
+    }
+
+    private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>, Int32) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeBufferPointer { buffer in body(buffer.baseAddress!, Int32(buffer.count)) }
+    }
+
+    /// Waits for the answer to `mid`; cancellation stops the wait (the packet may still go out).
+    private func waitForAck(mid: Int32) async -> AckResult {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
+                register(mid: mid, continuation)
+            }
+        } onCancel: {
+            let continuation = state.withLock { $0.acks.cancel(mid: mid) }
+            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
+        }
+    }
+
+    /// Clean shutdown: DISCONNECT (so the broker discards the Will), stop the thread, fail waiters.
+    func disconnect() async {
+        let (wasRunning, alreadyClosed): (Bool, Bool) = state.withLock { state in
+            if state.phase == .closed { return (false, true) }
+            state.stopRequested = true
+            if state.phase != .closing { state.phase = .closing }
+            return (state.threadRunning, false)
+        }
+        if alreadyClosed { return }
+        if wasRunning {
+            sendDisconnect()
+            wakeup.signal()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state in
+                    if !state.threadRunning { return true }
+                    state.exitWaiters.append(continuation)
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+        finishClosed()
+    }
+
+    /// Called when the owning MQTTClient goes away without `disconnect()`: same steps, without
+    /// waiting. The thread keeps the session alive until it has exited.
+    func shutdownFromDeinit() {
+        let wasRunning: Bool = state.withLock { state in
+            if state.phase == .closed { return false }
+            state.stopRequested = true
+            state.phase = .closing
+            return state.threadRunning
+        }
+        if wasRunning {
+            sendDisconnect()
+            wakeup.signal()
+        } else {
+            finishClosed()
+        }
+    }
+
+    /// DISCONNECT if connected; otherwise the network thread sends it after its connect call.
+    private func sendDisconnect() {
+        gate.withLock { gate in
+            if gate.open {
+                _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+            }
+        }
+    }
+
+    private func finishClosed() {
+        var waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
+            gate.open = false
+            let waiters = gate.offline.compactMap(\.waiter)
+            gate.offline = []
+            return waiters
+        }
+        waiters += state.withLock { state in
+            state.phase = .closed
+            return state.acks.takeAll()
+        }
+        for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
+        messageContinuation.finish()
+        eventContinuation.finish()
+    }
+
+    var counters: MQTTCounters {
+        MQTTCounters(
+            sent: sentCount.load(ordering: .relaxed),
+            acknowledged: acknowledgedCount.load(ordering: .relaxed),
+            received: receivedCount.load(ordering: .relaxed),
+            droppedOnOverflow: droppedCount.load(ordering: .relaxed),
+            reconnects: reconnectCount.load(ordering: .relaxed))
+    }
+
+    // MARK: - Network thread
+
+    private func networkThreadMain() {
+        let backoff = MQTTBackoff(minimum: configuration.reconnectMinDelay, maximum: configuration.reconnectMaxDelay)
+        var failedAttempts = 0
+        while !state.withLock({ $0.stopRequested }) {
+            let error = runOneConnection()
+            let (wasConnected, firstWaiter, stop) = state.withLock { state in
+                let wasConnected = state.connackAccepted
+                state.acks.connectionEnded()
+                let waiter = state.connectWaiter
+                if !state.everConnected { state.connectWaiter = nil }
+                if state.phase == .connected || state.phase == .connecting && state.everConnected {
+                    state.phase = .reconnecting
+                }
+                return (wasConnected, state.everConnected ? nil : waiter, state.stopRequested)
+            }
+            if wasConnected {
+                logger.notice("MQTT connection lost", metadata: ["broker": "\(configuration.host):\(configuration.port)", "reason": "\(error.message)"])
+                eventContinuation.yield(.disconnected(reason: stop ? Self.requestedDisconnect : error))
+                failedAttempts = 0
+            }
+            if let firstWaiter {
+                // The first connect failed: report it and stop; connect() may be called again.
+                state.withLock { state in
+                    if state.phase == .connecting { state.phase = .idle }
+                }
+                firstWaiter.resume(returning: .failure(error))
+                break
+            }
+            if stop { break }
+            failedAttempts += 1
+            let delay = backoff.delay(attempt: failedAttempts, jitter: Double.random(in: 0.5...1.0))
+            logger.debug("MQTT reconnecting", metadata: ["attempt": "\(failedAttempts)", "delay": "\(delay)"])
+            let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+            _ = wakeup.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        }
+        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            state.threadRunning = false
+            let waiters = state.exitWaiters
+            state.exitWaiters = []
+            return waiters
+        }
+        let closing = state.withLock { $0.phase == .closing }
+        if closing && waiters.isEmpty { finishClosed() }  // released without disconnect()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    static let requestedDisconnect = MQTTError(code: .success, message: "disconnected by the client")
+
+    /// One TCP/TLS connection from connect to loss. Returns why it ended.
+    private func runOneConnection() -> MQTTError {
+        state.withLock { state in
+            state.connackAccepted = false
+            state.connackRefusal = nil
+            state.disconnectReason = nil
+            state.lastLogError = nil
+        }
+        gate.withLock { $0.open = false }
+        setLogCallback(enabled: true)
+        let mosq = handle.pointer
+        let keepAlive = Int32(clamping: configuration.keepAlive.components.seconds)
+        let rc: Int32
+        errno = 0
+        if configuration.protocolVersion == .v5 {
+            rc = mosquitto_connect_bind_v5(mosq, configuration.host, Int32(configuration.port), keepAlive, nil, connectProperties.pointer)
+        } else {
+            rc = mosquitto_connect_bind(mosq, configuration.host, Int32(configuration.port), keepAlive, nil)
+        }
+        let connectErrno = errno
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            return connectError(rc, errnoValue: connectErrno)
+        }
+        var loopRC: Int32 = MOSQ_ERR_SUCCESS.rawValue
+        var announced = false
+        var stopDeadline: ContinuousClock.Instant?
+        while loopRC == MOSQ_ERR_SUCCESS.rawValue {
+            loopRC = mosquitto_loop(mosq, 1000, 1)
+            let (accepted, stop) = state.withLock { ($0.connackAccepted, $0.stopRequested) }
+            if accepted && !announced {
+                announced = true
+                announceConnected()
+            }
+            if stop {
+                // disconnect() queued a DISCONNECT; give the loop a moment to write it.
+                let now = ContinuousClock.now
+                if stopDeadline == nil {
+                    stopDeadline = now + .seconds(2)
+                    _ = mosquitto_disconnect_v5(mosq, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+                }
+                if let deadline = stopDeadline, now > deadline { break }
+            }
+        }
+        gate.withLock { $0.open = false }
+        let (refusal, reason, logLine, stop) = state.withLock {
+            ($0.connackRefusal, $0.disconnectReason, $0.lastLogError, $0.stopRequested)
+        }
+        if let refusal { return refusal }
+        if stop { return Self.requestedDisconnect }
+        var message = "connection to \(configuration.host):\(configuration.port) ended: \(String(cString: mosquitto_strerror(loopRC)))"
+        if let reason, reason != 0, configuration.protocolVersion == .v5, reason >= 0x80 {
+            message += " (broker: \(String(cString: mosquitto_reason_string(reason))))"
+        }
+        if let logLine { message += " (\(logLine))" }
+        let code = loopRC == MOSQ_ERR_SUCCESS.rawValue ? MQTTError.Code.connectionLost : MQTTError.Code(rawValue: loopRC)
+        return MQTTError(code: code, reasonCode: reason.map(Int.init), message: message)
+    }
+
+    private func announceConnected() {
+        setLogCallback(enabled: false)
+        openGate()
+        let (first, sessionPresent, waiter): (Bool, Bool, CheckedContinuation<Result<Bool, MQTTError>, Never>?) =
+            state.withLock { state in
+                let first = !state.everConnected
+                state.everConnected = true
+                if state.phase != .closing { state.phase = .connected }
+                let waiter = state.connectWaiter
+                state.connectWaiter = nil
+                return (first, state.sessionPresent, waiter)
+            }
+        if !first { reconnectCount.add(1, ordering: .relaxed) }
+        logger.info(
+            first ? "MQTT connected" : "MQTT reconnected",
+            metadata: ["broker": "\(configuration.host):\(configuration.port)", "sessionPresent": "\(sessionPresent)"])
+        eventContinuation.yield(.connected(sessionPresent: sessionPresent))
+        waiter?.resume(returning: .success(sessionPresent))
+    }
+
+    /// After CONNACK (network thread, between loop iterations, never inside a callback):
+    /// re-subscribe if the session was not kept, send what was published while offline, in
+    /// order, and let publishers call libmosquitto directly again.
+    private func openGate() {
+        let resubscribe: [(filter: String, qos: MQTTQoS)] = state.withLock { state in
+            defer { state.needsResubscribe = false }
+            return state.needsResubscribe ? state.subscriptions : []
+        }
+        var sent: [(mid: Int32, waiter: CheckedContinuation<AckResult, Never>?)] = []
+        var failed: [(CheckedContinuation<AckResult, Never>, MQTTError)] = []
+        gate.withLock { gate in
+            restoreSubscriptions(resubscribe)
+            for entry in gate.offline {
+                let (rc, mid) = send(entry.message)
+                if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                    sent.append((mid, entry.waiter))
+                } else if let waiter = entry.waiter {
+                    failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
+                }
+            }
+            gate.offline = []
+            gate.open = true
+        }
+        for (mid, waiter) in sent {
+            if let waiter { register(mid: mid, waiter) } else { state.withLock { $0.acks.ignore(mid: mid) } }
+        }
+        for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
+    }
+
+    /// Re-subscribes after a reconnect that did not keep the session. Called with the gate held.
+    private func restoreSubscriptions(_ subscriptions: [(filter: String, qos: MQTTQoS)]) {
+        for qos in MQTTQoS.allCases {
+            let filters = subscriptions.filter { $0.qos == qos }.map(\.filter)
+            if filters.isEmpty { continue }
+            let (rc, mid) = sendSubscribeLocked(filters, qos: qos)
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                state.withLock { $0.acks.ignore(mid: mid) }
+                logger.info("MQTT re-subscribed", metadata: ["filters": "\(filters)"])
+            } else {
+                logger.error("MQTT re-subscribe failed", metadata: ["filters": "\(filters)", "error": "\(String(cString: mosquitto_strerror(rc)))"])
+            }
+        }
+    }
+
+    private func connectError(_ rc: Int32, errnoValue: Int32) -> MQTTError {
+        let target = "\(configuration.host):\(configuration.port)"
+        let logLine = state.withLock { $0.lastLogError }
+        switch rc {
+        case MOSQ_ERR_ERRNO.rawValue:
+            return MQTTError(code: .system, message: "cannot connect to \(target): \(String(cString: strerror(errnoValue)))")
+        case MOSQ_ERR_EAI.rawValue, MOSQ_ERR_LOOKUP.rawValue:
+            return MQTTError(code: .lookup, message: "cannot resolve broker host '\(configuration.host)'")
+        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
+            return MQTTError(
+                code: .tls,
+                message: "TLS handshake with \(target) failed" + (logLine.map { ": \($0)" } ?? "")
+                    + " (is the CA file the one that signed the broker certificate, and does the host name match?)")
+        default:
+            return MQTTError(
+                code: MQTTError.Code(rawValue: rc),
+                message: "cannot connect to \(target): \(String(cString: mosquitto_strerror(rc)))" + (logLine.map { " (\($0))" } ?? ""))
+        }
+    }
+}
+
+/// Where a QoS 1/2 publish is waiting, so that cancelling its task can find it.
+final class PublishTicket: Sendable {
+    enum Place: Sendable {
+        case queued(UInt64)
+        case sent(Int32)
+    }
+    private let place = Mutex<Place?>(nil)
+    func set(_ value: Place) { place.withLock { $0 = value } }
+    func get() -> Place? { place.withLock { $0 } }
+}

@@ -1,1 +1,0 @@
-// AmpelMQTT: placeholder until its issue lands.

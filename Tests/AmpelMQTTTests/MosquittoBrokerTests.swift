@@ -1,0 +1,78 @@
+import AmpelMQTT
+import AmpelTestSupport
+import Foundation
+import Testing
+
+/// The test broker helper itself: other test targets rely on it.
+@Suite("MosquittoBroker test helper")
+struct MosquittoBrokerTests {
+    @Test func startsKillsAndRestartsOnTheSamePortWithPersistence() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistent: true))
+        let port = broker.port
+        let directory = broker.directory
+        let firstPID = try brokerPIDs(directory: directory)
+        #expect(firstPID.count == 1)
+
+        // A retained message survives SIGKILL because the broker saves on every change.
+        let client = try await broker.connectedClient("helper-1")
+        try await client.publish(topic: "helper/retained", payload: bytes("kept"), qos: .atLeastOnce, retain: true)
+        await client.disconnect()
+
+        await broker.kill()
+        #expect(try brokerPIDs(directory: directory).isEmpty)
+        try await broker.restart()
+        #expect(broker.port == port)
+        let secondPID = try brokerPIDs(directory: directory)
+        #expect(secondPID.count == 1 && secondPID != firstPID)
+
+        let reader = try await broker.connectedClient("helper-2")
+        let inbox = MessageCollector(reader)
+        try await reader.subscribe([("helper/#", .atLeastOnce)])
+        #expect(try await inbox.wait(for: 1).map(text) == ["kept"])
+        await reader.disconnect()
+
+        broker.stop()
+        try await withTimeout(.seconds(5), "broker process gone") {
+            while try !brokerPIDs(directory: directory).isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        }
+    }
+
+    @Test func releasedBrokerLeavesNoProcess() async throws {
+        var directory = ""
+        do {
+            let broker = try await MosquittoBroker.start()
+            directory = broker.directory
+            #expect(try brokerPIDs(directory: directory).count == 1)
+        }
+        let released = directory
+        try await withTimeout(.seconds(5), "broker process gone after deinit") {
+            while try !brokerPIDs(directory: released).isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        }
+    }
+
+    @Test func configHasTheThreeQoS1Settings() async throws {
+        let broker = try await MosquittoBroker.start()
+        let config = try String(contentsOfFile: broker.directory + "/mosquitto.conf", encoding: .utf8)
+        #expect(config.contains("max_queued_messages 1000000"))
+        #expect(config.contains("max_inflight_messages 0"))
+        #expect(config.contains("set_tcp_nodelay true"))
+        broker.stop()
+    }
+}
+
+/// PIDs of live mosquitto processes started with the config file in `directory`.
+func brokerPIDs(directory: String) throws -> [Int32] {
+    var result: [Int32] = []
+    for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc") {
+        guard let pid = Int32(entry),
+            let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+            let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8)
+        else { continue }
+        let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard arguments.first?.hasSuffix("mosquitto") == true, arguments.count >= 3 else { continue }
+        // Zombies (state Z) are gone as far as the port is concerned.
+        if stat.split(separator: " ").dropFirst(2).first == "Z" { continue }
+        if arguments[2] == directory + "/mosquitto.conf" { result.append(pid) }
+    }
+    return result
+}

@@ -1,0 +1,181 @@
+import AmpelMQTT
+import AmpelTestSupport
+import Foundation
+import Synchronization
+
+struct TestTimeout: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Runs `body`, failing with ``TestTimeout`` after `timeout` (a guard against hangs, not a wait).
+/// Returns at the deadline even if `body` ignores cancellation (it is cancelled and left behind).
+func withTimeout<T: Sendable>(
+    _ timeout: Duration = .seconds(15), _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let slot = ContinuationSlot<T>()
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        slot.withLock { $0 = continuation }
+        let work = Task {
+            do {
+                let value = try await body()
+                slot.withLock { $0.take() }?.resume(returning: value)
+            } catch {
+                slot.withLock { $0.take() }?.resume(throwing: error)
+            }
+        }
+        Task {
+            try? await Task.sleep(for: timeout)
+            if let continuation = slot.withLock({ $0.take() }) {
+                work.cancel()
+                continuation.resume(throwing: TestTimeout(description: "timed out after \(timeout): \(what)"))
+            }
+        }
+    }
+}
+
+/// Hands a continuation to whichever of two racing tasks finishes first.
+final class ContinuationSlot<T: Sendable>: Sendable {
+    private let slot = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    func withLock<R>(_ body: (inout CheckedContinuation<T, any Error>?) -> R) -> R { slot.withLock { body(&$0) } }
+}
+
+/// A consumer of `client.messages` (of one or more clients) that collects everything it
+/// receives, so a test can await "n messages have arrived" several times.
+final class MessageCollector: Sendable {
+    private struct State {
+        var messages: [(source: Int, message: MQTTMessage)] = []
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let state = Mutex(State())
+    private let tasks: Mutex<[Task<Void, Never>]> = Mutex([])
+
+    init(_ clients: MQTTClient...) {
+        for (source, client) in clients.enumerated() {
+            let stream = client.messages
+            let task = Task { [weak self] in
+                for await message in stream {
+                    self?.append(source, message)
+                }
+            }
+            tasks.withLock { $0.append(task) }
+        }
+    }
+
+    deinit {
+        tasks.withLock { $0.forEach { $0.cancel() } }
+    }
+
+    private func append(_ source: Int, _ message: MQTTMessage) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            state.messages.append((source, message))
+            let count = state.messages.count
+            let ready = state.waiters.filter { $0.count <= count }.map(\.continuation)
+            state.waiters.removeAll { $0.count <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// All messages so far, in arrival order.
+    var messages: [MQTTMessage] { state.withLock { $0.messages.map(\.message) } }
+
+    /// The messages received by the `source`-th client given to `init`.
+    func messages(from source: Int) -> [MQTTMessage] {
+        state.withLock { $0.messages.filter { $0.source == source }.map(\.message) }
+    }
+
+    /// Waits until at least `count` messages arrived in total, then returns all of them.
+    @discardableResult
+    func wait(for count: Int, timeout: Duration = .seconds(15)) async throws -> [MQTTMessage] {
+        try await withTimeout(timeout, "\(count) messages (have \(messages.count))") { [self] in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done: Bool = state.withLock { state in
+                    if state.messages.count >= count { return true }
+                    state.waiters.append((count, continuation))
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+            return messages
+        }
+    }
+}
+
+/// Collects connection events the same way.
+final class EventCollector: Sendable {
+    private struct State {
+        var events: [MQTTConnectionEvent] = []
+        var waiters: [(predicate: @Sendable ([MQTTConnectionEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let state = Mutex(State())
+
+    init(_ client: MQTTClient) {
+        let stream = client.events
+        Task { [weak self] in
+            for await event in stream { self?.append(event) }
+        }
+    }
+
+    private func append(_ event: MQTTConnectionEvent) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            state.events.append(event)
+            let events = state.events
+            let ready = state.waiters.filter { $0.predicate(events) }.map(\.continuation)
+            state.waiters.removeAll { $0.predicate(events) }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    var events: [MQTTConnectionEvent] { state.withLock { $0.events } }
+
+    /// Waits until the events so far satisfy `predicate`.
+    func wait(
+        timeout: Duration = .seconds(15), _ what: String, until predicate: @escaping @Sendable ([MQTTConnectionEvent]) -> Bool
+    ) async throws {
+        try await withTimeout(timeout, "\(what) (events: \(events))") { [self] in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done: Bool = state.withLock { state in
+                    if predicate(state.events) { return true }
+                    state.waiters.append((predicate, continuation))
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+    }
+
+    func count(connected: Bool) -> Int {
+        events.filter {
+            if case .connected = $0 { return connected } else { return !connected }
+        }.count
+    }
+}
+
+extension MQTTConnectionEvent {
+    var isConnected: Bool { if case .connected = self { true } else { false } }
+    var isDisconnected: Bool { !isConnected }
+}
+
+func connections(_ events: [MQTTConnectionEvent]) -> Int { events.filter(\.isConnected).count }
+func disconnections(_ events: [MQTTConnectionEvent]) -> Int { events.filter(\.isDisconnected).count }
+
+extension MosquittoBroker {
+    func configuration(_ clientID: String, _ version: MQTTConfiguration.ProtocolVersion = .v5) -> MQTTConfiguration {
+        var configuration = MQTTConfiguration(host: host, port: port, clientID: clientID)
+        configuration.protocolVersion = version
+        configuration.reconnectMinDelay = .milliseconds(50)
+        configuration.reconnectMaxDelay = .milliseconds(400)
+        return configuration
+    }
+
+    /// A connected client of ours.
+    func connectedClient(_ clientID: String, _ version: MQTTConfiguration.ProtocolVersion = .v5) async throws -> MQTTClient {
+        let client = MQTTClient(configuration: configuration(clientID, version))
+        try await client.connect()
+        return client
+    }
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, as: UTF8.self) }
