@@ -4,6 +4,8 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "mqtt":
     await MQTTBenchmark.main(Array(arguments.dropFirst()))
+case "daemon":
+    await DaemonBenchmark.main(Array(arguments.dropFirst()))
 default:
-    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt); see Benchmarks/<area>/run.sh")
+    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, daemon); see Benchmarks/<area>/run.sh")
 }
