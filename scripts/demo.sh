@@ -47,7 +47,7 @@ else
   bin=$(swift build --show-bin-path)/ampel
 fi
 [ -x "$bin" ] || { say "no ampel binary at $bin"; exit 1; }
-if ! "$bin" run --help >/dev/null 2>&1; then
+if [[ $("$bin" run --help 2>&1) != *--broker* ]]; then
   say "this build of ampel has no 'run' command yet (the daemon, issue 6)"
   exit 1
 fi
@@ -140,7 +140,7 @@ if [ -n "$check_seconds" ]; then
 fi
 
 # --- Interactive: a lamp above the alert log -----------------------------------------------
-if "$bin" lamp --help >/dev/null 2>&1; then
+if [[ $("$bin" lamp --help 2>&1) == *--device* ]]; then
   lamp_cmd="'$bin' lamp --broker '$broker' --device '$lamp_device'"
 else
   # Until `ampel lamp` (issue 7) is in this build: the lamp drawn from the device's state.
