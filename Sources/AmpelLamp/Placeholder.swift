@@ -1,1 +1,0 @@
-// AmpelLamp: placeholder until its issue lands.
