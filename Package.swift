@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "AmpelCoreTests", dependencies: ["AmpelCore"]),
         .testTarget(name: "AmpelLampTests", dependencies: ["AmpelLamp", "AmpelCore"]),
         .testTarget(name: "AmpelDomainTests", dependencies: ["AmpelDomain", "AmpelCore"]),
-        .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo"]),
+        .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo", "AmpelTestSupport"]),
         .testTarget(
             name: "AmpelDataTests",
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],

@@ -1,7 +1,10 @@
 import AmpelData
 import AmpelDomain
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
+import Logging
+import Synchronization
 
 /// A failure the user can act on: printed as `Error: <message>`, exit code 1.
 struct CLIError: Error, CustomStringConvertible {
@@ -49,7 +52,7 @@ struct RuleSetOptions: ParsableArguments {
     }
 }
 
-/// Which incidence data to use: `--source`, `--date`.
+/// Which incidence data to use: `--source`, `--date`, `--url`, `--snapshot`, `--timeout`.
 struct DataOptions: ParsableArguments {
     enum Source: String, ExpressibleByArgument, CaseIterable {
         /// Bundled snapshots and daily history together (the default).
@@ -58,13 +61,48 @@ struct DataOptions: ParsableArguments {
         case snapshot
         /// The bundled RKI daily values.
         case history
+        /// The live RKI ArcGIS service (or `--url`).
+        case rki
     }
 
-    @Option(name: .long, help: "Data source: bundled (snapshots and daily history), snapshot, history.")
-    var source: Source = .bundled
+    @Option(name: .long, help: "Data source: bundled (snapshots and daily history), snapshot, history, rki (live; default with --url).")
+    var source: Source?
 
     @Option(name: .long, help: "Publication day YYYY-MM-DD: the latest data published on or before it (default: the latest).")
     var date: String?
+
+    @Option(name: .long, help: "The RKI ArcGIS query endpoint for --source rki (default: the RKI's own service).")
+    var url: String?
+
+    @Option(name: .long, help: "A saved RKI answer (f=json) for --source snapshot, instead of the bundled days.")
+    var snapshot: String?
+
+    @Option(name: .long, help: "Seconds one request to the RKI service may take (--source rki).")
+    var timeout: Double = 30
+
+    /// The source in effect: `--source`, else `rki` with `--url`, `snapshot` with `--snapshot`, else `bundled`.
+    var effectiveSource: Source {
+        source ?? (url != nil ? .rki : snapshot != nil ? .snapshot : .bundled)
+    }
+
+    func validate() throws {
+        _ = try day()
+        if url != nil, effectiveSource != .rki {
+            throw ValidationError("--url needs --source rki")
+        }
+        if snapshot != nil, effectiveSource != .snapshot {
+            throw ValidationError("--snapshot FILE needs --source snapshot")
+        }
+        if effectiveSource == .rki, date != nil {
+            throw ValidationError("--date does not apply to --source rki: the live service has only its latest publication")
+        }
+        if effectiveSource == .snapshot, snapshot != nil, date != nil {
+            throw ValidationError("--date does not apply to a --snapshot file: it holds one publication")
+        }
+        guard timeout.isFinite, timeout > 0 else {
+            throw ValidationError("--timeout must be a positive number of seconds, got \(timeout)")
+        }
+    }
 
     func day() throws -> Day? {
         guard let date else { return nil }
@@ -74,16 +112,85 @@ struct DataOptions: ParsableArguments {
         return day
     }
 
+    /// The RKI client for `--url` and `--timeout`, sending through `httpClient`.
+    func rkiClient(_ httpClient: HTTPClient) -> RKIClient {
+        RKIClient(
+            configuration: .init(
+                url: url ?? RKIClient.defaultURL,
+                timeout: .milliseconds(Int64(timeout * 1000)),
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))),
+            httpClient: httpClient,
+            logger: cliLogger("ampel.data.rki", level: .notice))
+    }
+
     func dataset() throws -> Dataset {
         let day = try self.day()
         do {
-            switch source {
+            switch effectiveSource {
             case .bundled: return try BundledData.shared.dataset(on: day)
-            case .snapshot: return try BundledData.shared.snapshot(on: day)
+            case .snapshot:
+                if let snapshot {
+                    return try SnapshotSource(file: URL(fileURLWithPath: snapshot)).load()
+                }
+                return try BundledData.shared.snapshot(on: day)
             case .history: return try BundledData.shared.history(on: day)
+            case .rki:
+                let options = self
+                return try blocking { () async throws(DataError) -> Dataset in
+                    try await withRKIHTTPClient { http throws(DataError) in try await options.rkiClient(http).fetch() }
+                }
             }
         } catch {
             throw CLIError("\(error)")
         }
     }
+}
+
+/// Runs `body` with an HTTP client made for the RKI service, and shuts the client down.
+func withRKIHTTPClient<T: Sendable, E: Error>(_ body: (HTTPClient) async throws(E) -> T) async throws(E) -> T {
+    let http = RKIClient.makeHTTPClient()
+    let result: Result<T, E>
+    do throws(E) {
+        result = .success(try await body(http))
+    } catch {
+        result = .failure(error)
+    }
+    try? await http.shutdown()
+    return try result.get()
+}
+
+/// A logger for the data layer that writes to standard error, so that standard output
+/// holds only the command's answer (`--json` stays parseable).
+func cliLogger(_ label: String, level: Logger.Level) -> Logger {
+    var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+    logger.logLevel = level
+    return logger
+}
+
+/// Runs `body` to completion from synchronous code (a command's `run()`).
+///
+/// The commands that show data are synchronous; the live source is async. The work runs on
+/// the global executor while the calling thread waits, which is safe because nothing in
+/// `body` needs the calling thread.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws(DataError) -> T) throws(DataError) -> T {
+    let result = BlockingSlot<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let outcome: Result<T, DataError>
+        do throws(DataError) {
+            outcome = .success(try await body())
+        } catch {
+            outcome = .failure(error)
+        }
+        result.value.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    // `done` is signalled only after the result is set.
+    return try result.value.withLock { $0! }.get()
+}
+
+/// Hands the result of ``blocking(_:)`` from the task to the waiting thread.
+private final class BlockingSlot<T: Sendable>: Sendable {
+    let value = Mutex<Result<T, DataError>?>(nil)
 }

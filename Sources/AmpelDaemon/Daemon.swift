@@ -1,0 +1,291 @@
+import AmpelDomain
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The running daemon: intake, signal engine, publishing, persistence, bridge topics.
+///
+/// One loop owns the engine: broker messages, data refreshes and a flush tick are merged
+/// into one stream and handled in order, so the state machine needs no lock. It is a
+/// `Service`: on graceful shutdown (SIGTERM, SIGINT) it stops the intake, handles what it
+/// already has, writes the state, publishes `offline` and disconnects.
+public actor AmpelDaemon: Service {
+    public static let version = "0.1.0"
+
+    let configuration: DaemonConfiguration
+    let ruleSet: RuleSet
+    let locator: any Locator
+    let feed: any DatasetFeed
+    let transport: any DaemonTransport
+    let store: StateStore
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let flushInterval: Duration
+
+    let intake: Intake
+    let parser: InputParser
+    let topics: Topics
+
+    private var counters = Counters()
+    private var feedState: FeedState?
+    private var dirty = false
+    private var infoDirty = true
+    private var dropLog = RateLimiter(interval: 10, burst: 5)
+    private var publishLog = RateLimiter(interval: 10, burst: 5)
+    private let stopSignal: AsyncStream<Void>.Continuation
+    private let stopStream: AsyncStream<Void>
+
+    /// - Parameters:
+    ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
+    public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
+                transport: any DaemonTransport, logger: Logger, flushInterval: Duration = .seconds(1),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.ruleSet = ruleSet
+        self.locator = locator
+        self.feed = feed
+        self.transport = transport
+        self.store = StateStore(directory: configuration.stateDirectory)
+        self.logger = logger
+        self.now = now
+        self.flushInterval = flushInterval
+        intake = Intake(configuration: configuration)
+        parser = InputParser(maxPayload: configuration.inputs.maxPayload)
+        topics = Topics(base: configuration.baseTopic)
+        let stop = AsyncStream<Void>.makeStream()
+        stopStream = stop.stream
+        stopSignal = stop.continuation
+    }
+
+    /// The engine's settings from the configuration.
+    static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet) -> SignalEngine.Settings {
+        let topics = Topics(base: configuration.baseTopic)
+        return SignalEngine.Settings(
+            ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
+            devices: configuration.devices, alertExpiry: UInt32(configuration.alerts.expiry), lamps: configuration.lamps,
+            discovery: configuration.homeAssistant.discovery
+                ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil)
+    }
+
+    enum Input: Sendable {
+        case message(IncomingMessage)
+        case feed(FeedState)
+        case tick
+        case stop
+    }
+
+    /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
+    public nonisolated func stop() {
+        stopSignal.yield()
+    }
+
+    public func run() async throws {
+        try store.prepare()
+        let restored = try store.load()
+        let initial = try await feed.initial()
+        feedState = initial
+        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet), dataset: initial.dataset,
+                                  stale: initial.stale, restored: restored)
+        logger.info("starting", metadata: [
+            "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
+            "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
+        ])
+
+        guard try await connect() else {
+            logger.info("stopped before the broker answered")
+            return
+        }
+        // Subscribe first: what arrives during the start-up publishing waits in the stream.
+        let filters = intake.subscriptions
+        try await transport.subscribe(filters)
+        logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
+        try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
+        await perform(engine.event(.start))
+        counters.datasetsApplied += 1
+        try await publishInfo(engine)
+
+        let (events, continuation) = AsyncStream<Input>.makeStream()
+        let producers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await message in self.transport.messages { continuation.yield(.message(message)) }
+                }
+                group.addTask {
+                    for await state in self.feed.updates() { continuation.yield(.feed(state)) }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(for: self.flushInterval) } catch { return }
+                        continuation.yield(.tick)
+                    }
+                }
+                group.addTask {
+                    for await _ in self.stopStream {
+                        continuation.yield(.stop)
+                        return
+                    }
+                }
+            }
+        }
+        await withGracefulShutdownHandler {
+            for await input in events {
+                if case .stop = input { break }
+                await handle(input, &engine)
+            }
+        } onGracefulShutdown: {
+            continuation.yield(.stop)
+        }
+
+        // Stop the intake, then flush what the engine holds and leave cleanly.
+        producers.cancel()
+        continuation.finish()
+        saveState(engine)
+        try? await publishInfo(engine)
+        do {
+            try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true))
+        } catch {
+            logger.warning("could not publish offline state", metadata: ["error": "\(error)"])
+        }
+        await transport.shutdown()
+        await producers.value
+        logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
+    }
+
+    /// Connects, retrying with backoff (0.5 s doubling to 30 s) while the broker is away;
+    /// `false` when a shutdown came first.
+    func connect() async throws -> Bool {
+        var delay = Duration.milliseconds(500)
+        while true {
+            do {
+                try await transport.connect()
+                logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])
+                return true
+            } catch let error as FatalConnectError {
+                throw error
+            } catch {
+                logger.warning("cannot connect to the broker; retrying", metadata: [
+                    "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
+                ])
+            }
+            let pause = delay
+            let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            if slept == nil || Task.isCancelled { return false }
+            delay = min(delay * 2, .seconds(30))
+        }
+    }
+
+    func handle(_ input: Input, _ engine: inout SignalEngine) async {
+        switch input {
+        case .message(let message):
+            for route in intake.route(topic: message.topic, payload: message.payload) {
+                switch route {
+                case .input(let kind, let key):
+                    await handleLocation(kind, key: key, message, &engine)
+                case .lampOnline(let name):
+                    logger.debug("lamp online", metadata: ["lamp": "\(name)"])
+                    await perform(engine.event(.lampOnline(name: name)))
+                case .homeAssistantOnline:
+                    logger.info("Home Assistant online: sending discovery again")
+                    await perform(engine.event(.homeAssistantOnline))
+                case .ignore:
+                    break
+                }
+            }
+        case .feed(let state):
+            let previous = feedState
+            feedState = state
+            infoDirty = true
+            if state.dataset != previous?.dataset {
+                counters.datasetsApplied += 1
+                logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
+            } else if let error = state.lastError, error != previous?.lastError {
+                counters.datasetsRejected += 1
+                logger.warning("data refresh failed; the last good data stays in force", metadata: ["error": "\(error)", "stale": "\(state.stale)"])
+            } else if state.stale != previous?.stale {
+                logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
+            }
+            await perform(engine.event(.data(state.dataset, stale: state.stale)))
+        case .tick:
+            if dirty { saveState(engine) }
+            if infoDirty { try? await publishInfo(engine) }
+        case .stop:
+            break
+        }
+    }
+
+    func handleLocation(_ kind: InputKind, key: String, _ message: IncomingMessage, _ engine: inout SignalEngine) async {
+        switch parser.parse(kind, topicKey: key, payload: message.payload) {
+        case .fix(let fix):
+            let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+            let receivedAt = Int(now().timeIntervalSince1970)
+            let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
+            if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
+                counters.accepted[kind.rawValue, default: 0] += 1
+            }
+            infoDirty = true
+            logger.trace("fix", metadata: ["device": "\(fix.device)", "lat": "\(fix.latitude)", "lon": "\(fix.longitude)"])
+            await perform(actions, topic: message.topic)
+        case .skipped(let type):
+            counters.skipped[type, default: 0] += 1
+            infoDirty = true
+        case .dropped(let reason, let detail):
+            drop(reason, detail: detail, topic: message.topic)
+        }
+    }
+
+    func drop(_ reason: DropReason, detail: String, topic: String) {
+        counters.dropped[reason.rawValue, default: 0] += 1
+        infoDirty = true
+        let admitted = dropLog.admit(now: now().timeIntervalSince1970)
+        if admitted.log {
+            var metadata: Logger.Metadata = ["reason": "\(reason)", "topic": "\(topic)", "detail": "\(detail)"]
+            if admitted.suppressed > 0 { metadata["suppressed"] = "\(admitted.suppressed)" }
+            logger.warning("dropped a location message", metadata: metadata)
+        }
+    }
+
+    func perform(_ actions: [SignalEngine.Action], topic: String = "") async {
+        for action in actions {
+            switch action {
+            case .publish(let message):
+                do {
+                    try await transport.publish(message)
+                    counters.published += 1
+                    if message.topic.hasSuffix("/alert") { counters.alerts += 1 }
+                } catch {
+                    counters.publishFailures += 1
+                    let admitted = publishLog.admit(now: now().timeIntervalSince1970)
+                    if admitted.log {
+                        logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
+                    }
+                }
+            case .persist:
+                dirty = true
+            case .dropped(let reason):
+                drop(reason, detail: "older than the fix held for the device", topic: topic)
+            case .problem(let message):
+                logger.warning("no signal", metadata: ["problem": "\(message)"])
+            }
+        }
+    }
+
+    func saveState(_ engine: SignalEngine) {
+        do {
+            try store.save(engine.persisted)
+            dirty = false
+        } catch {
+            logger.error("cannot save state", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func publishInfo(_ engine: SignalEngine) async throws {
+        guard let feedState else { return }
+        let formatter = ISO8601DateFormatter()
+        let info = BridgeInfo(
+            version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
+            lastFetch: feedState.lastFetch.map { formatter.string(from: $0) }, lastError: feedState.lastError,
+            stale: feedState.stale, devices: engine.devices.count, counters: counters)
+        infoDirty = false
+        try await transport.publish(OutgoingMessage(topic: topics.bridgeInfo, payload: Encode.json(info), qos: 1, retain: true))
+    }
+}

@@ -1,0 +1,107 @@
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The composition root of `ampel run`: configuration → rule set → geometry → data → MQTT → daemon.
+///
+/// Nothing else knows all the parts. ``prepare(_:)`` does everything that can fail because of
+/// the configuration, so a bad one is reported before anything connects.
+public enum DaemonRuntime {
+    /// The parts built from a valid configuration, not yet connected.
+    public struct Prepared: Sendable {
+        public let configuration: DaemonConfiguration
+        public let ruleSet: RuleSet
+        public let locator: any Locator
+        public let feed: any DatasetFeed
+
+        /// The effective configuration in a few lines, for `--check-config`.
+        public var summary: String {
+            let c = configuration
+            var lines = [
+                "broker: \(c.broker)",
+                "client id: \(c.mqtt.clientID) (MQTT \(c.mqtt.protocolVersion))",
+                "base topic: \(c.baseTopic)",
+                "state dir: \(c.stateDirectory)",
+                "language: \(c.language.rawValue)",
+                "rule set: \(ruleSet.id)",
+                "data: \(c.data.source.rawValue)\(c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh) s, max age \(c.data.maxAge) s",
+                "inputs: owntracks \(c.inputs.owntracks.map(\.filter)), plain \(c.inputs.plain.map(\.filter)), traccar \(c.inputs.traccar.map(\.filter))",
+                "devices configured: \(c.devices.count)",
+                "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix)" : "off")",
+            ]
+            for lamp in c.lamps {
+                let follows = switch lamp.follows {
+                case .district(let ags): "district \(ags)"
+                case .device(let key): "device \(key)"
+                }
+                lines.append("lamp \(lamp.name): \(lamp.driver.rawValue) \(lamp.topic), follows \(follows)")
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// Builds every part that the configuration decides, without connecting to anything.
+    ///
+    /// - Throws: ``ConfigurationError`` for a rule set, state directory or data choice that cannot work.
+    public static func prepare(_ configuration: DaemonConfiguration) throws -> Prepared {
+        let ruleSet = try loadRuleSet(configuration.rules)
+        let store = StateStore(directory: configuration.stateDirectory)
+        do {
+            try store.prepare()
+            _ = try store.load()
+        } catch {
+            throw ConfigurationError(key: "state_dir", line: nil, message: error.message)
+        }
+        let locator = try GeoLocator.bundled()
+        let feed = try makeFeed(configuration, ruleSet: ruleSet)
+        return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed)
+    }
+
+    /// A bundled rule set by name, or a rule-set file by path.
+    static func loadRuleSet(_ nameOrPath: String) throws(ConfigurationError) -> RuleSet {
+        do {
+            if RuleSetCatalog.bundledNames.contains(nameOrPath) {
+                return try RuleSetCatalog.bundled(nameOrPath)
+            }
+            guard let data = FileManager.default.contents(atPath: nameOrPath) else {
+                throw ConfigurationError(key: "rules", line: nil, message: "'\(nameOrPath)' is neither a bundled rule set (\(RuleSetCatalog.bundledNames.joined(separator: ", "))) nor a readable file")
+            }
+            return try RuleSet.decode(data, name: nameOrPath)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(key: "rules", line: nil, message: "\(error)")
+        }
+    }
+
+    /// The data feed; for a bundled source the chosen day is checked now, so a day before the
+    /// first bundled publication is a configuration error.
+    static func makeFeed(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> any DatasetFeed {
+        if configuration.data.source != .rki {
+            do {
+                _ = try BundledFeed(source: configuration.data.source, date: configuration.data.date)
+            } catch {
+                throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
+            }
+        }
+        return RefresherFeed.make(configuration, ruleSet: ruleSet)
+    }
+
+    /// Connects and runs the daemon until SIGTERM or SIGINT.
+    public static func run(_ prepared: Prepared, logger: Logger) async throws {
+        let daemon = try makeDaemon(prepared, logger: logger)
+        let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    /// The daemon on a real MQTT client, not yet running.
+    public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1)) throws -> AmpelDaemon {
+        let client = MQTTClient(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
+        let transport = MQTTTransport(client: client, logger: logger)
+        return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
+                           feed: prepared.feed, transport: transport, logger: logger, flushInterval: flushInterval)
+    }
+}

@@ -1,0 +1,300 @@
+import Foundation
+
+/// One position of one device, accepted by an input parser.
+public struct LocationFix: Sendable, Hashable {
+    /// The device key, one or more safe topic levels (`alice/phone`).
+    public var device: String
+    public var latitude: Double
+    public var longitude: Double
+    /// When the fix was taken, in seconds since 1970; `nil` when the message did not say.
+    public var tst: Int?
+    /// The language the message asked for (`lang`), if any.
+    public var lang: String?
+
+    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil) {
+        self.device = device
+        self.latitude = latitude
+        self.longitude = longitude
+        self.tst = tst
+        self.lang = lang
+    }
+}
+
+/// The payload formats the daemon reads.
+public enum InputKind: String, Sendable, Hashable, CaseIterable, Codable {
+    /// OwnTracks JSON (`_type: location`), device key from the topic.
+    case owntracks
+    /// `{"lat","lon"}` or `{"latitude","longitude"}`, device key from the topic.
+    case plain
+    /// Traccar event forwarding, device key from `device.uniqueId`.
+    case traccar
+}
+
+/// Why a payload was dropped: a stable key, used as a counter label and in logs.
+public struct DropReason: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// Larger than the configured limit (`inputs.max_payload`).
+    public static let oversized = DropReason(rawValue: "oversized")
+    /// Not valid UTF-8 JSON, or not a JSON object.
+    public static let notJSON = DropReason(rawValue: "not-json")
+    /// No latitude or longitude.
+    public static let missingCoordinates = DropReason(rawValue: "missing-coordinates")
+    /// A coordinate that is not a number or lies outside ±90° / ±180°.
+    public static let invalidCoordinates = DropReason(rawValue: "invalid-coordinates")
+    /// A timestamp that is not a non-negative number (or, for Traccar, a date).
+    public static let invalidTimestamp = DropReason(rawValue: "invalid-timestamp")
+    /// The device key would not be a safe topic level.
+    public static let unsafeDeviceKey = DropReason(rawValue: "unsafe-device-key")
+    /// A fix older (by `tst`) than the one held for the device.
+    public static let outOfOrder = DropReason(rawValue: "out-of-order")
+}
+
+/// What an input parser made of one message.
+public enum ParseOutcome: Sendable, Hashable {
+    /// A position to evaluate.
+    case fix(LocationFix)
+    /// A message of a kind the daemon does not use (OwnTracks `lwt`, `transition`, …), counted by kind.
+    case skipped(String)
+    /// A bad payload, counted by reason; `detail` says what was wrong, for the log.
+    case dropped(DropReason, detail: String)
+}
+
+/// Parses the three input formats. Pure: bytes and topic capture in, an outcome out.
+public struct InputParser: Sendable {
+    /// Payloads larger than this many bytes are dropped unread.
+    public var maxPayload: Int
+
+    public init(maxPayload: Int = 16_384) {
+        self.maxPayload = maxPayload
+    }
+
+    /// Parses `payload` of `kind`; `topicKey` is what the subscription's wildcards matched.
+    public func parse(_ kind: InputKind, topicKey: String, payload: some Collection<UInt8>) -> ParseOutcome {
+        guard payload.count <= maxPayload else {
+            return .dropped(.oversized, detail: "\(payload.count) bytes, limit \(maxPayload)")
+        }
+        let data = Data(payload)
+        switch kind {
+        case .owntracks: return owntracks(topicKey: topicKey, data)
+        case .plain: return plain(topicKey: topicKey, data)
+        case .traccar: return traccar(data)
+        }
+    }
+
+    func owntracks(topicKey: String, _ data: Data) -> ParseOutcome {
+        if firstNonSpace(data) == UInt8(ascii: "[") {
+            // OwnTracks sends arrays only over HTTP; they are no location message on MQTT.
+            return isJSON(data) ? .skipped("array") : .dropped(.notJSON, detail: "not valid JSON")
+        }
+        let message: OwnTracksMessage
+        do {
+            message = try JSONDecoder().decode(OwnTracksMessage.self, from: data)
+        } catch {
+            return .dropped(.notJSON, detail: "not a JSON object")
+        }
+        guard let type = message.type else { return .skipped("untyped") }
+        guard type == "location" else {
+            let known = ["lwt", "transition", "waypoint", "waypoints", "card", "encrypted", "cmd", "status", "steps", "beacon", "dump", "configuration", "request"]
+            return .skipped(known.contains(type) ? type : "other")
+        }
+        return makeFix(topicKey: topicKey, lat: message.lat, lon: message.lon, tst: message.tst, lang: nil)
+    }
+
+    func plain(topicKey: String, _ data: Data) -> ParseOutcome {
+        let message: PlainMessage
+        do {
+            message = try JSONDecoder().decode(PlainMessage.self, from: data)
+        } catch {
+            return .dropped(.notJSON, detail: "not a JSON object")
+        }
+        var lang: String?
+        if case .value(let value) = message.lang { lang = value }
+        return makeFix(topicKey: topicKey, lat: message.lat, lon: message.lon, tst: message.tst, lang: lang)
+    }
+
+    func traccar(_ data: Data) -> ParseOutcome {
+        let message: TraccarMessage
+        do {
+            message = try JSONDecoder().decode(TraccarMessage.self, from: data)
+        } catch {
+            return .dropped(.notJSON, detail: "not a JSON object")
+        }
+        guard case .value(let raw) = message.uniqueId else {
+            return .dropped(.unsafeDeviceKey, detail: "no device.uniqueId")
+        }
+        guard let key = DeviceKey.sanitize(raw) else {
+            return .dropped(.unsafeDeviceKey, detail: "device.uniqueId gives no usable key")
+        }
+        var tst: Field<Double> = .missing
+        switch message.fixTime {
+        case .missing: tst = .missing
+        case .invalid: tst = .invalid
+        case .value(.number(let value)): tst = .value(value > 100_000_000_000 ? value / 1000 : value)
+        case .value(.text(let text)):
+            guard let date = parseISODate(text) else { return .dropped(.invalidTimestamp, detail: "position.fixTime is no date") }
+            tst = .value(date.timeIntervalSince1970.rounded(.down))
+        }
+        return makeFix(topicKey: key, lat: message.lat, lon: message.lon, tst: tst, lang: nil)
+    }
+
+    func makeFix(topicKey: String, lat: Field<Double>, lon: Field<Double>, tst: Field<Double>, lang: String?) -> ParseOutcome {
+        guard DeviceKey.isSafe(topicKey) else {
+            return .dropped(.unsafeDeviceKey, detail: "device key is not a safe topic level")
+        }
+        let latitude: Double
+        let longitude: Double
+        switch (lat, lon) {
+        case (.value(let a), .value(let b)):
+            latitude = a
+            longitude = b
+        case (.invalid, _), (_, .invalid):
+            return .dropped(.invalidCoordinates, detail: "a coordinate is not a number")
+        default:
+            return .dropped(.missingCoordinates, detail: "no latitude or longitude")
+        }
+        guard latitude.isFinite, longitude.isFinite, (-90...90).contains(latitude), (-180...180).contains(longitude) else {
+            return .dropped(.invalidCoordinates, detail: "coordinates out of range")
+        }
+        var seconds: Int?
+        switch tst {
+        case .missing: seconds = nil
+        case .invalid: return .dropped(.invalidTimestamp, detail: "tst is not a number")
+        case .value(let value):
+            guard value.isFinite, value >= 0, value < 1e12 else { return .dropped(.invalidTimestamp, detail: "tst out of range") }
+            seconds = Int(value)
+        }
+        return .fix(LocationFix(device: topicKey, latitude: latitude, longitude: longitude, tst: seconds, lang: lang))
+    }
+}
+
+private func firstNonSpace(_ data: Data) -> UInt8? {
+    data.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+}
+
+private func isJSON(_ data: Data) -> Bool {
+    (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+}
+
+/// A JSON field that may be absent, present with the wrong type, or usable.
+enum Field<Value: Sendable & Hashable>: Sendable, Hashable {
+    case missing
+    case invalid
+    case value(Value)
+}
+
+/// Dynamic keys, so each message decodes only the keys it needs and ignores the rest.
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+extension KeyedDecodingContainer where Key == AnyKey {
+    /// The field `name`: `.missing` when absent or null, `.invalid` when of another type.
+    func field<T: Decodable & Sendable & Hashable>(_ type: T.Type, _ name: String) -> Field<T> {
+        let key = AnyKey(name)
+        guard contains(key), (try? decodeNil(forKey: key)) == false else { return .missing }
+        guard let value = try? decode(T.self, forKey: key) else { return .invalid }
+        return .value(value)
+    }
+
+    /// The first of `names` that is present.
+    func field<T: Decodable & Sendable & Hashable>(_ type: T.Type, anyOf names: [String]) -> Field<T> {
+        for name in names {
+            let value = field(type, name)
+            if value != .missing { return value }
+        }
+        return .missing
+    }
+}
+
+/// The OwnTracks fields Ampel reads; other fields and unknown types are left alone.
+struct OwnTracksMessage: Decodable {
+    var type: String?
+    var lat: Field<Double> = .missing
+    var lon: Field<Double> = .missing
+    var tst: Field<Double> = .missing
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        if case .value(let type) = c.field(String.self, "_type") { self.type = type }
+        guard type == "location" else { return }
+        lat = c.field(Double.self, "lat")
+        lon = c.field(Double.self, "lon")
+        tst = c.field(Double.self, "tst")
+    }
+}
+
+/// `{"lat","lon"}` or `{"latitude","longitude"}`, optional `tst` and `lang`.
+struct PlainMessage: Decodable {
+    var lat: Field<Double>
+    var lon: Field<Double>
+    var tst: Field<Double>
+    var lang: Field<String>
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        lat = c.field(Double.self, anyOf: ["lat", "latitude"])
+        lon = c.field(Double.self, anyOf: ["lon", "longitude"])
+        tst = c.field(Double.self, "tst")
+        lang = c.field(String.self, "lang")
+    }
+}
+
+/// A number or a string, for Traccar's `fixTime` (ISO 8601 text, or epoch milliseconds).
+enum NumberOrText: Decodable, Sendable, Hashable {
+    case number(Double)
+    case text(String)
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let number = try? c.decode(Double.self) { self = .number(number); return }
+        self = .text(try c.decode(String.self))
+    }
+}
+
+/// `{"position":{"latitude","longitude","fixTime"},"device":{"uniqueId"}}`.
+struct TraccarMessage: Decodable {
+    var lat: Field<Double> = .missing
+    var lon: Field<Double> = .missing
+    var fixTime: Field<NumberOrText> = .missing
+    var uniqueId: Field<String> = .missing
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        if let position = try? c.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("position")) {
+            lat = position.field(Double.self, "latitude")
+            lon = position.field(Double.self, "longitude")
+            fixTime = position.field(NumberOrText.self, "fixTime")
+        }
+        if let device = try? c.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("device")) {
+            uniqueId = device.field(String.self, "uniqueId")
+        }
+    }
+}
+
+/// Parses ISO 8601 dates as Traccar writes them (`2020-11-05T10:00:00.000+00:00`, also `+0000`).
+func parseISODate(_ text: String) -> Date? {
+    var candidates = [text]
+    // Jackson writes `+0000`; ISO8601DateFormatter wants `+00:00`.
+    if text.count > 5 {
+        let tail = text.suffix(5)
+        if let sign = tail.first, sign == "+" || sign == "-", tail.dropFirst().allSatisfy(\.isNumber) {
+            candidates.append(String(text.dropLast(5)) + tail.prefix(3) + ":" + tail.suffix(2))
+        }
+    }
+    let formatter = ISO8601DateFormatter()
+    for candidate in candidates {
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: candidate) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: candidate) { return date }
+    }
+    return nil
+}

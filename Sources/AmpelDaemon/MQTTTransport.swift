@@ -1,0 +1,83 @@
+import AmpelMQTT
+import Foundation
+import Logging
+
+/// `AmpelMQTT.MQTTClient` as the daemon's ``DaemonTransport``.
+///
+/// The client is configured for a daemon that must not lose a location: a fixed client id
+/// with a persistent session (QoS 1 messages queued by the broker while the daemon is away),
+/// a large receive buffer (libmosquitto acknowledges on receipt, so a message dropped from
+/// the buffer would be lost), and the Last Will `{"state":"offline"}` on `bridge/state`.
+public final class MQTTTransport: DaemonTransport {
+    public let client: MQTTClient
+    public let messages: AsyncStream<IncomingMessage>
+    let logger: Logger
+
+    public init(client: MQTTClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        let source = client.messages
+        messages = AsyncStream(bufferingPolicy: .unbounded) { continuation in
+            let pump = Task {
+                for await message in source {
+                    continuation.yield(IncomingMessage(topic: message.topic, payload: message.payload))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in pump.cancel() }
+        }
+    }
+
+    /// The client configuration for `configuration`.
+    public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
+        let broker = configuration.broker
+        var mqtt = MQTTConfiguration(host: broker.host, port: broker.port, clientID: configuration.mqtt.clientID)
+        mqtt.protocolVersion = configuration.mqtt.protocolVersion == "3.1.1" ? .v311 : .v5
+        mqtt.keepAlive = .seconds(configuration.mqtt.keepAlive)
+        mqtt.cleanStart = false
+        mqtt.sessionExpiry = .seconds(max(1, configuration.mqtt.sessionExpiry))
+        mqtt.username = configuration.mqtt.username ?? broker.username
+        mqtt.password = configuration.mqtt.password ?? broker.password
+        if broker.tls {
+            let ca = configuration.mqtt.caFile ?? "/etc/ssl/certs/ca-certificates.crt"
+            mqtt.tls = .init(caFile: ca, certFile: configuration.mqtt.certFile, keyFile: configuration.mqtt.keyFile)
+        }
+        let topics = Topics(base: configuration.baseTopic)
+        mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
+        mqtt.incomingBufferSize = 1_000_000
+        mqtt.receiveMaximum = 1000
+        mqtt.maxInflight = 1000
+        return mqtt
+    }
+
+    public func connect() async throws {
+        do {
+            try await client.connect()
+        } catch {
+            // Retrying cannot help with wrong settings or credentials.
+            let fatal: [MQTTError.Code] = [.invalidConfiguration, .connectionRefused, .authentication]
+            if fatal.contains(error.code) { throw FatalConnectError(error: error) }
+            throw error
+        }
+    }
+
+    public func subscribe(_ filters: [String]) async throws {
+        guard !filters.isEmpty else { return }
+        try await client.subscribe(filters.map { ($0, MQTTQoS.atLeastOnce) })
+    }
+
+    public func publish(_ message: OutgoingMessage) async throws {
+        try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
+                                 retain: message.retain, messageExpiry: message.expiry.map { .seconds(Int($0)) })
+    }
+
+    public func shutdown() async {
+        await client.disconnect()
+    }
+}
+
+/// A connection failure that retrying cannot fix (bad settings, refused credentials).
+public struct FatalConnectError: Error, CustomStringConvertible {
+    public let error: MQTTError
+    public var description: String { "\(error)" }
+}

@@ -1,1 +1,0 @@
-// AmpelDaemon: placeholder until its issue lands.

@@ -1,0 +1,120 @@
+import AmpelDomain
+import Foundation
+
+/// A message from the broker.
+public struct IncomingMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+
+    public init(topic: String, payload: [UInt8]) {
+        self.topic = topic
+        self.payload = payload
+    }
+}
+
+/// The broker as the daemon uses it: subscribe, publish, receive, leave.
+///
+/// The composition root adapts `AmpelMQTT.MQTTClient` to it; keeping the daemon on this
+/// small surface keeps the C library and its threads out of the signal logic.
+public protocol DaemonTransport: Sendable {
+    /// Connects once; a failure is thrown (the daemon retries with backoff).
+    func connect() async throws
+    /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
+    func subscribe(_ filters: [String]) async throws
+    /// Publishes; for QoS 1 returns when the broker has acknowledged.
+    func publish(_ message: OutgoingMessage) async throws
+    /// Messages of the subscriptions, until the transport shuts down.
+    var messages: AsyncStream<IncomingMessage> { get }
+    /// Disconnects cleanly (the Will is not fired).
+    func shutdown() async
+}
+
+/// Finds the district of a position.
+public protocol Locator: Sendable {
+    /// The German district at the position, or ``Place/abroad``.
+    func place(latitude: Double, longitude: Double) -> Place
+}
+
+/// The dataset in force and how fresh it is.
+public struct FeedState: Sendable, Hashable {
+    public var dataset: Dataset
+    public var stale: Bool
+    /// When the source was last asked (`nil` for bundled data).
+    public var lastFetch: Date?
+    /// Why the last fetch failed, `nil` after a success.
+    public var lastError: String?
+
+    public init(dataset: Dataset, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil) {
+        self.dataset = dataset
+        self.stale = stale
+        self.lastFetch = lastFetch
+        self.lastError = lastError
+    }
+}
+
+/// The incidence data as the daemon uses it: the dataset in force, and what each refresh brought.
+public protocol DatasetFeed: Sendable {
+    /// The dataset to start with (cache, bundled, or a first fetch).
+    func initial() async throws -> FeedState
+    /// One state per refresh (every `data.refresh` seconds), until the task is cancelled.
+    ///
+    /// A state with the same dataset and staleness is fine: the engine publishes only changes.
+    func updates() -> AsyncStream<FeedState>
+}
+
+/// Which incoming topic means what.
+///
+/// Pure: built from the configuration, it names the subscriptions and sorts each message
+/// to an input parser, a lamp that came online, or Home Assistant's restart.
+public struct Intake: Sendable {
+    public enum Route: Sendable, Hashable {
+        case input(InputKind, key: String)
+        case lampOnline(name: String)
+        case homeAssistantOnline
+        /// A message of a subscription that means nothing now (a lamp going offline).
+        case ignore
+    }
+
+    let inputs: [(InputKind, TopicFilter)]
+    let lampTopics: [String: [(name: String, online: String)]]
+    let homeAssistantStatus: String?
+
+    public init(configuration: DaemonConfiguration) {
+        var inputs: [(InputKind, TopicFilter)] = []
+        inputs += configuration.inputs.owntracks.map { (.owntracks, $0) }
+        inputs += configuration.inputs.plain.map { (.plain, $0) }
+        inputs += configuration.inputs.traccar.map { (.traccar, $0) }
+        self.inputs = inputs
+        var lampTopics: [String: [(name: String, online: String)]] = [:]
+        for lamp in configuration.lamps {
+            if let availability = LampDriver.availability(of: lamp) {
+                lampTopics[availability.topic, default: []].append((lamp.name, availability.online))
+            }
+        }
+        self.lampTopics = lampTopics
+        homeAssistantStatus = configuration.homeAssistant.discovery ? configuration.homeAssistant.statusTopic : nil
+    }
+
+    /// Every filter the daemon subscribes to.
+    public var subscriptions: [String] {
+        var filters = inputs.map(\.1.filter)
+        filters += lampTopics.keys.sorted()
+        if let homeAssistantStatus { filters.append(homeAssistantStatus) }
+        var seen = Set<String>()
+        return filters.filter { seen.insert($0).inserted }
+    }
+
+    public func route(topic: String, payload: [UInt8]) -> [Route] {
+        if let lamps = lampTopics[topic] {
+            let text = String(decoding: payload, as: UTF8.self)
+            return lamps.map { $0.online == text ? .lampOnline(name: $0.name) : .ignore }
+        }
+        if topic == homeAssistantStatus {
+            return [String(decoding: payload, as: UTF8.self) == "online" ? .homeAssistantOnline : .ignore]
+        }
+        for (kind, filter) in inputs {
+            if let key = filter.capture(topic) { return [.input(kind, key: key)] }
+        }
+        return [.ignore]
+    }
+}

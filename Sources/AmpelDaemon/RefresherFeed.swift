@@ -1,0 +1,77 @@
+import AmpelData
+import AmpelDomain
+import Foundation
+
+/// The data layer (``IncidenceStore`` + ``Refresher``) as the daemon's ``DatasetFeed``.
+///
+/// The store starts from the cache (live source) or the source itself (bundled snapshot or
+/// history); the refresher checks again every `data.refresh` seconds. Every event of the
+/// refresher becomes one ``FeedState`` read from the store, so the daemon always sees the
+/// data in force with its staleness and the last error.
+public final class RefresherFeed: DatasetFeed {
+    public let store: IncidenceStore
+    let refresher: Refresher
+    let now: @Sendable () -> Date
+
+    public init(store: IncidenceStore, interval: Duration, clock: some Clock<Duration> = ContinuousClock(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.now = now
+        refresher = Refresher(store: store, interval: interval, clock: clock, now: now)
+    }
+
+    /// A feed for the configured source: `rki` with a last-good cache in the state directory.
+    public static func make(_ configuration: DaemonConfiguration, ruleSet: RuleSet) -> RefresherFeed {
+        let data = configuration.data
+        let source: any IncidenceSource
+        var cache: DatasetCache?
+        switch data.source {
+        case .rki:
+            source = RKIClient(configuration: RKIClient.Configuration(url: data.url ?? RKIClient.defaultURL))
+            cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
+        case .snapshot:
+            source = SnapshotSource(day: data.date)
+        case .history:
+            source = HistorySource(day: data.date)
+        }
+        let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: .bavaria,
+                                   maximumAge: .seconds(data.maxAge))
+        return RefresherFeed(store: store, interval: .seconds(data.refresh))
+    }
+
+    func state() async -> FeedState? {
+        let status = await store.status(now: now())
+        guard let dataset = status.dataset else { return nil }
+        let lastFetch = [status.lastSuccess, status.lastErrorAt].compactMap { $0 }.max()
+        return FeedState(dataset: dataset, stale: status.stale, lastFetch: lastFetch,
+                         lastError: status.failedSinceSuccess ? status.lastError?.message : nil)
+    }
+
+    public func initial() async throws -> FeedState {
+        await store.start()
+        guard let state = await state() else {
+            let reason = await store.status(now: now()).lastError?.message ?? "no data"
+            throw DataError(.notAvailable, "no incidence data to start with: \(reason)")
+        }
+        return state
+    }
+
+    public func updates() -> AsyncStream<FeedState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: FeedState.self, bufferingPolicy: .unbounded)
+        let refresher = self.refresher
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await refresher.run() }
+                group.addTask {
+                    for await event in refresher.events {
+                        if case .loaded = event { continue }
+                        if let state = await self.state() { continuation.yield(state) }
+                    }
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

@@ -1,0 +1,341 @@
+import AmpelCore
+import AmpelDomain
+
+/// What the daemon remembers of one device; persisted across restarts.
+public struct DeviceRecord: Codable, Sendable, Hashable {
+    public var lat: Double
+    public var lon: Double
+    /// The time of the fix (its `tst`, else when it arrived), seconds since 1970.
+    public var tst: Int
+    /// The language the device's messages asked for, if any.
+    public var lang: String?
+    /// The district the position lies in; `nil` outside Germany.
+    public var district: Signal.DistrictRef?
+    /// The last phase published for the device (`green` … `darkred`, `outside`).
+    public var phase: String
+    /// The data day and staleness of the last published state: a change republishes it.
+    public var dataDate: String
+    public var stale: Bool
+}
+
+/// The engine's memory, as written to the state directory.
+public struct PersistedState: Codable, Sendable, Hashable {
+    public static let currentVersion = 1
+    public var version = PersistedState.currentVersion
+    public var devices: [String: DeviceRecord] = [:]
+    /// The last published phase of each district of the region, by code.
+    public var districts: [String: String] = [:]
+
+    public init(devices: [String: DeviceRecord] = [:], districts: [String: String] = [:]) {
+        self.devices = devices
+        self.districts = districts
+    }
+}
+
+/// Where a position lies, as the geometry index answers.
+public enum Place: Sendable, Hashable {
+    /// In a German district (code and name from the geometry).
+    case district(ags: String, name: String)
+    /// In no German district.
+    case abroad
+}
+
+/// The signal logic of the daemon as a pure state machine: events in, actions out.
+///
+/// It does no I/O: the daemon carries out the actions (publish, persist) and the tests just
+/// call ``event(_:)``. Every accepted fix republishes the device's state (it carries the
+/// position); alerts, district topics and lamps are published only when something changed.
+public struct SignalEngine: Sendable {
+    public struct Settings: Sendable {
+        public var ruleSet: RuleSet
+        public var region: Region
+        public var topics: Topics
+        public var defaultLanguage: Language
+        public var devices: [String: DaemonConfiguration.DeviceSettings]
+        /// Message expiry of alerts, seconds.
+        public var alertExpiry: UInt32
+        public var lamps: [LampSettings]
+        /// `nil` turns discovery off.
+        public var discovery: Discovery?
+
+        public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
+                    devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: UInt32 = 3600,
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil) {
+            self.ruleSet = ruleSet
+            self.region = region
+            self.topics = topics
+            self.defaultLanguage = defaultLanguage
+            self.devices = devices
+            self.alertExpiry = alertExpiry
+            self.lamps = lamps
+            self.discovery = discovery
+        }
+    }
+
+    public enum Event: Sendable {
+        /// Publish everything once: district topics, re-evaluated devices, discovery, lamps.
+        case start
+        /// A position; `receivedAt` (seconds since 1970) stands in for a missing `tst`.
+        case fix(LocationFix, place: Place, receivedAt: Int)
+        /// A dataset (a new publication, or the same one with another staleness).
+        case data(Dataset, stale: Bool)
+        /// A lamp reported online: send its colour again.
+        case lampOnline(name: String)
+        /// Home Assistant reported online: send discovery again.
+        case homeAssistantOnline
+    }
+
+    public enum Action: Sendable, Hashable {
+        case publish(OutgoingMessage)
+        /// The persisted state changed; write it (the daemon may coalesce writes).
+        case persist
+        /// A fix that was not applied, with the reason (counted by the daemon).
+        case dropped(DropReason)
+        /// A signal could not be computed (bad incidence in the data); logged by the daemon.
+        case problem(String)
+    }
+
+    public let settings: Settings
+    public private(set) var dataset: Dataset
+    public private(set) var stale: Bool
+    public private(set) var devices: [String: DeviceRecord]
+    /// The current signal of every district of the region, in the default language.
+    public private(set) var districtSignals: [String: Signal] = [:]
+    /// The last published phase of every district (from the state file until `start`).
+    public private(set) var districtPhases: [String: String]
+    private var lampLooks: [String: LampDriver.Look] = [:]
+    private var started = false
+
+    public init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
+        self.settings = settings
+        self.dataset = dataset
+        self.stale = stale
+        self.devices = restored.devices
+        self.districtPhases = restored.districts
+    }
+
+    /// What the state directory should hold now.
+    public var persisted: PersistedState { PersistedState(devices: devices, districts: districtPhases) }
+
+    public mutating func event(_ event: Event) -> [Action] {
+        switch event {
+        case .start:
+            started = true
+            var actions = evaluateAll(initial: true)
+            actions += discoveryMessages().map(Action.publish)
+            actions += lamps(force: true)
+            return actions
+        case .fix(let fix, let place, let receivedAt):
+            return apply(fix, place: place, receivedAt: receivedAt)
+        case .data(let dataset, let stale):
+            self.dataset = dataset
+            self.stale = stale
+            guard started else { return [] }
+            return evaluateAll(initial: false) + lamps(force: false)
+        case .lampOnline(let name):
+            guard let lamp = settings.lamps.first(where: { $0.name == name }), let look = look(for: lamp) else { return [] }
+            lampLooks[lamp.name] = look
+            return LampDriver.commands(for: lamp, look: look).map(Action.publish)
+        case .homeAssistantOnline:
+            return discoveryMessages().map(Action.publish)
+        }
+    }
+
+    // MARK: Devices
+
+    mutating func apply(_ fix: LocationFix, place: Place, receivedAt: Int) -> [Action] {
+        let key = fix.device
+        let previous = devices[key]
+        if let previous, let tst = fix.tst, tst < previous.tst {
+            return [.dropped(.outOfOrder)]
+        }
+        let district = districtRef(place)
+        let messageLang = fix.lang ?? previous?.lang
+        let language = self.language(device: key, messageLang: messageLang)
+        let signal: Signal
+        do {
+            signal = try self.signal(for: district, language: language)
+        } catch {
+            return [.problem(error.message)]
+        }
+        let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: fix.tst ?? receivedAt, lang: messageLang,
+                                  district: district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
+        devices[key] = record
+        var actions: [Action] = []
+        if previous == nil, let discovery = settings.discovery {
+            actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name)))
+        }
+        actions.append(.publish(deviceState(key, record, signal)))
+        if previous?.phase != signal.phase {
+            actions.append(.publish(deviceAlert(key, from: previous?.phase, signal)))
+        }
+        actions.append(.persist)
+        if started {
+            actions += lamps(force: false, device: key)
+        }
+        return actions
+    }
+
+    func language(device key: String, messageLang: String?) -> Language {
+        if let configured = settings.devices[key]?.lang { return configured }
+        if let messageLang { return Language(requested: messageLang) }
+        return settings.defaultLanguage
+    }
+
+    /// The district reference for a place: from the data where it knows the district.
+    func districtRef(_ place: Place) -> Signal.DistrictRef? {
+        guard case .district(let ags, let name) = place else { return nil }
+        if let entry = dataset[ags] {
+            let d = entry.district
+            return .init(ags: d.ags, name: d.name, state: d.state, type: d.kind.rawValue)
+        }
+        return .init(ags: ags, name: name, state: StateNames.name(ofCode: ags) ?? "", type: nil)
+    }
+
+    /// The signal for a district (or none): classified inside the region, `outside` elsewhere.
+    func signal(for district: Signal.DistrictRef?, language: Language) throws(SignalError) -> Signal {
+        let ruleSet = settings.ruleSet
+        guard let district else {
+            return ruleSet.outsideSignal(district: nil, dataDate: dataset.date, language: language, stale: stale)
+        }
+        if settings.region.contains(ags: district.ags), let entry = dataset[district.ags] {
+            return try ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+        }
+        return ruleSet.outsideSignal(district: district, dataDate: dataset.date, language: language, stale: stale)
+    }
+
+    func deviceState(_ key: String, _ record: DeviceRecord, _ signal: Signal) -> OutgoingMessage {
+        let payload = DeviceStatePayload(signal: signal, device: key, lat: record.lat, lon: record.lon, tst: record.tst)
+        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: Encode.json(payload), qos: 1, retain: true)
+    }
+
+    func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
+        OutgoingMessage(topic: settings.topics.deviceAlert(key), payload: Encode.json(AlertPayload(device: key, from: from, signal: signal)),
+                        qos: 1, retain: false, expiry: settings.alertExpiry)
+    }
+
+    // MARK: Re-evaluation
+
+    /// Re-evaluates every district and device against the data in force.
+    ///
+    /// At start every district topic is published (retained values may be missing), and an
+    /// alert goes out where the phase differs from the one remembered; afterwards only what
+    /// changed is published.
+    mutating func evaluateAll(initial: Bool) -> [Action] {
+        var actions: [Action] = []
+        let language = settings.defaultLanguage
+        for entry in dataset.districts(in: settings.region) {
+            let ags = entry.district.ags
+            let signal: Signal
+            do {
+                signal = try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+            } catch {
+                actions.append(.problem(error.message))
+                continue
+            }
+            let previousSignal = districtSignals[ags]
+            let previousPhase = districtPhases[ags]
+            if initial || previousSignal != signal {
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: Encode.json(signal), qos: 1, retain: true)))
+            }
+            if initial || previousPhase != signal.phase {
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true)))
+            }
+            // A district's first phase ever is no change: 96 alerts on a fresh install would be noise.
+            if let previousPhase, previousPhase != signal.phase {
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
+                                                        payload: Encode.json(AlertPayload(device: nil, from: previousPhase, signal: signal)),
+                                                        qos: 1, retain: false, expiry: settings.alertExpiry)))
+            }
+            districtSignals[ags] = signal
+            districtPhases[ags] = signal.phase
+        }
+        for key in devices.keys.sorted() {
+            guard var record = devices[key] else { continue }
+            let language = self.language(device: key, messageLang: record.lang)
+            let signal: Signal
+            do {
+                signal = try self.signal(for: record.district, language: language)
+            } catch {
+                actions.append(.problem(error.message))
+                continue
+            }
+            let previousPhase = record.phase
+            guard initial || previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else {
+                continue
+            }
+            if previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale {
+                record.phase = signal.phase
+                record.dataDate = signal.dataDate
+                record.stale = signal.stale
+                devices[key] = record
+                actions.append(.publish(deviceState(key, record, signal)))
+            }
+            if previousPhase != signal.phase {
+                actions.append(.publish(deviceAlert(key, from: previousPhase, signal)))
+            }
+        }
+        actions.append(.persist)
+        return actions
+    }
+
+    // MARK: Discovery
+
+    func discoveryMessages() -> [OutgoingMessage] {
+        guard let discovery = settings.discovery else { return [] }
+        var messages = dataset.districts(in: settings.region).map { discovery.district(ags: $0.district.ags, name: $0.district.name) }
+        for key in devices.keys.sorted() {
+            messages.append(discovery.device(key: key, name: settings.devices[key]?.name))
+        }
+        return messages
+    }
+
+    // MARK: Lamps
+
+    /// What `lamp` should show now; `nil` for a device never seen.
+    func look(for lamp: LampSettings) -> LampDriver.Look? {
+        let phase: String
+        switch lamp.follows {
+        case .district(let ags):
+            if let signal = districtSignals[ags] {
+                phase = signal.phase
+            } else {
+                // A district outside the region (or unknown to the data) shows `outside`.
+                phase = OutsideMarker.id
+            }
+        case .device(let key):
+            guard let record = devices[key] else { return nil }
+            phase = record.phase
+        }
+        let ruleSet = settings.ruleSet
+        if let id = PhaseID(phase), let rules = ruleSet.rules(for: id) {
+            return LampDriver.Look(color: rules.color, blink: id == .darkred)
+        }
+        return LampDriver.Look(color: ruleSet.outside.color, blink: false)
+    }
+
+    /// Commands for lamps whose look changed (all of them when `force`), optionally only those following `device`.
+    mutating func lamps(force: Bool, device: String? = nil) -> [Action] {
+        var actions: [Action] = []
+        for lamp in settings.lamps {
+            if let device, lamp.follows != .device(device) { continue }
+            guard let look = look(for: lamp) else { continue }
+            if !force, lampLooks[lamp.name] == look { continue }
+            lampLooks[lamp.name] = look
+            actions += LampDriver.commands(for: lamp, look: look).map(Action.publish)
+        }
+        return actions
+    }
+}
+
+/// The names of the German states by the first two digits of a district code.
+enum StateNames {
+    static let byCode: [String: String] = [
+        "01": "Schleswig-Holstein", "02": "Hamburg", "03": "Niedersachsen", "04": "Bremen",
+        "05": "Nordrhein-Westfalen", "06": "Hessen", "07": "Rheinland-Pfalz", "08": "Baden-Württemberg",
+        "09": "Bayern", "10": "Saarland", "11": "Berlin", "12": "Brandenburg",
+        "13": "Mecklenburg-Vorpommern", "14": "Sachsen", "15": "Sachsen-Anhalt", "16": "Thüringen",
+    ]
+
+    static func name(ofCode code: String) -> String? { byCode[String(code.prefix(2))] }
+}

@@ -1,0 +1,217 @@
+import AmpelDomain
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The last good dataset on disk, so that a restart without network still has data.
+///
+/// One file, `incidence.json`, in a state directory. It is written atomically: the data
+/// goes to a temporary file in the same directory, which is flushed (`fsync`), renamed over
+/// the old file, and the directory is flushed too; a crash leaves either the old or the new
+/// file, never half of one. Only validated datasets are ever written. A file that cannot be
+/// read back (truncated, edited, another format) is reported as a ``DataError`` and left
+/// alone; the caller falls back to the bundled data.
+///
+/// The format (version 1) is JSON with sorted keys:
+/// `{"format": "ampel-incidence-cache", "version": 1, "savedAt": "<ISO 8601>",
+///   "date": "YYYY-MM-DD", "source": "rki", "districts": [{"ags", "name", "shortName",
+///   "kind", "state", "population", "incidence", "stateIncidence"}, ...]}`.
+public struct DatasetCache: Sendable {
+    /// The state directory.
+    public let directory: URL
+
+    /// The cache file's name inside ``directory``.
+    public static let fileName = "incidence.json"
+
+    /// What the `format` field says.
+    static let format = "ampel-incidence-cache"
+    static let version = 1
+
+    public init(directory: URL) {
+        self.directory = directory
+    }
+
+    /// The cache file.
+    public var fileURL: URL { directory.appendingPathComponent(Self.fileName) }
+
+    /// The default state directory: `$AMPEL_STATE_DIR`, else `$XDG_STATE_HOME/ampel`, else
+    /// `~/.local/state/ampel`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let dir = environment["AMPEL_STATE_DIR"], !dir.isEmpty {
+            return URL(fileURLWithPath: dir, isDirectory: true)
+        }
+        if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
+            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("ampel", isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/state/ampel", isDirectory: true)
+    }
+
+    /// A dataset read back from the cache, with the time it was written.
+    public struct Entry: Sendable, Hashable {
+        public let dataset: Dataset
+        public let savedAt: Date
+    }
+
+    // MARK: - File format
+
+    struct File: Codable {
+        struct Row: Codable {
+            var ags: String
+            var name: String
+            var shortName: String
+            var kind: District.Kind
+            var state: String
+            var population: Int?
+            var incidence: Double
+            var stateIncidence: Double?
+        }
+
+        var format: String
+        var version: Int
+        var savedAt: Date
+        var date: Day
+        var source: String
+        var districts: [Row]
+    }
+
+    // MARK: - Reading
+
+    /// Reads the cache.
+    ///
+    /// - Returns: `nil` when there is no cache file yet.
+    /// - Throws: ``DataError`` (`io`, `malformed`, `invalidValue`, `duplicateDistrict`,
+    ///   `empty`) when the file exists but is unreadable or does not hold a valid dataset.
+    public func load() throws(DataError) -> Entry? {
+        let path = fileURL.path
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: fileURL)
+        } catch {
+            throw DataError(.io, "cannot read the cache file '\(path)': \(error.localizedDescription)")
+        }
+        let file: File
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            file = try decoder.decode(File.self, from: data)
+        } catch {
+            throw DataError(.malformed, "the cache file '\(path)' is not a valid cache (\(data.count) bytes): \(ArcGISDecoder.short(error))")
+        }
+        guard file.format == Self.format, file.version == Self.version else {
+            throw DataError(.malformed, "the cache file '\(path)' has format '\(file.format)' version \(file.version), expected '\(Self.format)' version \(Self.version)")
+        }
+        var districts: [String: DistrictIncidence] = [:]
+        for row in file.districts {
+            guard District.isValidCode(row.ags) else {
+                throw DataError(.invalidValue, "the cache file '\(path)': district code '\(row.ags)' is not five digits")
+            }
+            guard row.incidence.isFinite, row.incidence >= 0, row.stateIncidence.map({ $0.isFinite && $0 >= 0 }) ?? true else {
+                throw DataError(.invalidValue, "the cache file '\(path)': district \(row.ags) has an invalid incidence")
+            }
+            guard districts[row.ags] == nil else {
+                throw DataError(.duplicateDistrict, "the cache file '\(path)': district \(row.ags) appears twice")
+            }
+            let district = District(ags: row.ags, name: row.name, shortName: row.shortName, kind: row.kind,
+                                    state: row.state, population: row.population)
+            districts[row.ags] = DistrictIncidence(district: district, incidence: row.incidence, stateIncidence: row.stateIncidence)
+        }
+        guard !districts.isEmpty else {
+            throw DataError(.empty, "the cache file '\(path)' holds no districts")
+        }
+        return Entry(dataset: Dataset(date: file.date, source: file.source, districts: districts), savedAt: file.savedAt)
+    }
+
+    // MARK: - Writing
+
+    /// Writes `dataset` atomically, creating the directory if needed.
+    ///
+    /// - Throws: ``DataError`` `io` when the directory or file cannot be written; the old
+    ///   cache file is then unchanged.
+    public func save(_ dataset: Dataset, savedAt: Date = Date()) throws(DataError) {
+        let rows = dataset.districts.values.sorted { $0.district.ags < $1.district.ags }.map { entry in
+            File.Row(ags: entry.district.ags, name: entry.district.name, shortName: entry.district.shortName,
+                     kind: entry.district.kind, state: entry.district.state, population: entry.district.population,
+                     incidence: entry.incidence, stateIncidence: entry.stateIncidence)
+        }
+        let file = File(format: Self.format, version: Self.version, savedAt: savedAt, date: dataset.date,
+                        source: dataset.source, districts: rows)
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            encoder.outputFormatting = [.sortedKeys]
+            data = try encoder.encode(file)
+        } catch {
+            throw DataError(.io, "cannot encode the dataset of \(dataset.date) for the cache: \(error)")
+        }
+        try writeAtomically(data)
+    }
+
+    /// Writes `data` to ``fileURL`` via a temporary file, `fsync`, `rename` and a directory `fsync`.
+    func writeAtomically(_ data: Data) throws(DataError) {
+        let dir = directory.path
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw DataError(.io, "cannot create the state directory '\(dir)': \(error.localizedDescription)")
+        }
+        let target = fileURL.path
+        let temporary = directory.appendingPathComponent(".\(Self.fileName).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp").path
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw DataError(.io, "cannot create '\(temporary)': \(Self.errnoText())")
+        }
+        var ok = false
+        defer {
+            if !ok { unlink(temporary) }
+        }
+        let written = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+        guard written else {
+            let text = Self.errnoText()
+            close(fd)
+            throw DataError(.io, "cannot write '\(temporary)': \(text)")
+        }
+        guard fsync(fd) == 0 else {
+            let text = Self.errnoText()
+            close(fd)
+            throw DataError(.io, "cannot flush '\(temporary)': \(text)")
+        }
+        guard close(fd) == 0 else {
+            throw DataError(.io, "cannot close '\(temporary)': \(Self.errnoText())")
+        }
+        guard rename(temporary, target) == 0 else {
+            throw DataError(.io, "cannot replace '\(target)': \(Self.errnoText())")
+        }
+        ok = true
+        // Flush the directory entry too, so that the rename survives a power cut.
+        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            _ = fsync(dirFD)
+            close(dirFD)
+        }
+    }
+
+    static func errnoText() -> String {
+        String(cString: strerror(errno))
+    }
+}

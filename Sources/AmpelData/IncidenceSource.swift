@@ -1,0 +1,124 @@
+import AmpelDomain
+import Foundation
+
+/// Where incidence data comes from: the live RKI service, a snapshot or the daily history.
+///
+/// Every source answers a whole, validated ``Dataset`` or a ``DataError``; whatever it
+/// answers goes through ``IncidenceStore``, which decides whether it replaces the data in
+/// force. `isLive` tells the store whether the data can age: a fixed source (a snapshot
+/// file, the history at a chosen day) is what the user asked for and is never stale by age.
+public protocol IncidenceSource: Sendable {
+    /// A short name for logs and `Dataset.source`, e.g. `rki`, `snapshot:2020-11-05`.
+    var name: String { get }
+    /// Whether the source follows new publications (and so can fail, and its data can age).
+    var isLive: Bool { get }
+    /// Fetches and validates one complete dataset.
+    func fetch() async throws(DataError) -> Dataset
+}
+
+/// A snapshot of the RKI layer: one of the bundled days, or a user-supplied `f=json` file.
+///
+/// A file goes through the same ``ArcGISDecoder`` checks as a live answer.
+public struct SnapshotSource: IncidenceSource {
+    enum Origin: Sendable {
+        case bundled(Day?)
+        case file(URL)
+    }
+
+    let origin: Origin
+    let minimumDistricts: Int
+    let region: Region
+
+    /// The bundled snapshot published on or before `day` (the latest without a day).
+    public init(day: Day? = nil) {
+        origin = .bundled(day)
+        minimumDistricts = 96
+        region = .bavaria
+    }
+
+    /// A saved answer of the RKI layer (`f=json`, all pages in one file).
+    ///
+    /// - Parameter minimumDistricts: how many districts of `region` the file must hold.
+    public init(file: URL, minimumDistricts: Int = 96, region: Region = .bavaria) {
+        origin = .file(file)
+        self.minimumDistricts = minimumDistricts
+        self.region = region
+    }
+
+    public var name: String {
+        switch origin {
+        case .bundled(let day): "snapshot:\(day?.iso ?? "latest")"
+        case .file(let url): "snapshot:\(url.path)"
+        }
+    }
+
+    public var isLive: Bool { false }
+
+    public func fetch() async throws(DataError) -> Dataset {
+        try load()
+    }
+
+    /// The same as ``fetch()``, for callers outside an async context (the CLI).
+    public func load() throws(DataError) -> Dataset {
+        switch origin {
+        case .bundled(let day):
+            return try BundledData.shared.snapshot(on: day)
+        case .file(let url):
+            let data: Data
+            do {
+                data = try Data(contentsOf: url)
+            } catch {
+                throw DataError(.io, "cannot read snapshot file '\(url.path)': \(error.localizedDescription)")
+            }
+            do {
+                return try ArcGISDecoder().dataset(data, source: "snapshot:\(url.lastPathComponent)",
+                                                   minimumDistricts: minimumDistricts, prefix: region.prefix)
+            } catch {
+                throw DataError(error.reason, "snapshot file '\(url.path)': \(error.message)")
+            }
+        }
+    }
+}
+
+/// The bundled daily RKI values of the Bavarian districts, for a chosen day.
+public struct HistorySource: IncidenceSource {
+    let day: Day?
+
+    /// The publication on or before `day` (the latest bundled one without a day).
+    public init(day: Day? = nil) {
+        self.day = day
+    }
+
+    public var name: String { "history:\(day?.iso ?? "latest")" }
+    public var isLive: Bool { false }
+
+    public func fetch() async throws(DataError) -> Dataset {
+        try load()
+    }
+
+    /// The same as ``fetch()``, for callers outside an async context (the CLI).
+    public func load() throws(DataError) -> Dataset {
+        try BundledData.shared.history(on: day)
+    }
+}
+
+/// Everything bundled: the latest snapshot or daily value on or before a day.
+public struct BundledSource: IncidenceSource {
+    let day: Day?
+
+    public init(day: Day? = nil) {
+        self.day = day
+    }
+
+    public var name: String { "bundled:\(day?.iso ?? "latest")" }
+    public var isLive: Bool { false }
+
+    public func fetch() async throws(DataError) -> Dataset {
+        try load()
+    }
+
+    /// The same as ``fetch()``, for callers outside an async context (the CLI).
+    public func load() throws(DataError) -> Dataset {
+        try BundledData.shared.dataset(on: day)
+    }
+}

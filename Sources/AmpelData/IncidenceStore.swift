@@ -1,0 +1,282 @@
+import AmpelDomain
+import Foundation
+import Logging
+
+/// What one ``IncidenceStore/refresh()`` did.
+public enum RefreshOutcome: Sendable, Hashable {
+    /// A newer publication replaced the data in force.
+    ///
+    /// `changedDistricts` are the codes of the districts (in the store's region) whose
+    /// phase differs between `previous` and `current`, plus districts in only one of them.
+    case updated(previous: Dataset?, current: Dataset, changedDistricts: Set<String>)
+    /// The source answered the publication already in force.
+    case unchanged
+    /// The answer was rejected; the data in force stays.
+    case rejected(DataError)
+}
+
+/// Where the data in force came from at start-up.
+public enum StartOrigin: String, Sendable, Hashable {
+    /// The on-disk cache of the last good dataset.
+    case cache
+    /// The bundled fallback snapshot (no cache, or an unreadable one).
+    case bundled
+    /// The (fixed) source itself.
+    case source
+    /// Nothing: a fixed source failed; ``IncidenceStore/status(now:)`` says why.
+    case none
+}
+
+/// Counters for logs and metrics.
+public struct DataCounters: Sendable, Hashable {
+    /// Refreshes that asked the source.
+    public var checks = 0
+    /// Refreshes that took a new publication.
+    public var updates = 0
+    /// Refreshes that found the publication in force.
+    public var unchanged = 0
+    /// Rejected answers by reason.
+    public var rejections: [DataError.Reason: Int] = [:]
+    /// Cache files that could not be read or written.
+    public var cacheErrors = 0
+
+    public init() {}
+}
+
+/// What the data layer knows at one moment: the data in force and how much to trust it.
+public struct DataStatus: Sendable, Hashable {
+    /// The dataset in force, if any.
+    public let dataset: Dataset?
+    /// Whether signals built on ``dataset`` must say `stale`; see ``IncidenceStore/isStale(now:)``.
+    public let stale: Bool
+    /// The source's name, e.g. `rki`.
+    public let source: String
+    /// Where the data came from at start-up.
+    public let origin: StartOrigin?
+    /// The last time the source answered with valid data (new or unchanged).
+    public let lastSuccess: Date?
+    /// The last rejection, and when.
+    public let lastError: DataError?
+    public let lastErrorAt: Date?
+    /// Whether the source failed after its last success.
+    public let failedSinceSuccess: Bool
+    public let counters: DataCounters
+}
+
+/// Holds the dataset in force and decides whether an answer may replace it.
+///
+/// Start-up order (``start()``): the cache, else the bundled snapshot, then the live source
+/// as soon as it answers (the first ``refresh()``, which ``Refresher`` runs at once). A
+/// fixed source (``IncidenceSource/isLive`` false) is loaded directly and never replaced by
+/// a cache or fallback.
+///
+/// ``refresh()`` asks the source once: an error keeps the data in force and is logged and
+/// counted by reason; an answer older than the data in force is rejected as `outdated`; the
+/// same publication day is `unchanged`; a newer one replaces the data, is written to the
+/// cache and reports the districts whose phase changed.
+public actor IncidenceStore {
+    /// The source asked by ``refresh()``.
+    public nonisolated let source: any IncidenceSource
+    /// Where the last good dataset is kept; `nil` for none.
+    public nonisolated let cache: DatasetCache?
+    /// The rule set that decides which districts changed phase.
+    public nonisolated let ruleSet: RuleSet
+    /// The monitored region.
+    public nonisolated let region: Region
+    /// Data older than this (from its publication day, 00:00 in Germany) is stale.
+    public nonisolated let maximumAge: Duration
+
+    private let fallback: (@Sendable () throws(DataError) -> Dataset)?
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+
+    /// The dataset in force.
+    public private(set) var dataset: Dataset?
+    private var origin: StartOrigin?
+    private var lastSuccess: Date?
+    private var lastError: DataError?
+    private var lastErrorAt: Date?
+    private var failedSinceSuccess = false
+    /// Whether the data in force is the fallback, which any valid answer of the source replaces.
+    private var holdsFallback = false
+    private var counters = DataCounters()
+
+    /// - Parameters:
+    ///   - source: the source asked by ``refresh()``.
+    ///   - cache: where the last good dataset of a live source is kept; `nil` for none.
+    ///   - ruleSet: decides which districts changed phase (default: `bavaria`).
+    ///   - region: the districts that count (default: Bavaria).
+    ///   - maximumAge: how old data may be before it is stale (default 48 hours).
+    ///   - fallback: the data to start with when there is no cache (default: the latest
+    ///     bundled snapshot); `nil` for none. It is only a stand-in: the first valid answer of
+    ///     the source replaces it even when that answer is older.
+    ///   - now: the wall clock, for ``DataStatus/lastSuccess`` and the cache's time stamp.
+    public init(
+        source: any IncidenceSource,
+        cache: DatasetCache? = nil,
+        ruleSet: RuleSet = RuleSetCatalog.standard(),
+        region: Region = .bavaria,
+        maximumAge: Duration = .seconds(48 * 3600),
+        fallback: (@Sendable () throws(DataError) -> Dataset)? = { () throws(DataError) -> Dataset in try BundledData.shared.snapshot() },
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "ampel.data")
+    ) {
+        self.source = source
+        self.cache = cache
+        self.ruleSet = ruleSet
+        self.region = region
+        self.maximumAge = maximumAge
+        self.fallback = fallback
+        self.now = now
+        self.logger = logger
+    }
+
+    /// Loads the data to start with, without the network; calling it again does nothing.
+    ///
+    /// A live source starts from the cache, else from `fallback`; an unreadable cache is
+    /// logged, counted and left on disk (the next good dataset replaces it). A fixed source
+    /// is loaded directly; if that fails there is no data and ``status(now:)`` says why.
+    @discardableResult
+    public func start() async -> StartOrigin {
+        if let origin { return origin }
+        let chosen: StartOrigin
+        if source.isLive {
+            chosen = startLive()
+        } else {
+            do {
+                let loaded = try await source.fetch()
+                dataset = loaded
+                lastSuccess = now()
+                chosen = .source
+            } catch {
+                record(error, what: "cannot load \(source.name)")
+                chosen = .none
+            }
+        }
+        origin = chosen
+        if let dataset {
+            logger.info("incidence data in force", metadata: [
+                "origin": "\(chosen.rawValue)", "date": "\(dataset.date)", "source": "\(dataset.source)",
+            ])
+        }
+        return chosen
+    }
+
+    private func startLive() -> StartOrigin {
+        if let cache {
+            do {
+                if let entry = try cache.load() {
+                    dataset = entry.dataset
+                    return .cache
+                }
+            } catch {
+                counters.cacheErrors += 1
+                logger.error("ignoring the unreadable cache", metadata: [
+                    "reason": "\(error.reason)", "error": "\(error.message)",
+                ])
+            }
+        }
+        guard let fallback else { return .none }
+        do {
+            dataset = try fallback()
+            holdsFallback = true
+            return .bundled
+        } catch {
+            logger.error("no fallback data", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
+            return .none
+        }
+    }
+
+    /// Asks the source once and applies its answer; see the type's description.
+    public func refresh() async -> RefreshOutcome {
+        counters.checks += 1
+        let fresh: Dataset
+        do {
+            fresh = try await source.fetch()
+        } catch {
+            record(error, what: "rejected the answer of \(source.name)")
+            return .rejected(error)
+        }
+        // Read the data in force only now: another refresh may have run while this one waited.
+        let previous = dataset
+        if let previous, !holdsFallback, fresh.date < previous.date {
+            let error = DataError(.outdated, "\(source.name) answered the publication of \(fresh.date), older than the \(previous.date) in force")
+            record(error, what: "rejected the answer of \(source.name)")
+            return .rejected(error)
+        }
+        lastSuccess = now()
+        failedSinceSuccess = false
+        if let previous, !holdsFallback, fresh.date == previous.date {
+            counters.unchanged += 1
+            logger.debug("incidence data unchanged", metadata: ["date": "\(fresh.date)"])
+            return .unchanged
+        }
+        dataset = fresh
+        holdsFallback = false
+        counters.updates += 1
+        let changed = fresh.districtsWithChangedPhase(since: previous, ruleSet: ruleSet, region: region)
+        logger.info("new incidence data", metadata: [
+            "date": "\(fresh.date)", "previous": "\(previous.map(\.date.iso) ?? "none")",
+            "districts": "\(fresh.districts.count)", "changedPhase": "\(changed.count)",
+        ])
+        if source.isLive, let cache {
+            do {
+                try cache.save(fresh, savedAt: now())
+            } catch {
+                counters.cacheErrors += 1
+                logger.error("cannot write the cache", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
+            }
+        }
+        return .updated(previous: previous, current: fresh, changedDistricts: changed)
+    }
+
+    private func record(_ error: DataError, what: String) {
+        counters.rejections[error.reason, default: 0] += 1
+        lastError = error
+        lastErrorAt = now()
+        failedSinceSuccess = true
+        logger.warning("\(what)", metadata: [
+            "reason": "\(error.reason)", "error": "\(error.message)",
+            "inForce": "\(dataset.map(\.date.iso) ?? "none")",
+        ])
+    }
+
+    /// Whether signals must call the data stale at `now`.
+    ///
+    /// True when there is no data, or for a live source when the data is older than
+    /// ``maximumAge`` (counted from its publication day, 00:00 in Germany) or the source has
+    /// failed since its last success. Data of a fixed source is what the user chose: it is
+    /// never stale by age.
+    public func isStale(now: Date) -> Bool {
+        guard let dataset else { return true }
+        guard source.isLive else { return false }
+        return failedSinceSuccess || Self.age(of: dataset.date, at: now) > maximumAge
+    }
+
+    /// Everything at once, for the daemon's signals and status output.
+    public func status(now: Date) -> DataStatus {
+        DataStatus(dataset: dataset, stale: isStale(now: now), source: source.name, origin: origin,
+                   lastSuccess: lastSuccess, lastError: lastError, lastErrorAt: lastErrorAt,
+                   failedSinceSuccess: failedSinceSuccess, counters: counters)
+    }
+
+    /// The counters so far.
+    public var currentCounters: DataCounters { counters }
+
+    /// How long ago `day` was published at `now`: a publication counts from 00:00 of its day
+    /// in Germany (Europe/Berlin), as the RKI's `last_update` says.
+    public nonisolated static func age(of day: Day, at now: Date) -> Duration {
+        let seconds = now.timeIntervalSince(publicationInstant(of: day))
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// 00:00 of `day` in Germany.
+    public nonisolated static func publicationInstant(of day: Day) -> Date {
+        let utcMidnight = Date(timeIntervalSince1970: TimeInterval(day.daysSinceEpoch) * 86_400)
+        let zone = TimeZone(identifier: "Europe/Berlin")
+        // Midnight in Berlin is one or two hours before midnight UTC; the offset at the UTC
+        // midnight is the one in force at the Berlin midnight except on a switch day's early hours.
+        let offset = zone?.secondsFromGMT(for: utcMidnight) ?? 3600
+        return utcMidnight.addingTimeInterval(-TimeInterval(offset))
+    }
+}

@@ -1,0 +1,273 @@
+import AmpelDomain
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The live source: the RKI ArcGIS feature layer `RKI_Landkreisdaten`.
+///
+/// One ``fetch()`` asks for every district, follows the service's paging
+/// (`exceededTransferLimit` with `resultOffset`/`resultRecordCount`) until the last page,
+/// and hands the pages to ``ArcGISDecoder``, so a partial, malformed or error answer is a
+/// ``DataError`` and never a dataset. Each request has a timeout and transient failures are
+/// retried with exponential backoff and jitter (``RetryPolicy``).
+///
+/// ```swift
+/// let client = RKIClient(configuration: .init(url: "http://127.0.0.1:8080/query"))
+/// let dataset = try await client.fetch()
+/// ```
+///
+/// > Note: The client uses `HTTPClient.shared` unless given another; a client you pass in
+/// > stays yours to shut down.
+public struct RKIClient: IncidenceSource {
+    /// Where and how to ask.
+    public struct Configuration: Sendable {
+        /// The layer's `query` endpoint; mirrors and tests give their own.
+        public var url: String
+        /// `resultRecordCount`: how many features to ask for per page. The service may send
+        /// fewer (its own maximum) and says so with `exceededTransferLimit`.
+        public var pageSize: Int
+        /// The most pages one fetch follows; more means a service that never stops paging.
+        public var maxPages: Int
+        /// The time one request (one page, one attempt) may take from sending to the last byte.
+        public var timeout: Duration
+        /// The clock that measures ``timeout``; tests pass one they advance by hand, so a
+        /// stalled answer times out on an event instead of after real waiting.
+        public var timeoutClock: any Clock<Duration>
+        /// How failed requests are retried.
+        public var retry: RetryPolicy
+        /// The `User-Agent` header.
+        public var userAgent: String
+        /// The largest body accepted, in bytes.
+        public var maxBodyBytes: Int
+        /// How many districts of `region` a complete answer holds at least (RKI: 96 in Bavaria).
+        public var minimumDistricts: Int
+        /// The monitored region, for the completeness check.
+        public var region: Region
+
+        public init(
+            url: String = RKIClient.defaultURL,
+            pageSize: Int = 1000,
+            maxPages: Int = 50,
+            timeout: Duration = .seconds(30),
+            timeoutClock: any Clock<Duration> = ContinuousClock(),
+            retry: RetryPolicy = .standard,
+            userAgent: String = RKIClient.defaultUserAgent,
+            maxBodyBytes: Int = 32 << 20,
+            minimumDistricts: Int = 96,
+            region: Region = .bavaria
+        ) {
+            self.url = url
+            self.pageSize = max(1, pageSize)
+            self.maxPages = max(1, maxPages)
+            self.timeout = timeout
+            self.timeoutClock = timeoutClock
+            self.retry = retry
+            self.userAgent = userAgent
+            self.maxBodyBytes = maxBodyBytes
+            self.minimumDistricts = minimumDistricts
+            self.region = region
+        }
+    }
+
+    /// The RKI's public `query` endpoint of `RKI_Landkreisdaten`.
+    public static let defaultURL =
+        "https://services7.arcgis.com/mOBPykOjAyBO2ZKk/arcgis/rest/services/RKI_Landkreisdaten/FeatureServer/0/query"
+
+    /// The version sent in the `User-Agent`.
+    public static let version = "0.1.0"
+
+    /// `ampel/<version> (+<project page>)`: tells the RKI's operators who is asking.
+    public static let defaultUserAgent = "ampel/\(version) (+https://github.com/ampel/ampel)"
+
+    public let configuration: Configuration
+    let httpClient: HTTPClient
+    let logger: Logger
+
+    /// An `HTTPClient` suited to the RKI service: a refused or failed connection fails the
+    /// request at once (``RetryPolicy`` decides about retrying) instead of being retried
+    /// inside the client until the timeout, and a connection attempt may take 10 seconds.
+    ///
+    /// > Note: The caller owns it and must `shutdown()` it when done.
+    public static func makeHTTPClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            timeout: .init(connect: .seconds(10)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// - Parameters:
+    ///   - httpClient: the client to send requests with. `HTTPClient.shared` needs no
+    ///     shutdown, but retries failed connections itself until the timeout, so a refused
+    ///     connection is reported as a `timeout`; ``makeHTTPClient()`` reports it at once as
+    ///     `network`.
+    ///   - logger: receives retries (notice) and rejected answers (warning).
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
+                logger: Logger = Logger(label: "ampel.data.rki")) {
+        self.configuration = configuration
+        self.httpClient = httpClient
+        self.logger = logger
+    }
+
+    public var name: String { "rki" }
+    public var isLive: Bool { true }
+
+    /// The URL of the page starting at `offset`.
+    public func pageURL(offset: Int) -> String {
+        let query = [
+            "where=1%3D1",
+            "outFields=" + ArcGISDecoder.outFields.joined(separator: ","),
+            "returnGeometry=false",
+            "resultOffset=\(offset)",
+            "resultRecordCount=\(configuration.pageSize)",
+            "f=json",
+        ].joined(separator: "&")
+        return configuration.url + (configuration.url.contains("?") ? "&" : "?") + query
+    }
+
+    /// Fetches every page and validates the whole answer.
+    ///
+    /// - Throws: ``DataError`` with reason `http`, `timeout` or `network` when the service
+    ///   could not be reached (after the retries), or the decoder's reason when the answer is
+    ///   wrong; the message names the page.
+    public func fetch() async throws(DataError) -> Dataset {
+        let decoder = ArcGISDecoder()
+        var pages: [ArcGISDecoder.Page] = []
+        var offset = 0
+        for index in 0..<configuration.maxPages {
+            let body = try await get(pageURL(offset: offset), page: index)
+            let page: ArcGISDecoder.Page
+            do {
+                page = try decoder.decodePage(body)
+            } catch {
+                throw DataError(error.reason, "\(describePage(index, offset)): \(error.message)")
+            }
+            pages.append(page)
+            guard page.exceededTransferLimit else {
+                let dataset = try decoder.dataset(from: pages, source: name, minimumDistricts: configuration.minimumDistricts,
+                                                  prefix: configuration.region.prefix)
+                logger.debug("fetched RKI data", metadata: [
+                    "date": "\(dataset.date)", "districts": "\(dataset.districts.count)", "pages": "\(pages.count)",
+                ])
+                return dataset
+            }
+            guard !page.entries.isEmpty else {
+                throw DataError(.malformed, "\(describePage(index, offset)) is empty but says more pages follow")
+            }
+            offset += page.entries.count
+        }
+        throw DataError(.malformed, "the answer did not end within \(configuration.maxPages) pages")
+    }
+
+    func describePage(_ index: Int, _ offset: Int) -> String {
+        "page \(index + 1) (resultOffset \(offset))"
+    }
+
+    /// One page, with retries.
+    func get(_ url: String, page: Int) async throws(DataError) -> Data {
+        let policy = configuration.retry
+        var attempt = 1
+        while true {
+            let failure: Failure
+            do {
+                return try await attemptGet(url)
+            } catch {
+                failure = error
+            }
+            guard failure.retryable, attempt < policy.maxAttempts, !Task.isCancelled else {
+                throw failure.error
+            }
+            let delay = policy.delay(beforeRetry: attempt)
+            logger.notice("RKI request failed, retrying", metadata: [
+                "reason": "\(failure.error.reason)", "error": "\(failure.error.message)", "page": "\(page + 1)",
+                "attempt": "\(attempt)", "retryIn": "\(delay)",
+            ])
+            do {
+                try await policy.sleep(delay)
+            } catch {
+                throw failure.error
+            }
+            attempt += 1
+        }
+    }
+
+    /// Why one attempt failed and whether trying again may help.
+    struct Failure: Error {
+        let error: DataError
+        let retryable: Bool
+    }
+
+    private struct StatusError: Error {
+        let code: UInt
+        let reason: String
+    }
+
+    private struct TimedOut: Error {}
+
+    /// One request, bounded by ``Configuration/timeout`` from sending to the last body byte.
+    func attemptGet(_ url: String) async throws(Failure) -> Data {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        request.headers.add(name: "User-Agent", value: configuration.userAgent)
+        request.headers.add(name: "Accept", value: "application/json")
+        let prepared = request
+        let client = httpClient
+        let timeout = configuration.timeout
+        let clock = configuration.timeoutClock
+        let maxBody = configuration.maxBodyBytes
+        do {
+            return try await withThrowingTaskGroup(of: Data.self) { group in
+                group.addTask {
+                    // The deadline of `execute` ends with the response head; the race below
+                    // bounds the body as well.
+                    let response = try await client.execute(prepared, timeout: .nanoseconds(timeout.nanoseconds))
+                    guard (200..<300).contains(response.status.code) else {
+                        _ = try? await response.body.collect(upTo: 1 << 20)
+                        throw StatusError(code: response.status.code, reason: response.status.reasonPhrase)
+                    }
+                    let buffer = try await response.body.collect(upTo: maxBody)
+                    return Data(buffer.readableBytesView)
+                }
+                group.addTask {
+                    try await clock.sleep(for: timeout)
+                    throw TimedOut()
+                }
+                defer { group.cancelAll() }
+                guard let body = try await group.next() else { throw CancellationError() }
+                return body
+            }
+        } catch let status as StatusError {
+            let retryable = status.code == 408 || status.code == 429 || status.code >= 500
+            throw Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
+        } catch is TimedOut {
+            throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
+        } catch is CancellationError {
+            throw Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+        } catch is NIOTooManyBytesError {
+            throw Failure(error: DataError(.malformed, "the answer is larger than \(maxBody) bytes"), retryable: false)
+        } catch {
+            if Task.isCancelled {
+                throw Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+            }
+            throw Failure(error: DataError(.network, "cannot reach \(Self.hostOf(url)): \(error)"), retryable: true)
+        }
+    }
+
+    static func hostOf(_ url: String) -> String {
+        URL(string: url)?.host.map { host in URL(string: url)?.port.map { "\(host):\($0)" } ?? host } ?? url
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}

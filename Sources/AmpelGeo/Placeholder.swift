@@ -1,1 +1,0 @@
-// AmpelGeo: placeholder until its issue lands.

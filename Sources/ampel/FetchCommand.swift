@@ -1,0 +1,141 @@
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `ampel fetch`: ask the RKI service now, validate, cache, and say what came back.
+///
+/// It runs exactly what the daemon runs on every refresh (``IncidenceStore/refresh()``
+/// with the cache in the state directory), so a newer cache is never replaced by an older
+/// answer, and a bad answer never reaches the cache.
+struct Fetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fetch the RKI data now, validate it, cache it and print a summary.",
+        discussion: """
+            Exit codes: 0 new or unchanged data (cached); 2 the service could not be reached \
+            (HTTP error, timeout, network); 3 the answer was rejected (invalid, incomplete, \
+            older than the cache); 4 the data is valid but the cache could not be written; \
+            1 any other error; 64 a bad flag.
+            """)
+
+    /// The exit codes, documented in `docs/data.md`.
+    enum Exit {
+        static let unreachable: Int32 = 2
+        static let rejected: Int32 = 3
+        static let cacheFailed: Int32 = 4
+    }
+
+    @Option(name: .long, help: "The RKI ArcGIS query endpoint (default: the RKI's own service).")
+    var url: String = RKIClient.defaultURL
+
+    @Option(name: .long, help: "The state directory holding the cache (default: $AMPEL_STATE_DIR, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
+    var stateDir: String?
+
+    @Option(name: .long, help: "Seconds one request may take.")
+    var timeout: Double = 30
+
+    @Option(name: .long, help: "Retries of a failed request (with backoff).")
+    var retries: Int = 3
+
+    @OptionGroup var ruleSetOptions: RuleSetOptions
+    @Flag(name: .long, help: "Print the summary as JSON.") var json = false
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0 else {
+            throw ValidationError("--timeout must be a positive number of seconds, got \(timeout)")
+        }
+        guard (0...10).contains(retries) else {
+            throw ValidationError("--retries must be 0 to 10, got \(retries)")
+        }
+    }
+
+    struct Summary: Encodable {
+        let status: String
+        let date: String?
+        let source: String?
+        let districts: Int?
+        let region: String
+        let regionDistricts: Int?
+        let phases: [String: Int]?
+        let changedDistricts: [String]?
+        let cache: String
+        let cacheError: String?
+        let reason: String?
+        let message: String?
+    }
+
+    func run() async throws {
+        let ruleSet = try ruleSetOptions.load()
+        let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
+        let cache = DatasetCache(directory: directory)
+        let configuration = RKIClient.Configuration(
+            url: url,
+            timeout: .milliseconds(Int64(timeout * 1000)),
+            retry: RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8)))
+        let (outcome, status) = await withRKIHTTPClient { http in
+            let client = RKIClient(configuration: configuration, httpClient: http,
+                                   logger: cliLogger("ampel.data.rki", level: .notice))
+            // The command prints rejections itself; the store's log adds only cache trouble.
+            let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, fallback: nil,
+                                       logger: cliLogger("ampel.data", level: .error))
+            await store.start()
+            let outcome = await store.refresh()
+            return (outcome, await store.status(now: Date()))
+        }
+        let region = Region.bavaria
+
+        switch outcome {
+        case .rejected(let error):
+            let unreachable = [DataError.Reason.http, .timeout, .network].contains(error.reason)
+            if json {
+                print(try AmpelJSON.string(Summary(
+                    status: "rejected", date: status.dataset?.date.iso, source: status.dataset?.source,
+                    districts: nil, region: region.name, regionDistricts: nil, phases: nil, changedDistricts: nil,
+                    cache: cache.fileURL.path, cacheError: nil, reason: error.reason.rawValue, message: error.message)))
+            }
+            let kept = status.dataset.map { " The cached data of \($0.date.iso) stays in force." } ?? ""
+            printError("Error: \(unreachable ? "could not get the RKI data" : "the RKI answer was rejected") (\(error.reason)): \(error.message).\(kept)")
+            throw ExitCode(unreachable ? Exit.unreachable : Exit.rejected)
+        case .updated, .unchanged:
+            break
+        }
+        guard let dataset = status.dataset else {
+            throw CLIError("no data after a successful fetch")
+        }
+        var changed: [String]?
+        if case .updated(_, _, let set) = outcome {
+            changed = set.sorted()
+        }
+        let cacheFailed = status.counters.cacheErrors > 0
+        let entries = dataset.districts(in: region)
+        var phases: [String: Int] = [:]
+        for phase in ruleSet.phases { phases[phase.id.id] = 0 }
+        for entry in entries {
+            let phase = try ruleSet.classify(entry.incidence)
+            phases[phase.id.id, default: 0] += 1
+        }
+        let statusText = changed == nil ? "unchanged" : "updated"
+        if json {
+            print(try AmpelJSON.string(Summary(
+                status: statusText, date: dataset.date.iso, source: dataset.source,
+                districts: dataset.districts.count, region: region.name, regionDistricts: entries.count, phases: phases,
+                changedDistricts: changed, cache: cache.fileURL.path,
+                cacheError: cacheFailed ? "the cache could not be written (see the log)" : nil, reason: nil, message: nil)))
+        } else {
+            let news = changed.map { "new publication, \($0.count) districts changed phase" } ?? "unchanged, already cached"
+            print("RKI data of \(dataset.date.iso): \(dataset.districts.count) districts, \(entries.count) in \(region.name) (\(news))")
+            print(ruleSet.phases.map { "\($0.id.id) \(phases[$0.id.id] ?? 0)" }.joined(separator: " · "))
+            print(cacheFailed ? "cache NOT written: \(cache.fileURL.path)" : "cache: \(cache.fileURL.path)")
+        }
+        if cacheFailed {
+            printError("Error: the data is valid but the cache '\(cache.fileURL.path)' could not be written")
+            throw ExitCode(Exit.cacheFailed)
+        }
+    }
+
+    func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}

@@ -1,0 +1,84 @@
+import AmpelDaemon
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `ampel run`: the daemon. Device locations in over MQTT, colours and localized alerts out.
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the daemon: device locations in over MQTT, traffic-light colours and localized alerts out.",
+        discussion: """
+            Reads one YAML file (--config, or AMPEL_CONFIG); without one it runs on defaults: a broker on \
+            localhost:1883, the bundled RKI data, OwnTracks on owntracks/+/+ and plain JSON on ampel/location/+. \
+            The flags below and the matching AMPEL_* variables (AMPEL_BROKER, AMPEL_SOURCE, …) win over the file. \
+            Every key is described in docs/configuration.md, every topic in docs/topics.md. \
+            SIGTERM and SIGINT shut down gracefully. An invalid configuration exits with code 78 before connecting.
+            """)
+
+    @Option(name: .long, help: "The YAML configuration file (default: AMPEL_CONFIG, else none).")
+    var config: String?
+
+    @Option(name: .long, help: "Broker URL: mqtt://host:port, or mqtts://host:port for TLS.")
+    var broker: String?
+
+    @Option(name: .long, help: "Incidence data: rki (live), snapshot or history (bundled).")
+    var source: String?
+
+    @Option(name: .long, help: "The RKI query URL for --source rki (a mirror or a test server).")
+    var url: String?
+
+    @Option(name: .long, help: "For snapshot and history: the latest publication on or before this day (YYYY-MM-DD).")
+    var date: String?
+
+    @Option(name: .customLong("state-dir"), help: "Where state and the data cache are kept.")
+    var stateDir: String?
+
+    @Option(name: .long, help: "How often to check for new data: seconds, or 10m, 1h.")
+    var refresh: String?
+
+    @Option(name: .long, help: "Default language of texts: de or en.")
+    var lang: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    @Flag(name: .customLong("check-config"), help: "Validate the configuration, print it, and exit without connecting.")
+    var checkConfig = false
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let prepared: DaemonRuntime.Prepared
+        do {
+            var text: String?
+            if let path = config ?? environment["AMPEL_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigurationError(key: "--config", line: nil, message: "cannot read '\(path)'")
+                }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
+                                               refresh: refresh, lang: lang, logLevel: logLevel)
+            let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
+            prepared = try DaemonRuntime.prepare(configuration)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        if checkConfig {
+            print(prepared.summary)
+            return
+        }
+        let level = Logger.Level(rawValue: prepared.configuration.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        do {
+            try await DaemonRuntime.run(prepared, logger: Logger(label: "ampel"))
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+@testable import AmpelDaemon
+import AmpelDomain
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    func load(_ yaml: String?, env: [String: String] = [:], flags: ConfigurationOverrides = .init()) throws(ConfigurationError) -> DaemonConfiguration {
+        try DaemonConfiguration.load(yaml: yaml, environment: env, flags: flags)
+    }
+
+    func error(_ yaml: String?, env: [String: String] = [:], flags: ConfigurationOverrides = .init()) -> ConfigurationError? {
+        do {
+            _ = try load(yaml, env: env, flags: flags)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("no file means defaults: local broker, bundled snapshot, the standard inputs, discovery on")
+    func defaults() throws {
+        let config = try load(nil)
+        #expect(config.broker == BrokerURL(host: "localhost", port: 1883, tls: false))
+        #expect(config.data.source == .snapshot)
+        #expect(config.data.refresh == 600)
+        #expect(config.data.maxAge == 48 * 3600)
+        #expect(config.inputs.owntracks.map(\.filter) == ["owntracks/+/+"])
+        #expect(config.inputs.plain.map(\.filter) == ["ampel/location/+"])
+        #expect(config.inputs.traccar.isEmpty)
+        #expect(config.homeAssistant.discovery)
+        #expect(config.homeAssistant.prefix == "homeassistant")
+        #expect(config.baseTopic == "ampel")
+        #expect(config.mqtt.clientID == "ampel")
+        #expect(config.stateDirectory == "ampel-state")
+        #expect(config.lamps.isEmpty)
+        #expect(try load("") == config)
+        #expect(try load("# only a comment\n") == config)
+    }
+
+    static let full = """
+    broker: mqtts://broker.example:8884
+    base_topic: ampel
+    state_dir: /var/lib/ampel
+    lang: de
+    log_level: debug
+    rules: bavaria-initial
+    mqtt:
+      client_id: ampel-prod
+      username: ampel
+      keepalive: 30s
+      protocol: 3.1.1
+      session_expiry: 2d
+    data:
+      source: rki
+      url: http://127.0.0.1:8080/query
+      refresh: 10m
+      max_age: 48h
+    inputs:
+      owntracks: owntracks/+/+
+      plain: [ampel/location/+, cars/+]
+      traccar: traccar/positions
+      max_payload: 8192
+    alerts:
+      expiry: 30m
+    devices:
+      alice/phone: {lang: de, name: Alice}
+      car:
+    homeassistant:
+      discovery: false
+      prefix: ha
+    lamps:
+      - name: hall
+        driver: wled
+        topic: wled/hall
+        district: 09162
+      - driver: tasmota
+        topic: lamp2
+        device: alice/phone
+      - driver: plain
+        topic: signs/door
+        district: "09184"
+        availability_topic: signs/door/online
+        online_payload: "1"
+    """
+
+    @Test("every key of a full file is read")
+    func fullFile() throws {
+        let config = try load(Self.full)
+        #expect(config.broker == BrokerURL(host: "broker.example", port: 8884, tls: true))
+        #expect(config.stateDirectory == "/var/lib/ampel")
+        #expect(config.language == .de)
+        #expect(config.logLevel == "debug")
+        #expect(config.rules == "bavaria-initial")
+        #expect(config.mqtt.clientID == "ampel-prod")
+        #expect(config.mqtt.username == "ampel")
+        #expect(config.mqtt.keepAlive == 30)
+        #expect(config.mqtt.protocolVersion == "3.1.1")
+        #expect(config.mqtt.sessionExpiry == 2 * 86_400)
+        #expect(config.data.source == .rki)
+        #expect(config.data.url == "http://127.0.0.1:8080/query")
+        #expect(config.data.refresh == 600)
+        #expect(config.inputs.plain.map(\.filter) == ["ampel/location/+", "cars/+"])
+        #expect(config.inputs.traccar.map(\.filter) == ["traccar/positions"])
+        #expect(config.inputs.maxPayload == 8192)
+        #expect(config.alerts.expiry == 1800)
+        #expect(config.devices["alice/phone"] == .init(lang: .de, name: "Alice"))
+        #expect(config.devices["car"] == .init())
+        #expect(!config.homeAssistant.discovery)
+        #expect(config.homeAssistant.prefix == "ha")
+        #expect(config.lamps.count == 3)
+        // An unquoted 09162 stays the district code, not the number 9162.
+        #expect(config.lamps[0] == LampSettings(name: "hall", driver: .wled, topic: "wled/hall", follows: .district("09162")))
+        #expect(config.lamps[1] == LampSettings(name: "lamp2", driver: .tasmota, topic: "lamp2", follows: .device("alice/phone")))
+        #expect(config.lamps[2].availabilityTopic == "signs/door/online")
+        #expect(config.lamps[2].onlinePayload == "1")
+    }
+
+    @Test("an unknown key is an error naming the key and its line")
+    func unknownKey() {
+        let e = error("broker: mqtt://localhost\ndata:\n  source: rki\n  refrsh: 10m\n")
+        #expect(e?.key == "data.refrsh")
+        #expect(e?.line == 4)
+        #expect(e?.description.contains("config line 4: data.refrsh: unknown key") == true)
+        #expect(error("lamp:\n  - x\n")?.key == "lamp")
+    }
+
+    @Test("a bad value names the key and its line", arguments: [
+        ("data:\n  refresh: ten minutes\n", "data.refresh", 2),
+        ("broker: http://x\n", "broker", 1),
+        ("lang: fr\n", "lang", 1),
+        ("log_level: loud\n", "log_level", 1),
+        ("data:\n  source: web\n", "data.source", 2),
+        ("data:\n  date: 2020-13-01\n", "data.date", 2),
+        ("inputs:\n  plain: a/#/b\n", "inputs.plain", 2),
+        ("inputs:\n  plain: [ok/+, 'bad/b+']\n", "inputs.plain[1]", 2),
+        ("mqtt:\n  keepalive: 1\n", "mqtt.keepalive", 2),
+        ("mqtt:\n  protocol: 4\n", "mqtt.protocol", 2),
+        ("homeassistant:\n  discovery: maybe\n", "homeassistant.discovery", 2),
+        ("devices:\n  a/+: {lang: de}\n", "devices.a/+", 2),
+        ("lamps:\n  - driver: hue\n    topic: x\n    district: '09162'\n", "lamps[0].driver", 2),
+        ("lamps:\n  - driver: plain\n    topic: x\n", "lamps[0]", 2),
+        ("lamps:\n  - driver: plain\n    topic: x\n    district: '9162'\n", "lamps[0].district", 4),
+        ("lamps:\n  - driver: wled\n    topic: x\n    district: '09162'\n    device: car\n", "lamps[0].device", 5),
+        ("lamps:\n  - driver: wled\n    topic: x\n    district: '09162'\n    online_payload: up\n", "lamps[0].online_payload", 5),
+        ("lamps:\n  - {driver: plain, topic: a, device: x}\n  - {driver: plain, topic: a, device: y}\n", "lamps[1].name", 3),
+        ("data: [1, 2]\n", "data", 1),
+        ("base_topic: a/+\n", "base_topic", 1),
+        ("alerts:\n  expiry: 0\n", "alerts.expiry", 2),
+    ])
+    func badValues(yaml: String, key: String, line: Int) {
+        let e = error(yaml)
+        #expect(e?.key == key, "\(yaml)")
+        #expect(e?.line == line, "\(yaml)")
+    }
+
+    @Test("a syntax error names its line; a key given twice is an error")
+    func syntax() {
+        let e = error("broker: mqtt://a\ndata:\n  source: [rki\n")
+        #expect(e?.line != nil)
+        #expect(e?.key == "(syntax)")
+        let twice = error("lang: de\nlang: en\n")
+        #expect(twice?.key == "lang")
+        #expect(twice?.line == 2)
+    }
+
+    @Test("flags win over variables, variables over the file")
+    func overrides() throws {
+        let yaml = "broker: mqtt://file:1883\nlang: de\ndata:\n  refresh: 5m\n  source: history\n"
+        let fromFile = try load(yaml)
+        #expect(fromFile.broker.host == "file")
+        #expect(fromFile.data.refresh == 300)
+
+        let env = ["AMPEL_BROKER": "mqtt://env:1884", "AMPEL_REFRESH": "90", "AMPEL_LANG": "en", "AMPEL_STATE_DIR": "/tmp/s",
+                   "AMPEL_SOURCE": "snapshot", "AMPEL_DATE": "2020-11-05", "AMPEL_LOG_LEVEL": "warning", "AMPEL_URL": "http://127.0.0.1:9/q",
+                   "AMPEL_MQTT_PASSWORD": "secret"]
+        let fromEnv = try load(yaml, env: env)
+        #expect(fromEnv.broker == BrokerURL(host: "env", port: 1884, tls: false))
+        #expect(fromEnv.data.refresh == 90)
+        #expect(fromEnv.language == .en)
+        #expect(fromEnv.stateDirectory == "/tmp/s")
+        #expect(fromEnv.data.source == .snapshot)
+        #expect(fromEnv.data.date == Day(iso: "2020-11-05"))
+        #expect(fromEnv.logLevel == "warning")
+        #expect(fromEnv.data.url == "http://127.0.0.1:9/q")
+        #expect(fromEnv.mqtt.password == "secret")
+
+        let flags = ConfigurationOverrides(broker: "mqtts://flag", source: "rki", refresh: "10m", lang: "de")
+        let fromFlags = try load(yaml, env: env, flags: flags)
+        #expect(fromFlags.broker == BrokerURL(host: "flag", port: 8883, tls: true))
+        #expect(fromFlags.data.source == .rki)
+        #expect(fromFlags.data.refresh == 600)
+        #expect(fromFlags.language == .de)
+        #expect(fromFlags.stateDirectory == "/tmp/s")
+    }
+
+    @Test("a bad flag or variable is named")
+    func badOverrides() {
+        #expect(error(nil, flags: .init(refresh: "soon"))?.key == "--refresh")
+        #expect(error(nil, env: ["AMPEL_BROKER": "ftp://x"])?.key == "AMPEL_BROKER")
+        #expect(error(nil, flags: .init(source: "web"))?.key == "--source")
+        #expect(error(nil, flags: .init(date: "5.11.2020"))?.key == "--date")
+        #expect(error(nil, flags: .init(refresh: "0"))?.key == "--refresh")
+        #expect(error(nil, flags: .init(logLevel: "loud"))?.line == nil)
+    }
+
+    @Test("durations: seconds or a unit", arguments: [("600", 600), ("10m", 600), ("30s", 30), ("48h", 172_800), ("2d", 172_800), (" 5M ", 300)])
+    func durations(text: String, seconds: Int) throws {
+        #expect(try DaemonConfiguration.duration(text) == seconds)
+    }
+
+    @Test("broker URLs: schemes, default ports, credentials")
+    func brokerURLs() throws {
+        #expect(try BrokerURL(parsing: "mqtt://h") == BrokerURL(host: "h", port: 1883, tls: false))
+        #expect(try BrokerURL(parsing: "mqtts://h") == BrokerURL(host: "h", port: 8883, tls: true))
+        #expect(try BrokerURL(parsing: "mqtt://u:p@h:1") == BrokerURL(host: "h", port: 1, tls: false, username: "u", password: "p"))
+        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "localhost:1883") }
+        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "mqtt://h:70000") }
+        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "mqtt://h/path") }
+        #expect(BrokerURL(host: "h", port: 8883, tls: true).description == "mqtts://h:8883")
+    }
+
+    @Test("systemd's STATE_DIRECTORY is the default state directory")
+    func stateDirectory() throws {
+        #expect(try load(nil, env: ["STATE_DIRECTORY": "/var/lib/ampel"]).stateDirectory == "/var/lib/ampel")
+    }
+
+    @Test("inputs can be switched off")
+    func inputsOff() throws {
+        let config = try load("inputs:\n  owntracks: false\n  plain: []\n  traccar:\n")
+        #expect(config.inputs.owntracks.isEmpty)
+        #expect(config.inputs.plain.isEmpty)
+        #expect(config.inputs.traccar.isEmpty)
+    }
+}
+
+@Suite("Example configuration and intake routing")
+struct ExampleAndIntakeTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test("deploy/ampel.example.yaml is valid and means what its comments say")
+    func example() throws {
+        let text = try String(contentsOf: Self.repository.appendingPathComponent("deploy/ampel.example.yaml"), encoding: .utf8)
+        let config = try DaemonConfiguration.load(yaml: text)
+        #expect(config.broker == BrokerURL(host: "mqtt.example.org", port: 8883, tls: true))
+        #expect(config.data.source == .rki)
+        #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
+        #expect(config.lamps[0].follows == .district("09162"))
+        #expect(config.devices["alice/phone"]?.lang == .de)
+    }
+
+    @Test("docs/configuration.md documents every key the reader accepts")
+    func documented() throws {
+        let doc = try String(contentsOf: Self.repository.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let keys = ["broker", "base_topic", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
+                    "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry",
+                    "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
+                    "inputs.traccar", "inputs.max_payload", "alerts.expiry", "devices.<key>.lang", "devices.<key>.name",
+                    "homeassistant.discovery", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
+                    "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
+                    "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]
+        for key in keys {
+            #expect(doc.contains("`\(key)`"), "\(key) is not documented")
+        }
+    }
+
+    @Test("intake: inputs by filter, lamp availability, Home Assistant status")
+    func routing() throws {
+        var config = DaemonConfiguration()
+        config.inputs.traccar = [TopicFilter("traccar/positions")!]
+        config.lamps = [
+            LampSettings(name: "w", driver: .wled, topic: "wled/w", follows: .district("09162")),
+            LampSettings(name: "t", driver: .tasmota, topic: "t1", follows: .district("09162")),
+        ]
+        let intake = Intake(configuration: config)
+        #expect(intake.subscriptions == ["owntracks/+/+", "ampel/location/+", "traccar/positions", "tele/t1/LWT", "wled/w/status", "homeassistant/status"])
+        func route(_ topic: String, _ text: String = "{}") -> [Intake.Route] { intake.route(topic: topic, payload: Array(text.utf8)) }
+        #expect(route("owntracks/a/b") == [.input(.owntracks, key: "a/b")])
+        #expect(route("ampel/location/car") == [.input(.plain, key: "car")])
+        #expect(route("traccar/positions") == [.input(.traccar, key: "")])
+        #expect(route("wled/w/status", "online") == [.lampOnline(name: "w")])
+        #expect(route("wled/w/status", "offline") == [.ignore])
+        #expect(route("tele/t1/LWT", "Online") == [.lampOnline(name: "t")])
+        #expect(route("homeassistant/status", "online") == [.homeAssistantOnline])
+        #expect(route("homeassistant/status", "offline") == [.ignore])
+        #expect(route("elsewhere") == [.ignore])
+    }
+}

@@ -1,0 +1,245 @@
+@testable import AmpelDaemon
+import AmpelMQTT
+import AmpelTestSupport
+import Foundation
+import Testing
+
+/// The daemon in this process, a real mosquitto, real geometry and real RKI data.
+///
+/// Data: on 2020-10-15 SK München (09162) was red, LK Altötting (09171) green; on 2020-11-05
+/// both were dark red.
+@Suite("End to end", .serialized)
+struct EndToEndTests {
+    static let october = ConfigurationOverrides(source: "snapshot", date: "2020-10-15")
+
+    @Test("OwnTracks and plain devices in different districts get the right state; outside Bavaria and Germany is outside")
+    func devicesInDistricts() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let state = temporaryDirectory()
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        let devices = try await Devices.connect(broker)
+
+        // Districts are published at start.
+        try await recorder.text("ampel/district/09162/phase", equals: "red")
+        try await recorder.text("ampel/district/09171/phase", equals: "green")
+
+        try await devices.owntracks("alice/phone", Places.muenchen.0, Places.muenchen.1, tst: 1_602_750_000)
+        try await devices.plain("car", Places.altoetting.0, Places.altoetting.1)
+        try await devices.plain("bw", Places.stuttgart.0, Places.stuttgart.1)
+        try await devices.plain("paris", Places.paris.0, Places.paris.1)
+
+        let alice = try await recorder.json("ampel/device/alice/phone/state")
+        #expect(alice[path: "phase"] as? String == "red")
+        #expect(alice[path: "district", "ags"] as? String == "09162")
+        #expect(alice[path: "device"] as? String == "alice/phone")
+        #expect(alice[path: "tst"] as? Int == 1_602_750_000)
+        #expect(alice[path: "dataDate"] as? String == "2020-10-15")
+        let car = try await recorder.json("ampel/device/car/state")
+        #expect(car[path: "phase"] as? String == "green")
+        #expect(car[path: "district", "ags"] as? String == "09171")
+        let bw = try await recorder.json("ampel/device/bw/state")
+        #expect(bw[path: "phase"] as? String == "outside")
+        #expect(bw[path: "district", "ags"] as? String == "08111")
+        let paris = try await recorder.json("ampel/device/paris/state")
+        #expect(paris[path: "phase"] as? String == "outside")
+        #expect(paris["district"] is NSNull)
+        // A first sighting is an alert from null.
+        let alert = try await recorder.json("ampel/device/alice/phone/alert")
+        #expect(alert["from"] is NSNull)
+        #expect(alert[path: "to"] as? String == "red")
+        // Retained: a late subscriber gets the state.
+        #expect(recorder.messages(on: "ampel/device/car/state").allSatisfy { !$0.retain })
+        let late = try await Recorder.start(broker, filters: ["ampel/device/car/state"])
+        let retained = try await late.first("retained car state") { $0.topic == "ampel/device/car/state" }
+        #expect(retained.retain)
+        // Home Assistant discovery for the device.
+        try await recorder.first("discovery for car") { $0.topic.hasPrefix("homeassistant/sensor/ampel/device_car") && $0.retain == false }
+
+        await late.close()
+        await devices.close()
+        try await daemon.stop()
+        try await recorder.text("ampel/bridge/state", equals: BridgeState.offline)
+        await recorder.close()
+    }
+
+    @Test("moving across a phase border yields exactly one alert, in the device's language")
+    func crossing() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        let devices = try await Devices.connect(broker)
+
+        try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 100, lang: "de")
+        try await recorder.json("ampel/device/bob/alert") { $0["to"] as? String == "green" }
+        let mark = recorder.mark
+        try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 200)
+        try await devices.plain("bob", Places.muenchen.0, Places.muenchen.1, tst: 300)
+        try await devices.plain("bob", Places.muenchen.0 + 0.001, Places.muenchen.1, tst: 400)
+        // The last state is in; every publish for bob before it is in as well (one connection, in order).
+        try await recorder.json("ampel/device/bob/state", since: mark) { $0["tst"] as? Int == 400 }
+        let alerts = recorder.messages(on: "ampel/device/bob/alert", since: mark)
+        #expect(alerts.count == 1)
+        let alert = try #require(alerts.first.flatMap(Recorder.object))
+        #expect(alert[path: "from"] as? String == "green")
+        #expect(alert[path: "to"] as? String == "red")
+        #expect(alert[path: "lang"] as? String == "de")
+        #expect((alert[path: "title"] as? String)?.hasPrefix("Rot") == true)
+        #expect(recorder.messages(on: "ampel/device/bob/state", since: mark).count == 3)
+
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+
+    @Test("bad payloads are counted by reason and change nothing")
+    func badPayloads() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "inputs:\n  max_payload: 1024\n", flags: Self.october)
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10)
+        // The alert follows the state: after it, nothing more is due for the car.
+        try await recorder.json("ampel/device/car/alert")
+        let mark = recorder.mark
+
+        try await devices.send("ampel/location/car", "not json")
+        try await devices.send("ampel/location/car", #"{"lat":123,"lon":11}"#)
+        try await devices.send("ampel/location/car", #"{"lon":11}"#)
+        try await devices.send("ampel/location/car", #"{"lat":48,"lon":11,"pad":""# + String(repeating: "x", count: 2000) + #""}"#)
+        try await devices.send("ampel/location/with space", #"{"lat":48,"lon":11}"#)
+        try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 5)
+        try await devices.send("owntracks/alice/phone", #"{"_type":"lwt","tst":1}"#)
+
+        let info = try await recorder.json("ampel/bridge/info", since: mark) { info in
+            (info[path: "counters", "dropped"] as? [String: Int])?.values.reduce(0, +) == 6
+        }
+        #expect(info[path: "counters", "dropped"] as? [String: Int] == [
+            "not-json": 1, "invalid-coordinates": 1, "missing-coordinates": 1, "oversized": 1, "unsafe-device-key": 1, "out-of-order": 1,
+        ])
+        #expect(info[path: "counters", "skipped"] as? [String: Int] == ["lwt": 1])
+        #expect(info[path: "devices"] as? Int == 1)
+        // Nothing was published for the device or anyone else.
+        #expect(recorder.messages(since: mark).filter { $0.topic.hasPrefix("ampel/device/") }.isEmpty)
+
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+
+    @Test("a restart keeps state: no duplicate alert, changes still announced, locations sent while down are processed")
+    func restart() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let state = temporaryDirectory()
+        var daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("dora", Places.muenchen.0, Places.muenchen.1, tst: 100)
+        try await recorder.json("ampel/device/dora/alert") { $0["to"] as? String == "red" }
+        try await daemon.stop()
+
+        // While the daemon is down: a location into its persistent session.
+        try await devices.plain("dora", Places.muenchen.0, Places.muenchen.1, tst: 200)
+        try await devices.plain("queued", Places.altoetting.0, Places.altoetting.1, tst: 200)
+
+        let mark = recorder.mark
+        daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        try await recorder.json("ampel/device/queued/state", since: mark) { $0["phase"] as? String == "green" }
+        try await recorder.json("ampel/device/dora/state", since: mark) { $0["tst"] as? Int == 200 }
+        // A sentinel after dora's state: anything the daemon sent for dora came before it.
+        try await devices.plain("sentinel", Places.paris.0, Places.paris.1)
+        try await recorder.json("ampel/device/sentinel/state", since: mark)
+        #expect(recorder.messages(on: "ampel/device/dora/alert", since: mark).isEmpty)
+        #expect(recorder.messages(since: mark).filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/alert") }.isEmpty)
+        try await daemon.stop()
+
+        // New data while down (2020-11-05): the change is announced at the next start, once.
+        let second = recorder.mark
+        daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state,
+                                         flags: .init(source: "snapshot", date: "2020-11-05"))
+        try await recorder.json("ampel/device/dora/alert", since: second) { $0["from"] as? String == "red" && $0["to"] as? String == "darkred" }
+        try await recorder.json("ampel/district/09162/alert", since: second) { $0["to"] as? String == "darkred" }
+        try await devices.plain("sentinel", Places.paris.0, Places.paris.1)
+        try await recorder.json("ampel/device/sentinel/state", since: second)
+        #expect(recorder.messages(on: "ampel/device/dora/alert", since: second).count == 1)
+
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+
+    @Test("a new RKI publication changes district phases, lamp colours and device alerts")
+    func newPublication() async throws {
+        let server = try await HTTPFixtureServer.start()
+        try server.serve(contentsOf: RecordedRKI.url(day: "2020-10-15"))
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker)
+        let yaml = """
+        data:
+          max_age: 36500d
+        lamps:
+          - name: city
+            driver: wled
+            topic: wled/city
+            district: "09162"
+          - name: car
+            driver: tasmota
+            topic: carlamp
+            device: car
+        """
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml,
+                                             flags: .init(source: "rki", url: server.queryURL, refresh: "1"))
+        // The first fetch replaces the bundled stand-in with 2020-10-15.
+        try await recorder.json("ampel/bridge/info") { $0["dataDate"] as? String == "2020-10-15" && $0["source"] as? String == "rki" }
+        try await recorder.text("ampel/district/09162/phase", equals: "red")
+        try await recorder.text("wled/city/col", equals: "#E3000F")
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 1)
+        try await recorder.text("cmnd/carlamp/Color", equals: "#00A651")
+
+        let mark = recorder.mark
+        try server.serve(contentsOf: RecordedRKI.url(day: "2020-11-05"))
+        try await recorder.text("ampel/district/09162/phase", since: mark, equals: "darkred")
+        let districtAlert = try await recorder.json("ampel/district/09162/alert", since: mark)
+        #expect(districtAlert[path: "from"] as? String == "red")
+        try await recorder.text("wled/city/col", since: mark, equals: "#8B0000")
+        try await recorder.text("wled/city/api", since: mark, equals: "T=1&FX=1")
+        try await recorder.text("cmnd/carlamp/Color", since: mark, equals: "#8B0000")
+        let alert = try await recorder.json("ampel/device/car/alert", since: mark)
+        #expect(alert[path: "from"] as? String == "green")
+        #expect(alert[path: "to"] as? String == "darkred")
+        #expect(alert[path: "dataDate"] as? String == "2020-11-05")
+
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+        try await server.shutdown()
+    }
+
+    @Test("the broker killed and restarted mid-stream loses no QoS 1 location")
+    func brokerRestart() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistent: true))
+        let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        let devices = try await Devices.connect(broker)
+        let count = 40
+        // Publishes run concurrently with the kill; each returns when the broker acknowledged,
+        // which the client retries across the restart.
+        let sender = Task {
+            for index in 0..<count {
+                try await devices.plain("d\(index)", Places.muenchen.0, Places.muenchen.1, tst: index + 1)
+            }
+        }
+        try await recorder.first("half of the states") { $0.topic == "ampel/device/d\(count / 2)/state" }
+        await broker.kill()
+        try await broker.restart()
+        try await sender.value
+        for index in 0..<count {
+            try await recorder.json("ampel/device/d\(index)/state", timeout: .seconds(60)) { $0["tst"] as? Int == index + 1 }
+        }
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+}

@@ -1,0 +1,131 @@
+@testable import AmpelDaemon
+import Testing
+
+@Suite("Input parsers")
+struct InputParserTests {
+    let parser = InputParser(maxPayload: 4096)
+
+    func parse(_ kind: InputKind, _ key: String, _ text: String) -> ParseOutcome {
+        parser.parse(kind, topicKey: key, payload: Array(text.utf8))
+    }
+
+    func parse(_ kind: InputKind, _ text: String) -> ParseOutcome {
+        parse(kind, "alice/phone", text)
+    }
+
+    @Test("every real OwnTracks sample is accepted, skipped by type, or rejected as the schema says")
+    func ownTracksSamples() throws {
+        var outcomes: [String: ParseOutcome] = [:]
+        for (name, text) in OwnTracksSamples.all {
+            outcomes[name] = parse(.owntracks, text)
+        }
+        #expect(outcomes.count == 15)
+        // The three the schema rejects.
+        #expect(outcomes["location-lat-missing"] == .dropped(.missingCoordinates, detail: "no latitude or longitude"))
+        #expect(outcomes["transition-illegal-lat"] == .skipped("transition"))
+        #expect(outcomes["lwt-notst"] == .skipped("lwt"))
+        // Locations are accepted with their coordinates and time.
+        #expect(outcomes["l"] == .fix(LocationFix(device: "alice/phone", latitude: 52.195913, longitude: 7.688245, tst: 1_699_882_482)))
+        #expect(outcomes["location-short"] == .fix(LocationFix(device: "alice/phone", latitude: 44.221389, longitude: 6.64635, tst: 1_692_430_980)))
+        for name in ["l2", "location-5s", "location-sk"] {
+            guard case .fix = outcomes[name] else {
+                Issue.record("\(name) should be a fix, got \(String(describing: outcomes[name]))")
+                continue
+            }
+        }
+        // Everything else is skipped by its type, without a drop.
+        #expect(outcomes["lwt"] == .skipped("lwt"))
+        #expect(outcomes["lwt-extra"] == .skipped("lwt"))
+        #expect(outcomes["transition"] == .skipped("transition"))
+        #expect(outcomes["e"] == .skipped("encrypted"))
+        #expect(outcomes["cmd-reportLocation"] == .skipped("cmd"))
+        #expect(outcomes["status"] == .skipped("status"))
+        #expect(outcomes["array"] == .skipped("array"))
+    }
+
+    @Test("OwnTracks: unknown types are skipped as other; waypoint and card by name")
+    func ownTracksTypes() {
+        #expect(parse(.owntracks, #"{"_type":"waypoint","desc":"x"}"#) == .skipped("waypoint"))
+        #expect(parse(.owntracks, #"{"_type":"card","name":"A"}"#) == .skipped("card"))
+        #expect(parse(.owntracks, #"{"_type":"teleport"}"#) == .skipped("other"))
+        #expect(parse(.owntracks, #"{"lat":1,"lon":2}"#) == .skipped("untyped"))
+    }
+
+    @Test("OwnTracks: a location with a string latitude or out-of-range values is dropped")
+    func ownTracksBadLocations() {
+        #expect(parse(.owntracks, #"{"_type":"location","lat":"48.1","lon":11.5,"tst":1}"#) == .dropped(.invalidCoordinates, detail: "a coordinate is not a number"))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":91,"lon":11.5,"tst":1}"#) == .dropped(.invalidCoordinates, detail: "coordinates out of range"))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":48,"lon":-180.5,"tst":1}"#) == .dropped(.invalidCoordinates, detail: "coordinates out of range"))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":48,"lon":11,"tst":-5}"#) == .dropped(.invalidTimestamp, detail: "tst out of range"))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":48,"lon":11,"tst":"x"}"#) == .dropped(.invalidTimestamp, detail: "tst is not a number"))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":null,"lon":11}"#) == .dropped(.missingCoordinates, detail: "no latitude or longitude"))
+    }
+
+    @Test("plain: lat/lon and latitude/longitude, optional tst and lang")
+    func plain() {
+        #expect(parse(.plain, "car", #"{"lat":48.137,"lon":11.575}"#) == .fix(LocationFix(device: "car", latitude: 48.137, longitude: 11.575, tst: nil)))
+        #expect(parse(.plain, "car", #"{"latitude":48.137,"longitude":11.575,"tst":1604570000,"lang":"de","gps_accuracy":5}"#)
+            == .fix(LocationFix(device: "car", latitude: 48.137, longitude: 11.575, tst: 1_604_570_000, lang: "de")))
+        #expect(parse(.plain, "car", #"{"latitude":48.137}"#) == .dropped(.missingCoordinates, detail: "no latitude or longitude"))
+        #expect(parse(.plain, "car", #"{"lat":true,"lon":1}"#) == .dropped(.invalidCoordinates, detail: "a coordinate is not a number"))
+    }
+
+    @Test("Traccar: position and device.uniqueId; the key is sanitized; fixTime as ISO text or milliseconds")
+    func traccar() {
+        let iso = #"{"position":{"latitude":48.137,"longitude":11.575,"fixTime":"2020-11-05T10:00:00.000+0000"},"device":{"uniqueId":"8654 32#1","name":"Van"}}"#
+        #expect(parse(.traccar, "", iso) == .fix(LocationFix(device: "8654_32_1", latitude: 48.137, longitude: 11.575, tst: 1_604_570_400)))
+        let millis = #"{"position":{"latitude":48.1,"longitude":11.5,"fixTime":1604570400000},"device":{"uniqueId":"van-7"}}"#
+        #expect(parse(.traccar, "", millis) == .fix(LocationFix(device: "van-7", latitude: 48.1, longitude: 11.5, tst: 1_604_570_400)))
+        #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5}}"#) == .dropped(.unsafeDeviceKey, detail: "no device.uniqueId"))
+        #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5},"device":{"uniqueId":"///"}}"#) == .dropped(.unsafeDeviceKey, detail: "device.uniqueId gives no usable key"))
+        #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5,"fixTime":"yesterday"},"device":{"uniqueId":"a"}}"#) == .dropped(.invalidTimestamp, detail: "position.fixTime is no date"))
+    }
+
+    @Test("not JSON, not an object, and oversized payloads are dropped with their reason")
+    func badPayloads() {
+        #expect(parse(.plain, "car", "lat=48,lon=11") == .dropped(.notJSON, detail: "not a JSON object"))
+        #expect(parse(.plain, "car", "[1,2]") == .dropped(.notJSON, detail: "not a JSON object"))
+        #expect(parse(.owntracks, "{\"_type\":\"location\",") == .dropped(.notJSON, detail: "not a JSON object"))
+        #expect(parse(.owntracks, "[1,") == .dropped(.notJSON, detail: "not valid JSON"))
+        let big = #"{"lat":48,"lon":11,"pad":""# + String(repeating: "x", count: 5000) + #""}"#
+        #expect(parse(.plain, "car", big) == .dropped(.oversized, detail: "\(big.utf8.count) bytes, limit 4096"))
+    }
+
+    @Test("device keys that are not safe topic levels are dropped")
+    func unsafeKeys() {
+        let ok = #"{"lat":48,"lon":11}"#
+        for key in ["", "a//b", "a/+", "#", "$SYS", "with space", "tab\tkey", String(repeating: "k", count: 200)] {
+            #expect(parse(.plain, key, ok) == .dropped(.unsafeDeviceKey, detail: "device key is not a safe topic level"), "\(key)")
+        }
+        #expect(parse(.plain, "jörg", ok) == .fix(LocationFix(device: "jörg", latitude: 48, longitude: 11, tst: nil)))
+    }
+
+    @Test("topic filters capture the wildcard levels as the device key")
+    func topicFilters() throws {
+        let owntracks = try #require(TopicFilter("owntracks/+/+"))
+        #expect(owntracks.capture("owntracks/alice/phone") == "alice/phone")
+        #expect(owntracks.capture("owntracks/alice") == nil)
+        #expect(owntracks.capture("owntracks/alice/phone/event") == nil)
+        #expect(owntracks.capture("other/alice/phone") == nil)
+        let plain = try #require(TopicFilter("ampel/location/+"))
+        #expect(plain.capture("ampel/location/car") == "car")
+        let fixed = try #require(TopicFilter("traccar/positions"))
+        #expect(fixed.capture("traccar/positions") == "")
+        let multi = try #require(TopicFilter("gps/#"))
+        #expect(multi.capture("gps/a/b") == "a/b")
+        #expect(TopicFilter("+/x")?.capture("$SYS/x") == nil)
+        #expect(TopicFilter("a/b+") == nil)
+        #expect(TopicFilter("a/#/b") == nil)
+        #expect(TopicFilter("") == nil)
+    }
+
+    @Test("Home Assistant object ids are lower-case and stay distinct")
+    func objectIDs() {
+        #expect(DeviceKey.objectID("car_1") == "car_1")
+        let a = DeviceKey.objectID("a/b")
+        let b = DeviceKey.objectID("a_b")
+        #expect(a != b)
+        #expect(a.hasPrefix("a_b_"))
+        #expect(a.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "_" })
+    }
+}

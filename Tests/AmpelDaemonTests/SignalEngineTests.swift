@@ -1,0 +1,364 @@
+@testable import AmpelDaemon
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import Foundation
+import Testing
+
+/// Real bundled data: on 2020-10-15 SK München (09162) was red (54.6), LK München (09184)
+/// yellow (38.5), Altötting (09171) green (4.5); on 2020-11-05 all three were dark red.
+enum Fixtures {
+    static let october = try! BundledData.shared.snapshot(on: Day(iso: "2020-10-15"))
+    static let november = try! BundledData.shared.snapshot(on: Day(iso: "2020-11-05"))
+    static let ruleSet = RuleSetCatalog.standard()
+
+    static func settings(lamps: [LampSettings] = [], discovery: Bool = true, devices: [String: DaemonConfiguration.DeviceSettings] = [:],
+                         language: Language = .en) -> SignalEngine.Settings {
+        let topics = Topics()
+        return SignalEngine.Settings(
+            ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: 3600, lamps: lamps,
+            discovery: discovery ? Discovery(prefix: "homeassistant", topics: topics, version: "test", ruleSet: ruleSet) : nil)
+    }
+
+    static let muenchen = Place.district(ags: "09162", name: "München")
+    static let landkreis = Place.district(ags: "09184", name: "München")
+    static let altoetting = Place.district(ags: "09171", name: "Altötting")
+    static let stuttgart = Place.district(ags: "08111", name: "Stuttgart")
+}
+
+extension [SignalEngine.Action] {
+    var published: [OutgoingMessage] {
+        compactMap { if case .publish(let m) = $0 { m } else { nil } }
+    }
+
+    func on(_ topic: String) -> [OutgoingMessage] { published.filter { $0.topic == topic } }
+
+    func json(_ topic: String) throws -> [String: Any] {
+        let message = try #require(on(topic).last)
+        return try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+    }
+
+    var topics: [String] { published.map(\.topic) }
+}
+
+@Suite("Signal engine")
+struct SignalEngineTests {
+    func fix(_ device: String = "alice/phone", _ lat: Double = 48.137, _ lon: Double = 11.575, tst: Int? = 1000, lang: String? = nil) -> LocationFix {
+        LocationFix(device: device, latitude: lat, longitude: lon, tst: tst, lang: lang)
+    }
+
+    func started(_ dataset: Dataset = Fixtures.october, settings: SignalEngine.Settings = Fixtures.settings(), restored: PersistedState = .init()) -> (SignalEngine, [SignalEngine.Action]) {
+        var engine = SignalEngine(settings: settings, dataset: dataset, stale: false, restored: restored)
+        let actions = engine.event(.start)
+        return (engine, actions)
+    }
+
+    @Test("start publishes state and phase of every Bavarian district, retained, and no district alert on a fresh start")
+    func start() throws {
+        let (_, actions) = started()
+        let states = actions.published.filter { $0.topic.hasSuffix("/state") && $0.topic.hasPrefix("ampel/district/") }
+        let phases = actions.published.filter { $0.topic.hasSuffix("/phase") }
+        #expect(states.count == 96)
+        #expect(phases.count == 96)
+        #expect(states.allSatisfy { $0.retain && $0.qos == 1 })
+        #expect(actions.on("ampel/district/09162/phase").first?.text == "red")
+        #expect(actions.on("ampel/district/09184/phase").first?.text == "yellow")
+        #expect(actions.on("ampel/district/09171/phase").first?.text == "green")
+        #expect(!actions.topics.contains { $0.hasSuffix("/alert") })
+        let state = try actions.json("ampel/district/09162/state")
+        #expect(state["phase"] as? String == "red")
+        #expect(state["dataDate"] as? String == "2020-10-15")
+        #expect((state["district"] as? [String: Any])?["name"] as? String == "SK München")
+        // Discovery for every district.
+        #expect(actions.topics.filter { $0.hasPrefix("homeassistant/sensor/ampel/district_") }.count == 96)
+    }
+
+    @Test("a first sighting publishes the state and an alert from null; the same phase again only the state")
+    func firstSighting() throws {
+        var (engine, _) = started()
+        let first = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 5000))
+        #expect(first.topics == ["homeassistant/sensor/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
+                                 "ampel/device/alice/phone/state", "ampel/device/alice/phone/alert"])
+        #expect(first.contains(.persist))
+        let state = try first.json("ampel/device/alice/phone/state")
+        #expect(state["phase"] as? String == "red")
+        #expect(state["device"] as? String == "alice/phone")
+        #expect(state["lat"] as? Double == 48.137)
+        #expect(state["lon"] as? Double == 11.575)
+        #expect(state["tst"] as? Int == 1000)
+        #expect(state["stale"] as? Bool == false)
+        #expect(state["ruleSet"] as? String == "bavaria")
+        let alert = try first.json("ampel/device/alice/phone/alert")
+        #expect(alert["from"] is NSNull)
+        #expect(alert["to"] as? String == "red")
+        #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always"])
+        let alertMessage = try #require(first.on("ampel/device/alice/phone/alert").first)
+        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == 3600)
+
+        let again = engine.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
+        #expect(again.topics == ["ampel/device/alice/phone/state"])
+        #expect(try again.json("ampel/device/alice/phone/state")["tst"] as? Int == 1010)
+    }
+
+    @Test("crossing a phase border yields exactly one alert, in the device's language")
+    func crossing() throws {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix(lang: "de"), place: Fixtures.altoetting, receivedAt: 0))
+        let moved = engine.event(.fix(fix(tst: 2000), place: Fixtures.muenchen, receivedAt: 0))
+        let alerts = moved.published.filter { $0.topic.hasSuffix("/alert") }
+        #expect(alerts.count == 1)
+        let alert = try moved.json("ampel/device/alice/phone/alert")
+        #expect(alert["from"] as? String == "green")
+        #expect(alert["to"] as? String == "red")
+        // The language the device asked for earlier still holds.
+        #expect(alert["lang"] as? String == "de")
+        #expect((alert["title"] as? String)?.hasPrefix("Rot") == true)
+        let stay = engine.event(.fix(fix(tst: 2100), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(!stay.topics.contains { $0.hasSuffix("/alert") })
+    }
+
+    @Test("device language: config first, then the message, then the default")
+    func languages() throws {
+        var (engine, _) = started(settings: Fixtures.settings(devices: ["cfg": .init(lang: .de)], language: .en))
+        let configured = engine.event(.fix(fix("cfg", lang: "en"), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(try configured.json("ampel/device/cfg/alert")["lang"] as? String == "de")
+        let message = engine.event(.fix(fix("msg", lang: "de-AT"), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(try message.json("ampel/device/msg/alert")["lang"] as? String == "de")
+        let plain = engine.event(.fix(fix("none"), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(try plain.json("ampel/device/none/alert")["lang"] as? String == "en")
+    }
+
+    @Test("an older fix than the one held is dropped and changes nothing")
+    func outOfOrder() {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix(tst: 2000), place: Fixtures.muenchen, receivedAt: 0))
+        let before = engine.persisted
+        let old = engine.event(.fix(fix(tst: 1999), place: Fixtures.altoetting, receivedAt: 0))
+        #expect(old == [.dropped(.outOfOrder)])
+        #expect(engine.persisted == before)
+        // Without a tst the arrival time stands in.
+        let untimed = engine.event(.fix(fix(tst: nil), place: Fixtures.muenchen, receivedAt: 3000))
+        #expect(untimed.topics == ["ampel/device/alice/phone/state"])
+        #expect(engine.devices["alice/phone"]?.tst == 3000)
+    }
+
+    @Test("outside Bavaria is outside with the district named; outside Germany with district null")
+    func outside() throws {
+        var (engine, _) = started()
+        let stuttgart = engine.event(.fix(fix("bw"), place: Fixtures.stuttgart, receivedAt: 0))
+        let state = try stuttgart.json("ampel/device/bw/state")
+        #expect(state["phase"] as? String == "outside")
+        #expect(state["incidence"] is NSNull)
+        #expect((state["district"] as? [String: Any])?["name"] as? String == "SK Stuttgart")
+        #expect((state["district"] as? [String: Any])?["state"] as? String == "Baden-Württemberg")
+        #expect(state["color"] as? String == Fixtures.ruleSet.outside.color.hex)
+        let paris = engine.event(.fix(fix("fr", 48.85, 2.35), place: .abroad, receivedAt: 0))
+        let abroad = try paris.json("ampel/device/fr/state")
+        #expect(abroad["phase"] as? String == "outside")
+        #expect(abroad["district"] is NSNull)
+    }
+
+    @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")
+    func newDataset() throws {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix("a"), place: Fixtures.muenchen, receivedAt: 0))
+        _ = engine.event(.fix(fix("b"), place: .abroad, receivedAt: 0))
+        let actions = engine.event(.data(Fixtures.november, stale: false))
+        // Every district's state changed (new date and incidence).
+        #expect(actions.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)
+        // Phase and alert only where the phase changed, counted independently from the two datasets.
+        let changed = Fixtures.november.districts(in: .bavaria).filter { entry in
+            let before = try! Fixtures.ruleSet.classify(Fixtures.october[entry.district.ags]!.incidence).id
+            return try! Fixtures.ruleSet.classify(entry.incidence).id != before
+        }.map { "ampel/district/\($0.district.ags)/phase" }
+        let phases = actions.published.filter { $0.topic.hasSuffix("/phase") }
+        let districtAlerts = actions.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/alert") }
+        #expect(phases.map(\.topic).sorted() == changed.sorted())
+        #expect(districtAlerts.count == changed.count)
+        let alert = try actions.json("ampel/district/09162/alert")
+        #expect(alert["from"] as? String == "red")
+        #expect(alert["to"] as? String == "darkred")
+        #expect(alert["device"] is NSNull)
+        // Device a: red -> dark red; device b stays outside but its data date changed.
+        #expect(try actions.json("ampel/device/a/alert")["to"] as? String == "darkred")
+        #expect(try actions.json("ampel/device/b/state")["dataDate"] as? String == "2020-11-05")
+        #expect(actions.on("ampel/device/b/alert").isEmpty)
+
+        // The same dataset again changes nothing.
+        let again = engine.event(.data(Fixtures.november, stale: false))
+        #expect(again.published.isEmpty)
+        // Staleness alone republishes states, without alerts or phases.
+        let stale = engine.event(.data(Fixtures.november, stale: true))
+        #expect(stale.published.count == 96 + 2)
+        #expect(try stale.json("ampel/district/09162/state")["stale"] as? Bool == true)
+        #expect(!stale.topics.contains { $0.hasSuffix("/alert") || $0.hasSuffix("/phase") })
+    }
+
+    @Test("a restart from the saved state sends no duplicate alert but catches a change made while down")
+    func restart() throws {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix("a"), place: Fixtures.muenchen, receivedAt: 0))
+        let saved = engine.persisted
+
+        // Same data after the restart: no alerts at all.
+        var (_, same) = started(restored: saved)
+        #expect(!same.topics.contains { $0.hasSuffix("/alert") })
+        same = same.filter { if case .publish(let m) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
+        #expect(same.isEmpty)
+
+        // New data while down: the district and the device hear of it at start.
+        let (_, changed) = started(Fixtures.november, restored: saved)
+        #expect(try changed.json("ampel/district/09162/alert")["from"] as? String == "red")
+        #expect(try changed.json("ampel/device/a/alert")["from"] as? String == "red")
+        #expect(changed.on("ampel/device/a/alert").count == 1)
+
+        // A restored device moving on keeps its last tst as the bar.
+        var (restored, _) = started(restored: saved)
+        #expect(restored.event(.fix(fix("a", tst: 999), place: Fixtures.muenchen, receivedAt: 0)) == [.dropped(.outOfOrder)])
+    }
+
+    @Test("the persisted state round-trips through JSON")
+    func persistedCodable() throws {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix("a", lang: "de"), place: Fixtures.muenchen, receivedAt: 0))
+        let data = try JSONEncoder().encode(engine.persisted)
+        #expect(try JSONDecoder().decode(PersistedState.self, from: data) == engine.persisted)
+    }
+}
+
+@Suite("Lamps")
+struct LampTests {
+    let lamps = [
+        LampSettings(name: "city", driver: .wled, topic: "wled/city", follows: .district("09162")),
+        LampSettings(name: "phone", driver: .tasmota, topic: "lamp2", follows: .device("alice/phone")),
+        LampSettings(name: "sign", driver: .plain, topic: "signs/door", follows: .district("09171"), availabilityTopic: "signs/door/up"),
+        LampSettings(name: "abroad", driver: .plain, topic: "signs/bw", follows: .district("08111")),
+    ]
+
+    @Test("lamps get their colour at start, on change only, and again when they come online")
+    func lifecycle() throws {
+        var engine = SignalEngine(settings: Fixtures.settings(lamps: lamps), dataset: Fixtures.october, stale: false)
+        let start = engine.event(.start)
+        let red = Fixtures.ruleSet.rules(for: .red)!.color.hex
+        let green = Fixtures.ruleSet.rules(for: .green)!.color.hex
+        let darkred = Fixtures.ruleSet.rules(for: .darkred)!.color.hex
+        #expect(start.on("wled/city/col").map(\.text) == [red])
+        #expect(start.on("wled/city/api").map(\.text) == ["T=1&FX=0"])
+        #expect(start.on("signs/door").map(\.text) == [green])
+        #expect(start.on("signs/bw").map(\.text) == [Fixtures.ruleSet.outside.color.hex])
+        // A lamp following an unseen device stays dark.
+        #expect(start.on("cmnd/lamp2/Color").isEmpty)
+        #expect(start.published.filter { !$0.topic.hasPrefix("ampel/") && !$0.topic.hasPrefix("homeassistant/") }.allSatisfy { !$0.retain })
+
+        let seen = engine.event(.fix(LocationFix(device: "alice/phone", latitude: 48, longitude: 11, tst: 1), place: Fixtures.altoetting, receivedAt: 0))
+        #expect(seen.on("cmnd/lamp2/Color").map(\.text) == [green])
+        #expect(seen.on("cmnd/lamp2/Power").map(\.text) == ["ON"])
+        let same = engine.event(.fix(LocationFix(device: "alice/phone", latitude: 48, longitude: 11, tst: 2), place: Fixtures.altoetting, receivedAt: 0))
+        #expect(same.on("cmnd/lamp2/Color").isEmpty)
+
+        let november = engine.event(.data(Fixtures.november, stale: false))
+        #expect(november.on("wled/city/col").map(\.text) == [darkred])
+        #expect(november.on("wled/city/api").map(\.text) == ["T=1&FX=1"])
+        // The device's lamp follows its device: Altötting is dark red too now.
+        #expect(november.on("cmnd/lamp2/Color").map(\.text) == [darkred])
+
+        let online = engine.event(.lampOnline(name: "sign"))
+        #expect(online.on("signs/door").count == 1)
+        #expect(engine.event(.lampOnline(name: "nope")).isEmpty)
+    }
+
+    @Test("drivers and availability topics")
+    func drivers() {
+        let look = LampDriver.Look(color: RGB(red: 0x8B, green: 0, blue: 0), blink: true)
+        #expect(LampDriver.commands(for: lamps[0], look: look).map(\.description) == ["wled/city/col #8B0000", "wled/city/api T=1&FX=1"])
+        #expect(LampDriver.commands(for: lamps[1], look: look).map(\.description) == ["cmnd/lamp2/Color #8B0000", "cmnd/lamp2/Power ON"])
+        #expect(LampDriver.commands(for: lamps[2], look: look).map(\.description) == ["signs/door #8B0000"])
+        #expect(LampDriver.availability(of: lamps[0]).map { [$0.topic, $0.online] } == ["wled/city/status", "online"])
+        #expect(LampDriver.availability(of: lamps[1]).map { [$0.topic, $0.online] } == ["tele/lamp2/LWT", "Online"])
+        #expect(LampDriver.availability(of: lamps[2]).map { [$0.topic, $0.online] } == ["signs/door/up", "online"])
+        #expect(LampDriver.availability(of: lamps[3]) == nil)
+    }
+}
+
+@Suite("Home Assistant discovery")
+struct DiscoveryTests {
+    @Test("a district sensor: enum of phases, attributes from the state topic, availability on the bridge")
+    func district() throws {
+        let discovery = Discovery(prefix: "homeassistant", topics: Topics(), version: "1.0", ruleSet: Fixtures.ruleSet)
+        let message = discovery.district(ags: "09162", name: "SK München")
+        #expect(message.topic == "homeassistant/sensor/ampel/district_09162/config")
+        #expect(message.retain && message.qos == 1)
+        let config = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+        #expect(config["device_class"] as? String == "enum")
+        #expect(config["options"] as? [String] == ["green", "yellow", "red", "darkred", "outside"])
+        #expect(config["state_topic"] as? String == "ampel/district/09162/state")
+        #expect(config["json_attributes_topic"] as? String == "ampel/district/09162/state")
+        #expect(config["value_template"] as? String == "{{ value_json.phase }}")
+        #expect(config["unique_id"] as? String == "ampel_district_09162")
+        let availability = try #require((config["availability"] as? [[String: Any]])?.first)
+        #expect(availability["topic"] as? String == "ampel/bridge/state")
+        #expect(availability["value_template"] as? String == "{{ value_json.state }}")
+        let device = try #require(config["device"] as? [String: Any])
+        #expect(device["identifiers"] as? [String] == ["ampel_district_09162"])
+        #expect(device["name"] as? String == "Ampel SK München")
+        let template = try #require(config["json_attributes_template"] as? String)
+        #expect(template.contains("value_json.incidence") && template.contains("value_json.dataDate") && template.contains("value_json.stale"))
+    }
+
+    @Test("a device sensor uses the device's state topic and a distinct unique id")
+    func device() throws {
+        let discovery = Discovery(prefix: "ha", topics: Topics(base: "signals"), version: "1.0", ruleSet: Fixtures.ruleSet)
+        let message = discovery.device(key: "alice/phone", name: "Alice")
+        #expect(message.topic.hasPrefix("ha/sensor/signals/device_alice_phone_"))
+        let config = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+        #expect(config["state_topic"] as? String == "signals/device/alice/phone/state")
+        #expect((config["unique_id"] as? String)?.hasPrefix("signals_device_alice_phone_") == true)
+        #expect((config["device"] as? [String: Any])?["name"] as? String == "Ampel Alice")
+    }
+
+    @Test("discovery is re-sent when Home Assistant comes online, and off when disabled")
+    func resend() {
+        var engine = SignalEngine(settings: Fixtures.settings(), dataset: Fixtures.october, stale: false)
+        _ = engine.event(.start)
+        _ = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: .abroad, receivedAt: 0))
+        #expect(engine.event(.homeAssistantOnline).published.count == 97)
+        var off = SignalEngine(settings: Fixtures.settings(discovery: false), dataset: Fixtures.october, stale: false)
+        #expect(!off.event(.start).topics.contains { $0.hasPrefix("homeassistant/") })
+        #expect(off.event(.homeAssistantOnline).isEmpty)
+    }
+}
+
+@Suite("State store and log limiter")
+struct StateStoreTests {
+    @Test("the state is saved atomically and loaded back; a corrupt file is an error, not an empty start")
+    func roundTrip() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = StateStore(directory: dir + "/nested")
+        try store.prepare()
+        #expect(try store.load() == PersistedState())
+        let state = PersistedState(
+            devices: ["a/b": DeviceRecord(lat: 48, lon: 11, tst: 5, lang: "de", district: .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
+                                          phase: "red", dataDate: "2020-10-15", stale: false)],
+            districts: ["09162": "red"])
+        try store.save(state)
+        #expect(try store.load() == state)
+        #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"))
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
+        #expect(throws: StateStoreError.self) { try store.load() }
+    }
+
+    @Test("the log limiter lets a burst through per interval and counts the rest")
+    func limiter() {
+        var limiter = RateLimiter(interval: 10, burst: 2)
+        func admit(_ now: Double) -> [Int] {
+            let result = limiter.admit(now: now)
+            return [result.log ? 1 : 0, result.suppressed]
+        }
+        #expect(admit(0) == [1, 0])
+        #expect(admit(1) == [1, 0])
+        #expect(admit(2) == [0, 0])
+        #expect(admit(3) == [0, 0])
+        #expect(admit(10.5) == [1, 2])
+    }
+}
