@@ -84,11 +84,11 @@ broker=mqtt://127.0.0.1:$port
 say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 
 # --- The daemon ------------------------------------------------------------------------
-"$bin" run --broker "$broker" --source snapshot --date "$date_" --state-dir "$tmp/state" \
+"$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
   >"$tmp/ampel.log" 2>&1 &
 daemon_pid=$!
 track_job "$daemon_pid"
-say "ampel run --broker $broker --source snapshot --date $date_ (log: $tmp/ampel.log)"
+say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
 # Online when its retained bridge state says so (published after connect).
 bridge=$(mosquitto_sub -h 127.0.0.1 -p "$port" -t ampel/bridge/state -C 1 -W 120 2>/dev/null || true)
 if [[ $bridge != *online* ]]; then

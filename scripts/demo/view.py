@@ -77,7 +77,7 @@ def device_key(topic, suffix):
     return None
 
 
-HEADER = "time      device       change              district (incidence)       title"
+HEADER = "time      device       change              district (incidence)          title"
 
 
 def alerts():
