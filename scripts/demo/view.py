@@ -99,7 +99,7 @@ def alerts():
         to = obj.get("to") or "?"
         change = f"{frm:>7} -> {paint(f'{to:<8}', to)}"
         where = f"{district_name(obj.get('district'))} ({incidence_text(obj.get('incidence'))})"
-        print(f"{time.strftime('%H:%M:%S')}  {key:<12} {change} {where:<26} "
+        print(f"{time.strftime('%H:%M:%S')}  {key:<12} {change} {where:<29} "
               f"{obj.get('title') or ''} [{obj.get('lang') or ''}]", flush=True)
 
 
