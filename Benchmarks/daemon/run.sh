@@ -58,6 +58,8 @@ start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
 start_daemon() { # STATE_DIR
+  # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
+  mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   "$ampel" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" \
     >>"$out/daemon.log" 2>&1 &
   daemon_pid=$!

@@ -58,18 +58,18 @@ CONF
   fi
 }
 
-# stop_pid PID...: SIGTERM to each, then waits for each to exit (up to 15 s, by following
+# stop_pid PID...: (safe under set -e) SIGTERM to each, then waits for each to exit (up to 15 s, by following
 # the process with `tail --pid`), then SIGKILL for any still there.
 stop_pid() {
   local p
   for p in "$@"; do
-    [ -n "$p" ] && kill -TERM "$p" 2>/dev/null
+    [ -n "$p" ] && { kill -TERM "$p" 2>/dev/null || true; }
   done
   for p in "$@"; do
     [ -n "$p" ] || continue
-    timeout 15 tail --pid="$p" -s 0.05 -f /dev/null 2>/dev/null
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
+    timeout 15 tail --pid="$p" -s 0.05 -f /dev/null 2>/dev/null || true
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
   done
   return 0
 }
@@ -89,14 +89,16 @@ stop_jobs() {
   for ((i = ${#TRACKED_JOBS[@]} - 1; i >= 0; i--)); do
     entry=${TRACKED_JOBS[i]}; pid=${entry%%:*}; pgid=${entry##*:}
     if [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then
-      kill -TERM -- "-$pgid" 2>/dev/null
+      kill -TERM -- "-$pgid" 2>/dev/null || true
     else
-      kill -TERM "$pid" 2>/dev/null
+      kill -TERM "$pid" 2>/dev/null || true
     fi
-    timeout 15 tail --pid="$pid" -s 0.05 -f /dev/null 2>/dev/null
-    [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ] && kill -KILL -- "-$pgid" 2>/dev/null
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    timeout 15 tail --pid="$pid" -s 0.05 -f /dev/null 2>/dev/null || true
+    if [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then
+      kill -KILL -- "-$pgid" 2>/dev/null || true
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
   TRACKED_JOBS=()
   return 0
