@@ -7,6 +7,8 @@ case "mqtt":
     await MQTTBenchmark.main(Array(arguments.dropFirst()))
 case "geo":
     GeoBenchmark.main(Array(arguments.dropFirst()))
+case "daemon":
+    await DaemonBenchmark.main(Array(arguments.dropFirst()))
 default:
-    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, geo); see Benchmarks/<area>/run.sh")
+    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, geo, daemon); see Benchmarks/<area>/run.sh")
 }

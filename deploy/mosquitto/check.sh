@@ -35,13 +35,13 @@ while [ "$p2" = "$p1" ]; do p2=$(free_port); done
 mkdir -p "$tmp/certs" "$tmp/data"
 (
   cd "$tmp/certs" || exit 1
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=Ampel check CA" \
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=Ampel check CA" \
     -keyout ca.key -out ca.crt
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
   printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
     -extfile san.ext -out server.crt
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=Other CA" \
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=Other CA" \
     -keyout other.key -out other.crt
 ) >"$tmp/openssl.log" 2>&1 || { cat "$tmp/openssl.log" >&2; echo "openssl failed" >&2; exit 1; }
 

@@ -28,7 +28,11 @@ wait_for_line() {
 start_test_broker() {
   local dir=$1 port=$2 extra=${3:-}
   mkdir -p "$dir"
+  local user_line=""
+  # Started as root, mosquitto drops to user "mosquitto", who cannot write a mktemp dir.
+  [ "$(id -u)" -eq 0 ] && user_line="user root"
   cat > "$dir/mosquitto.conf" <<CONF
+$user_line
 listener $port 127.0.0.1
 allow_anonymous true
 persistence true
@@ -54,15 +58,48 @@ CONF
   fi
 }
 
-# stop_pid PID...: SIGTERM, then waits (the processes must be children of this shell).
+# stop_pid PID...: (safe under set -e) SIGTERM to each, then waits for each to exit (up to 15 s, by following
+# the process with `tail --pid`), then SIGKILL for any still there.
 stop_pid() {
   local p
   for p in "$@"; do
-    [ -n "$p" ] || continue
-    kill -TERM "$p" 2>/dev/null || true
+    [ -n "$p" ] && { kill -TERM "$p" 2>/dev/null || true; }
   done
   for p in "$@"; do
     [ -n "$p" ] || continue
+    timeout 15 tail --pid="$p" -s 0.05 -f /dev/null 2>/dev/null || true
+    kill -KILL "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
+  return 0
+}
+
+# Process groups: with job control on (`set -m`), every background job of a script is its
+# own process group (a pipeline's members and the children they start included), so a
+# whole job can be stopped without knowing its members. track_job records the job just
+# started with `&`; stop_jobs stops all recorded jobs, newest first.
+TRACKED_JOBS=()
+track_job() { # [PID] (default $! of the caller, passed explicitly)
+  local pid=$1 pgid
+  pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')
+  TRACKED_JOBS+=("$pid:${pgid:-$pid}")
+}
+stop_jobs() {
+  local i entry pid pgid
+  for ((i = ${#TRACKED_JOBS[@]} - 1; i >= 0; i--)); do
+    entry=${TRACKED_JOBS[i]}; pid=${entry%%:*}; pgid=${entry##*:}
+    if [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then
+      kill -TERM -- "-$pgid" 2>/dev/null || true
+    else
+      kill -TERM "$pid" 2>/dev/null || true
+    fi
+    timeout 15 tail --pid="$pid" -s 0.05 -f /dev/null 2>/dev/null || true
+    if [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then
+      kill -KILL -- "-$pgid" 2>/dev/null || true
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  TRACKED_JOBS=()
+  return 0
 }

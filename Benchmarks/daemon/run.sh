@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Ampel daemon benchmark (issue 6), one command:
+#
+#   Benchmarks/daemon/run.sh                  # defaults below; override with env vars
+#   RUNS=5 COUNT=100000 Benchmarks/daemon/run.sh
+#
+# Through one real mosquitto (set_tcp_nodelay, raised max_queued_messages and
+# max_inflight_messages, as in deploy/mosquitto/mosquitto.conf), all release builds:
+#  1. throughput: location messages per second through `ampel run` (each causing a state
+#     publish) against a do-nothing relay client (AmpelBenchmarks daemon relay) in the same
+#     run, at QoS 0 and QoS 1, alternating which goes first;
+#  2. latency: p50/p99 from publishing a location to receiving its state, at a steady
+#     1,000 msg/s (QoS 1), daemon and relay;
+#  3. memory: VmRSS of a freshly started daemon after 100,000 devices reported once.
+# Prints a Markdown section (machine, command, medians) and keeps the raw lines in
+# benchmarks-out/daemon/. If this build has no `ampel run` yet, measures the relay alone.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=../../scripts/lib/broker.sh
+source scripts/lib/broker.sh
+
+RUNS=${RUNS:-3}
+DEVICES=${DEVICES:-5000}        # devices in the throughput test
+COUNT=${COUNT:-50000}           # fixes per throughput measurement
+WINDOW=${WINDOW:-500}           # fixes in flight (sent, state not yet back)
+RATE=${RATE:-1000}              # latency: fixes per second
+LAT_SECONDS=${LAT_SECONDS:-10}  # latency: duration
+RSS_DEVICES=${RSS_DEVICES:-100000}
+DATE=${DATE:-2020-10-15}
+
+out=benchmarks-out/daemon
+mkdir -p "$out"
+if [ -n "${BIN_DIR:-}" ]; then
+  bin=$BIN_DIR # binaries built elsewhere (e.g. to try the script with a debug build)
+else
+  echo "building (release) ..." >&2
+  swift build -c release --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+  swift build -c release --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+  bin=$(swift build -c release --show-bin-path)
+fi
+bench=$bin/AmpelBenchmarks
+ampel=$bin/ampel
+have_daemon=1
+[[ $("$ampel" run --help 2>&1) == *--broker* ]] || have_daemon=0
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-daemon-bench.XXXXXX")
+daemon_pid=""; relay_pid=""
+cleanup() {
+  set +e
+  stop_pid "$daemon_pid" "$relay_pid" "${BROKER_PID:-}"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port=$(free_port)
+start_test_broker "$tmp/broker" "$port"
+broker=mqtt://127.0.0.1:$port
+
+start_daemon() { # STATE_DIR
+  # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
+  mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
+  "$ampel" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" \
+    >>"$out/daemon.log" 2>&1 &
+  daemon_pid=$!
+  # Ready when its retained bridge state says online (event: the message arrives).
+  local bridge
+  bridge=$(mosquitto_sub -h 127.0.0.1 -p "$port" -t ampel/bridge/state -C 1 -W 120 2>/dev/null || true)
+  if [[ $bridge != *online* ]] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+    echo "the daemon did not come online; its log:" >&2
+    tail -n 30 "$out/daemon.log" >&2
+    exit 1
+  fi
+}
+
+: >"$out/daemon.log"
+"$bench" daemon relay --port "$port" >"$out/relay.log" 2>&1 &
+relay_pid=$!
+wait_for_line "$out/relay.log" '^relay ready' 30 "$relay_pid" || { cat "$out/relay.log" >&2; exit 1; }
+targets="relay"
+if [ $have_daemon = 1 ]; then
+  start_daemon "$tmp/state"
+  targets="daemon relay"
+else
+  echo "NOTE: this build of ampel has no 'run' command: measuring the relay alone" >&2
+fi
+
+results="$out/results.txt"
+: >"$results"
+for run in $(seq 1 "$RUNS"); do
+  for qos in 0 1; do
+    order=$targets
+    [ $((run % 2)) = 0 ] && [ $have_daemon = 1 ] && order="relay daemon"
+    for target in $order; do
+      "$bench" daemon throughput --port "$port" --target "$target" --qos "$qos" \
+        --devices "$DEVICES" --count "$COUNT" --window "$WINDOW" 2>>"$out/bench.log" | tee -a "$results"
+    done
+  done
+  for target in $targets; do
+    "$bench" daemon latency --port "$port" --target "$target" --qos 1 --rate "$RATE" \
+      --seconds "$LAT_SECONDS" 2>>"$out/bench.log" | tee -a "$results"
+  done
+done
+
+# Memory: a fresh daemon (new state directory), then RSS_DEVICES devices once each.
+if [ $have_daemon = 1 ]; then
+  stop_pid "$daemon_pid"; daemon_pid=""
+  start_daemon "$tmp/state-rss"
+  "$bench" daemon rss --port "$port" --target daemon --pid "$daemon_pid" --devices "$RSS_DEVICES" \
+    --window "$WINDOW" 2>>"$out/bench.log" | tee -a "$results"
+fi
+
+python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$WINDOW" "$RATE" "$LAT_SECONDS" "$have_daemon" <<'PY'
+import statistics, subprocess, sys, platform
+path, runs, devices, count, window, rate, lat_seconds, have_daemon = sys.argv[1:]
+rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(path) if line.startswith("mode=")]
+def pick(mode, target, qos=None):
+    return [r for r in rows if r["mode"] == mode and r["target"] == target and (qos is None or r["qos"] == str(qos))]
+def med(rs, key):
+    values = [float(r[key]) for r in rs]
+    return statistics.median(values) if values else float("nan")
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
+mem = sh("free -g | awk '/^Mem:/ {print $2}'")
+print()
+print("Machine: %s, %s cores (`nproc`), %s GiB; %s; %s; mosquitto %s" % (
+    cpu, sh("nproc"), mem, platform.platform(), sh("swift --version 2>&1 | head -1"),
+    sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1")))
+print("Command: `Benchmarks/daemon/run.sh` (RUNS=%s: medians of %s runs; throughput: %s fixes over %s devices, "
+      "%s in flight; latency: %s fixes/s for %s s, QoS 1)" % (runs, runs, count, devices, window, rate, lat_seconds))
+print()
+targets = ["daemon", "relay"] if have_daemon == "1" else ["relay"]
+print("| QoS | " + " | ".join("%s msg/s" % t for t in targets) + (" | daemon/relay (goal >= 0.9) |" if have_daemon == "1" else " |"))
+print("|---|" + "---|" * len(targets) + ("---|" if have_daemon == "1" else ""))
+for qos in (0, 1):
+    values = [med(pick("throughput", t, qos), "rate") for t in targets]
+    line = "| %d | " % qos + " | ".join("%.0f" % v for v in values)
+    if have_daemon == "1":
+        line += " | %.2f" % (values[0] / values[1])
+    print(line + " |")
+print()
+print("| latency at %s msg/s, QoS 1 | p50 ms | p90 ms | p99 ms (goal < 2) | max ms |" % rate)
+print("|---|---|---|---|---|")
+for t in targets:
+    rs = pick("latency", t)
+    print("| %s | %.3f | %.3f | %.3f | %.3f |" % (t, med(rs, "p50_ms"), med(rs, "p90_ms"), med(rs, "p99_ms"), med(rs, "max_ms")))
+rss = [r for r in rows if r["mode"] == "rss"]
+if rss:
+    r = rss[-1]
+    print()
+    print("Memory: daemon VmRSS %.1f MB after %s devices (goal < 60 MB; %.1f MB right after start, peak VmHWM %.1f MB; "
+          "%s s to take them in)" % (int(r["rss_kb"]) / 1024, r["devices"], int(r["rss_before_kb"]) / 1024,
+                                     int(r["hwm_kb"]) / 1024, r["seconds"]))
+PY
