@@ -131,56 +131,13 @@ private struct AmpelRun {
     let stderr: String
 }
 
-/// The built `ampel` next to the test runner (`swift build --build-tests` builds it), or in
-/// the package's `.build/debug`.
-private func ampelExecutable() throws -> URL {
-    var candidates: [URL] = []
-    if let runner = Bundle.main.executableURL {
-        candidates.append(runner.deletingLastPathComponent().appendingPathComponent("ampel"))
-    }
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ampel"))
-    candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../.build/debug/ampel").standardizedFileURL)
-    for url in candidates where FileManager.default.isExecutableFile(atPath: url.path) {
-        return url
-    }
-    throw FixtureError("the built ampel executable was not found (run `swift build --build-tests`); looked at \(candidates.map(\.path))")
-}
-
-/// Runs `ampel` with `arguments` and waits for it; output goes through files, so no pipe can fill up.
+/// Runs the built `ampel` (located by ``AmpelBinary``) in English without colours.
 private func runAmpel(_ arguments: [String]) async throws -> AmpelRun {
-    let directory = try temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let outURL = directory.appendingPathComponent("out"), errURL = directory.appendingPathComponent("err")
-    try Data().write(to: outURL)
-    try Data().write(to: errURL)
-    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-    defer {
-        try? out.close()
-        try? err.close()
-    }
-    let process = Process()
-    process.executableURL = try ampelExecutable()
-    process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["NO_COLOR"] = "1"
     environment["LANG"] = "en_US.UTF-8"
     environment["LC_ALL"] = nil
     environment["LC_MESSAGES"] = nil
-    process.environment = environment
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    return AmpelRun(status: status,
-                    stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                    stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    let output = try await AmpelBinary.run(arguments, environment: environment)
+    return AmpelRun(status: output.exitCode, stdout: output.stdoutText, stderr: output.stderrText)
 }
