@@ -253,7 +253,8 @@ public actor AmpelDaemon: Service {
             switch action {
             case .publish(let message):
                 do {
-                    try await transport.publish(message)
+                    // In order, without a round trip per message: libmosquitto delivers QoS 1.
+                    try await transport.enqueue(message)
                     counters.published += 1
                     if message.topic.hasSuffix("/alert") { counters.alerts += 1 }
                 } catch {

@@ -73,6 +73,12 @@ public final class MQTTTransport: DaemonTransport {
                                  retain: message.retain, messageExpiry: expiry)
     }
 
+    public func enqueue(_ message: OutgoingMessage) async throws {
+        let expiry: Duration? = client.configuration.protocolVersion == .v5 ? message.expiry.map { .seconds(Int($0)) } : nil
+        try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
+                           retain: message.retain, messageExpiry: expiry)
+    }
+
     public func shutdown() async {
         await client.disconnect()
     }

@@ -23,10 +23,19 @@ public protocol DaemonTransport: Sendable {
     func subscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
     func publish(_ message: OutgoingMessage) async throws
+    /// Hands a publish over in call order without waiting for the acknowledgement (the hot path).
+    func enqueue(_ message: OutgoingMessage) async throws
     /// Messages of the subscriptions, until the transport shuts down.
     var messages: AsyncStream<IncomingMessage> { get }
     /// Disconnects cleanly (the Will is not fired).
     func shutdown() async
+}
+
+extension DaemonTransport {
+    /// Without a faster path, enqueueing is publishing.
+    public func enqueue(_ message: OutgoingMessage) async throws {
+        try await publish(message)
+    }
 }
 
 /// Finds the district of a position.

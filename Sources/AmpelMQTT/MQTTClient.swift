@@ -93,6 +93,21 @@ public final class MQTTClient: Sendable {
         try await session.publish(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
     }
 
+    /// Publishes without waiting for the broker's acknowledgement; messages go out in call order.
+    ///
+    /// For high-rate producers (the daemon's state and alert publishes): awaiting every PUBACK
+    /// would limit them to one broker round trip per message. A QoS 1 message handed over here
+    /// is resent by libmosquitto until acknowledged within the session; while disconnected it
+    /// waits, in order, and is sent after the reconnect. Broker rejections (negative PUBACK)
+    /// are not reported to the caller; use ``publish(topic:payload:qos:retain:messageExpiry:)``
+    /// where they matter.
+    /// - Throws: ``MQTTError``: invalid topic, QoS 0 while disconnected, closed client.
+    public func enqueue(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil
+    ) throws(MQTTError) {
+        try session.enqueue(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+    }
+
     /// Disconnects cleanly and stops the network thread.
     ///
     /// Sends DISCONNECT (so the broker discards the Last Will), waits for the network thread to

@@ -394,6 +394,51 @@ final class MosquittoSession: Sendable {
         }
     }
 
+    /// Hands a publish to the connection in call order and returns without waiting for PUBACK.
+    ///
+    /// QoS 1 delivery is then libmosquitto's: it resends until the broker acknowledges, within
+    /// the session. While the gate is closed the message waits in `offline`, in order, like an
+    /// awaited publish whose task stopped waiting.
+    func enqueue(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) throws(MQTTError) {
+        var expirySeconds: UInt32?
+        if let messageExpiry {
+            guard configuration.protocolVersion == .v5 else {
+                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
+            }
+            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
+        }
+        let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
+        enum Outcome { case sent(Int32, Int32), queued, closed, refusedQoS0 }
+        let outcome: Outcome = gate.withLock { gate in
+            if gate.closed { return .closed }
+            guard gate.open else {
+                if qos == .atMostOnce { return .refusedQoS0 }
+                gate.nextID += 1
+                gate.offline.append(OfflinePublish(id: gate.nextID, message: message, waiter: nil))
+                return .queued
+            }
+            let (rc, mid) = send(message)
+            return .sent(rc, mid)
+        }
+        switch outcome {
+        case .closed:
+            throw Self.closedError
+        case .refusedQoS0:
+            throw publishFailure(MOSQ_ERR_NO_CONN.rawValue, topic: topic, qos: qos)
+        case .queued:
+            sentCount.add(1, ordering: .relaxed)
+        case .sent(let rc, let mid):
+            guard rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce) else {
+                throw publishFailure(rc, topic: topic, qos: qos)
+            }
+            state.withLock { state in
+                if qos == .atMostOnce { state.acks.ignoreQoS0(mid: mid) } else { state.acks.ignore(mid: mid) }
+            }
+            sentCount.add(1, ordering: .relaxed)
+        }
+    }
+
     /// Why libmosquitto refused a publish, in words: closed client, bad topic, no connection.
     private func publishFailure(_ rc: Int32, topic: String, qos: MQTTQoS) -> MQTTError {
         if state.withLock({ $0.phase == .closed || $0.phase == .closing }) { return Self.closedError }

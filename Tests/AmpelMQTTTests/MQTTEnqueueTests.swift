@@ -1,0 +1,47 @@
+import AmpelMQTT
+import AmpelTestSupport
+import Testing
+
+/// `enqueue`: publishing at the producer's pace, in order, with QoS 1 delivery left to libmosquitto.
+@Suite("Enqueue without awaiting acknowledgements", .timeLimit(.minutes(1)))
+struct MQTTEnqueueTests {
+    @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
+    func enqueuedMessagesArriveAllAndInOrder(_ version: MQTTConfiguration.ProtocolVersion) async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let subscriber = try await broker.connectedClient("enq-sub", version)
+        let inbox = MessageCollector(subscriber)
+        try await subscriber.subscribe([("enq/#", .atLeastOnce)])
+        let publisher = try await broker.connectedClient("enq-pub", version)
+        let count = 2_000
+        for index in 0..<count {
+            try publisher.enqueue(topic: "enq/\(index % 7)", payload: bytes("m\(index)"), qos: .atLeastOnce)
+        }
+        // An awaited publish after them is acknowledged only after the broker took the earlier ones.
+        try await publisher.publish(topic: "enq/last", payload: bytes("last"), qos: .atLeastOnce)
+        let received = try await inbox.wait(for: count + 1)
+        #expect(received.map(text) == (0..<count).map { "m\($0)" } + ["last"])
+        #expect(publisher.counters.sent == count + 1)
+        await publisher.disconnect()
+        await subscriber.disconnect()
+    }
+
+    @Test func enqueuedBeforeConnectIsSentAfterIt() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let subscriber = try await broker.connectedClient("enq-sub2")
+        let inbox = MessageCollector(subscriber)
+        try await subscriber.subscribe([("early/#", .atLeastOnce)])
+        let publisher = MQTTClient(configuration: broker.configuration("enq-early", .v5))
+        try publisher.enqueue(topic: "early/a", payload: bytes("1"), qos: .atLeastOnce)
+        try publisher.enqueue(topic: "early/a", payload: bytes("2"), qos: .atLeastOnce)
+        #expect(throws: MQTTError.self) { try publisher.enqueue(topic: "early/a", payload: bytes("q0"), qos: .atMostOnce) }
+        #expect(throws: MQTTError.self) { try publisher.enqueue(topic: "bad/#", payload: bytes("x"), qos: .atLeastOnce) }
+        try await publisher.connect()
+        let received = try await inbox.wait(for: 2)
+        #expect(received.map(text) == ["1", "2"])
+        await publisher.disconnect()
+        #expect(throws: MQTTError.self) { try publisher.enqueue(topic: "early/a", payload: bytes("3"), qos: .atLeastOnce) }
+        await subscriber.disconnect()
+    }
+}
