@@ -167,18 +167,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// SplitMix64, seeded, so every run measures the same points.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+typealias SplitMix = SplitMix64
 
 /// Thread CPU time: the machine this runs on is shared, so wall time would measure the neighbours too.
 enum CPUClock {

@@ -236,11 +236,12 @@ extension DistrictIndex {
     }
 }
 
-/// SplitMix64 keys for interning district sets; fixed seed, so builds are reproducible.
-struct Zobrist {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+/// SplitMix64: a small, seeded generator. The index uses it for reproducible interning keys;
+/// benchmarks and tests use it so every run sees the same points.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -248,3 +249,5 @@ struct Zobrist {
         return z ^ (z >> 31)
     }
 }
+
+typealias Zobrist = SplitMix64
