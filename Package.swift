@@ -129,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AmpelDaemonTests",
-            dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelTestSupport"]
+            dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport"]
         ),
         .testTarget(name: "AmpelCLITests", dependencies: ["AmpelTestSupport"]),
     ]

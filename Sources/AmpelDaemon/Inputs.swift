@@ -1,3 +1,4 @@
+import AmpelCore
 import Foundation
 
 /// One position of one device, accepted by an input parser.
@@ -77,43 +78,38 @@ public struct InputParser: Sendable {
         guard payload.count <= maxPayload else {
             return .dropped(.oversized, detail: "\(payload.count) bytes, limit \(maxPayload)")
         }
-        let data = Data(payload)
+        let bytes = Array(payload)
         switch kind {
-        case .owntracks: return owntracks(topicKey: topicKey, data)
-        case .plain: return plain(topicKey: topicKey, data)
-        case .traccar: return traccar(data)
+        case .owntracks: return owntracks(topicKey: topicKey, bytes)
+        case .plain: return plain(topicKey: topicKey, bytes)
+        case .traccar: return traccar(Data(bytes))
         }
     }
 
-    func owntracks(topicKey: String, _ data: Data) -> ParseOutcome {
-        if firstNonSpace(data) == UInt8(ascii: "[") {
+    func owntracks(topicKey: String, _ payload: [UInt8]) -> ParseOutcome {
+        if firstNonSpace(payload) == UInt8(ascii: "[") {
             // OwnTracks sends arrays only over HTTP; they are no location message on MQTT.
-            return isJSON(data) ? .skipped("array") : .dropped(.notJSON, detail: "not valid JSON")
+            return isJSON(Data(payload)) ? .skipped("array") : .dropped(.notJSON, detail: "not valid JSON")
         }
-        let message: OwnTracksMessage
-        do {
-            message = try JSONDecoder().decode(OwnTracksMessage.self, from: data)
-        } catch {
+        guard let message = FlatMessage(payload, maximumLength: max(maxPayload, JSONScanner.maximumLength)) else {
             return .dropped(.notJSON, detail: "not a JSON object")
         }
-        guard let type = message.type else { return .skipped("untyped") }
+        guard case .value(let type) = message.text("_type") else { return .skipped("untyped") }
         guard type == "location" else {
             let known = ["lwt", "transition", "waypoint", "waypoints", "card", "encrypted", "cmd", "status", "steps", "beacon", "dump", "configuration", "request"]
             return .skipped(known.contains(type) ? type : "other")
         }
-        return makeFix(topicKey: topicKey, lat: message.lat, lon: message.lon, tst: message.tst, lang: nil)
+        return makeFix(topicKey: topicKey, lat: message.number("lat"), lon: message.number("lon"), tst: message.number("tst"), lang: nil)
     }
 
-    func plain(topicKey: String, _ data: Data) -> ParseOutcome {
-        let message: PlainMessage
-        do {
-            message = try JSONDecoder().decode(PlainMessage.self, from: data)
-        } catch {
+    func plain(topicKey: String, _ payload: [UInt8]) -> ParseOutcome {
+        guard let message = FlatMessage(payload, maximumLength: max(maxPayload, JSONScanner.maximumLength)) else {
             return .dropped(.notJSON, detail: "not a JSON object")
         }
         var lang: String?
-        if case .value(let value) = message.lang { lang = value }
-        return makeFix(topicKey: topicKey, lat: message.lat, lon: message.lon, tst: message.tst, lang: lang)
+        if case .value(let value) = message.text("lang") { lang = value }
+        return makeFix(topicKey: topicKey, lat: message.number(anyOf: "lat", "latitude"), lon: message.number(anyOf: "lon", "longitude"),
+                       tst: message.number("tst"), lang: lang)
     }
 
     func traccar(_ data: Data) -> ParseOutcome {
@@ -171,7 +167,7 @@ public struct InputParser: Sendable {
     }
 }
 
-private func firstNonSpace(_ data: Data) -> UInt8? {
+private func firstNonSpace(_ data: some Collection<UInt8>) -> UInt8? {
     data.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
 }
 
@@ -203,47 +199,58 @@ extension KeyedDecodingContainer where Key == AnyKey {
         guard let value = try? decode(T.self, forKey: key) else { return .invalid }
         return .value(value)
     }
+}
 
-    /// The first of `names` that is present.
-    func field<T: Decodable & Sendable & Hashable>(_ type: T.Type, anyOf names: [String]) -> Field<T> {
-        for name in names {
-            let value = field(type, name)
-            if value != .missing { return value }
+/// The top-level members of a flat JSON object (OwnTracks, plain), read in one pass by
+/// `AmpelCore.JSONScanner` without building a tree: the location inputs are the daemon's
+/// hot path, and `JSONDecoder` cost more than everything else a fix does.
+///
+/// Field rules as for the decoders: absent or `null` is `.missing`, another type `.invalid`;
+/// a repeated key takes its last value.
+struct FlatMessage {
+    private var members: [String: JSONValue] = [:]
+    private let bytes: [UInt8]
+
+    /// `nil` when the payload is not one valid JSON object.
+    init?(_ bytes: [UInt8], maximumLength: Int) {
+        self.bytes = bytes
+        var members: [String: JSONValue] = [:]
+        do {
+            try JSONScanner.scanTopLevel(bytes, maximumLength: maximumLength) { key, value in
+                // Keys longer than the scanner keeps are none the parsers read.
+                guard !key.isTruncated else { return }
+                members[String(decoding: key.utf8, as: UTF8.self)] = value
+            }
+        } catch {
+            return nil
         }
-        return .missing
+        self.members = members
     }
-}
 
-/// The OwnTracks fields Ampel reads; other fields and unknown types are left alone.
-struct OwnTracksMessage: Decodable {
-    var type: String?
-    var lat: Field<Double> = .missing
-    var lon: Field<Double> = .missing
-    var tst: Field<Double> = .missing
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
-        if case .value(let type) = c.field(String.self, "_type") { self.type = type }
-        guard type == "location" else { return }
-        lat = c.field(Double.self, "lat")
-        lon = c.field(Double.self, "lon")
-        tst = c.field(Double.self, "tst")
+    func number(_ key: String) -> Field<Double> {
+        switch members[key] {
+        case nil, .null?: return .missing
+        case .number(let n)?:
+            // The scanner checked the grammar; a value beyond Double's range reads as infinity.
+            let text = String(decoding: bytes[n.start..<n.end], as: UTF8.self)
+            return Double(text).map { .value($0) } ?? .invalid
+        default: return .invalid
+        }
     }
-}
 
-/// `{"lat","lon"}` or `{"latitude","longitude"}`, optional `tst` and `lang`.
-struct PlainMessage: Decodable {
-    var lat: Field<Double>
-    var lon: Field<Double>
-    var tst: Field<Double>
-    var lang: Field<String>
+    /// The first of the keys that is present.
+    func number(anyOf first: String, _ second: String) -> Field<Double> {
+        let value = number(first)
+        return value == .missing ? number(second) : value
+    }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
-        lat = c.field(Double.self, anyOf: ["lat", "latitude"])
-        lon = c.field(Double.self, anyOf: ["lon", "longitude"])
-        tst = c.field(Double.self, "tst")
-        lang = c.field(String.self, "lang")
+    /// A string member; texts longer than the scanner keeps are cut (no member read here is long).
+    func text(_ key: String) -> Field<String> {
+        switch members[key] {
+        case nil, .null?: return .missing
+        case .string(let text)?: return .value(String(decoding: text.utf8, as: UTF8.self))
+        default: return .invalid
+        }
     }
 }
 

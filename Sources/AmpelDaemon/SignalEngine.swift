@@ -205,12 +205,12 @@ public struct SignalEngine: Sendable {
     }
 
     func deviceState(_ key: String, _ record: DeviceRecord, _ signal: Signal) -> OutgoingMessage {
-        let payload = DeviceStatePayload(signal: signal, device: key, lat: record.lat, lon: record.lon, tst: record.tst)
-        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: Encode.json(payload), qos: 1, retain: true)
+        let fields = Signal.DeviceFields(device: key, lat: record.lat, lon: record.lon, tst: record.tst)
+        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: signal.json(device: fields), qos: 1, retain: true)
     }
 
     func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
-        OutgoingMessage(topic: settings.topics.deviceAlert(key), payload: Encode.json(AlertPayload(device: key, from: from, signal: signal)),
+        OutgoingMessage(topic: settings.topics.deviceAlert(key), payload: signal.alertJSON(device: key, from: from),
                         qos: 1, retain: false, expiry: settings.alertExpiry)
     }
 
@@ -236,7 +236,7 @@ public struct SignalEngine: Sendable {
             let previousSignal = districtSignals[ags]
             let previousPhase = districtPhases[ags]
             if initial || previousSignal != signal {
-                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: Encode.json(signal), qos: 1, retain: true)))
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true)))
             }
             if initial || previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true)))
@@ -244,7 +244,7 @@ public struct SignalEngine: Sendable {
             // A district's first phase ever is no change: 96 alerts on a fresh install would be noise.
             if let previousPhase, previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
-                                                        payload: Encode.json(AlertPayload(device: nil, from: previousPhase, signal: signal)),
+                                                        payload: signal.alertJSON(device: nil, from: previousPhase),
                                                         qos: 1, retain: false, expiry: settings.alertExpiry)))
             }
             districtSignals[ags] = signal

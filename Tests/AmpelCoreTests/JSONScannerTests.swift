@@ -1,4 +1,4 @@
-import AmpelLamp
+import AmpelCore
 import Testing
 
 /// The scanner reports exactly the top-level members and refuses anything that is not JSON.
@@ -16,7 +16,7 @@ import Testing
     @Test func reportsTopLevelMembersInOrder() throws {
         let found = try members(#"  {"a": 1, "b": "two", "c": true, "d": false, "e": null, "f": {}, "g": [] } "#)
         #expect(found.map(\.0) == ["a", "b", "c", "d", "e", "f", "g"])
-        #expect(found.map(\.1) == [.number, string("two"), .bool(true), .bool(false), .null, .object, .array])
+        #expect(found.map(\.1) == [.number(JSONNumber(start: 8, end: 9)), string("two"), .bool(true), .bool(false), .null, .object, .array])
     }
 
     @Test func nestedAndQuotedPhaseIsNotReported() throws {
@@ -82,7 +82,27 @@ import Testing
     @Test func acceptsNumbersOfEveryShape() throws {
         let found = try members(#"{"a":0,"b":-0,"c":12.5e-3,"d":1E+9,"e":-7.25,"f":[1,{"g":[null,true]}]}"#)
         #expect(found.count == 6)
-        #expect(found.dropLast().allSatisfy { $0.1 == .number })
+        let text = #"{"a":0,"b":-0,"c":12.5e-3,"d":1E+9,"e":-7.25,"f":[1,{"g":[null,true]}]}"#
+        let numbers: [String] = found.dropLast().compactMap {
+            guard case .number(let n) = $0.1 else { return nil }
+            return String(decoding: Array(text.utf8)[n.start..<n.end], as: UTF8.self)
+        }
+        #expect(numbers == ["0", "-0", "12.5e-3", "1E+9", "-7.25"])
+    }
+
+    @Test func numberPositionsHonourASliceStart() throws {
+        let bytes = Array("xx{\"lat\": 48.5 ,\"lon\":-11}".utf8)
+        var found: [JSONNumber] = []
+        try JSONScanner.scanTopLevel(bytes[2...]) { _, value in
+            if case .number(let n) = value { found.append(n) }
+        }
+        #expect(found.map { String(decoding: bytes[$0.start..<$0.end], as: UTF8.self) } == ["48.5", "-11"])
+    }
+
+    @Test func lengthLimitIsTheCallers() throws {
+        let long = Array(("{\"a\":\"" + String(repeating: "x", count: 20_000) + "\"}").utf8)
+        #expect(throws: JSONScanError.tooLong) { try JSONScanner.scanTopLevel(long) { _, _ in } }
+        #expect(throws: Never.self) { try JSONScanner.scanTopLevel(long, maximumLength: 65_536) { _, _ in } }
     }
 
     @Test func worksOnAnArraySlice() throws {

@@ -23,9 +23,11 @@ public enum JSONScanner {
     ///
     /// - Parameters:
     ///   - bytes: The document. Leading and trailing JSON white space is allowed.
+    ///   - maximumLength: Longer documents are refused unread.
     ///   - member: Receives the decoded key and a summary of the value.
     public static func scanTopLevel<Bytes: RandomAccessCollection>(
         _ bytes: Bytes,
+        maximumLength: Int = JSONScanner.maximumLength,
         _ member: (JSONText, JSONValue) -> Void
     ) throws(JSONScanError) where Bytes.Element == UInt8, Bytes.Index == Int {
         guard bytes.count <= maximumLength else { throw .tooLong }
@@ -76,8 +78,9 @@ public enum JSONScanner {
                     if atTop, let key = pendingKey { member(key, .null) }
                     expect = .commaOrClose
                 case ascii("-"), ascii("0")...ascii("9"):
+                    let start = cursor.position
                     try cursor.number()
-                    if atTop, let key = pendingKey { member(key, .number) }
+                    if atTop, let key = pendingKey { member(key, .number(JSONNumber(start: start, end: cursor.position))) }
                     expect = .commaOrClose
                 default:
                     throw .malformed(at: cursor.position)
@@ -330,14 +333,27 @@ public struct JSONText: Sendable, Equatable {
     }
 }
 
-/// What a top-level member's value is; strings carry their (capped) text.
+/// What a top-level member's value is; strings carry their (capped) text, numbers where
+/// their text lies in the document.
 public enum JSONValue: Sendable, Equatable {
     case string(JSONText)
-    case number
+    case number(JSONNumber)
     case bool(Bool)
     case null
     case object
     case array
+}
+
+/// A number member: its text is `bytes[start..<end]` of the scanned document, already
+/// checked against the JSON number grammar (convert it where floating-point parsing exists).
+public struct JSONNumber: Sendable, Equatable {
+    public let start: Int
+    public let end: Int
+
+    public init(start: Int, end: Int) {
+        self.start = start
+        self.end = end
+    }
 }
 
 @inline(__always)

@@ -1,0 +1,199 @@
+/// Writes compact JSON straight into bytes, exactly as ``AmpelJSON`` (`JSONEncoder` with
+/// sorted keys and unescaped slashes) writes the same values.
+///
+/// The daemon writes a signal object for every location it accepts; `JSONEncoder` builds a
+/// tree of boxed values for each and spent more time on that than the daemon spent on all
+/// else. Callers write keys in sorted (byte) order themselves. The output is checked
+/// byte for byte against `JSONEncoder` in the tests (`JSONWriterTests`).
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 1024) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Appends text that is already JSON (punctuation, a key with its quotes and colon).
+    public mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Appends bytes that are already JSON (a fragment written earlier).
+    public mutating func raw(_ fragment: [UInt8]) {
+        bytes.append(contentsOf: fragment)
+    }
+
+    /// A JSON string: `"`, `\` and control characters escaped, `/` and non-ASCII as they are.
+    public mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var start = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                start = index + 1
+                bytes.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    public mutating func string(_ text: String?) {
+        if let text { string(text) } else { null() }
+    }
+
+    /// A finite number in its shortest round-trip form, without a trailing `.0`
+    /// (`23`, `0.1`, `1e-07`, `1.2345678901234568e+16`).
+    public mutating func number(_ value: Double) {
+        guard value.isFinite else { return null() }  // never held: inputs and data are checked
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func number(_ value: Double?) {
+        if let value { number(value) } else { null() }
+    }
+
+    public mutating func number(_ value: Int) {
+        var text = String(value)
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func bool(_ value: Bool) {
+        if value { raw("true") } else { raw("false") }
+    }
+
+    public mutating func null() {
+        raw("null")
+    }
+
+    /// `["a","b"]`.
+    public mutating func strings(_ values: [String]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+}
+
+extension Signal.DistrictRef {
+    /// `{"ags","name","state","type"}`, `type` `null` when unknown.
+    public func write(to json: inout JSONWriter) {
+        json.raw(#"{"ags":"#)
+        json.string(ags)
+        json.raw(#","name":"#)
+        json.string(name)
+        json.raw(#","state":"#)
+        json.string(state)
+        json.raw(#","type":"#)
+        json.string(type)
+        json.raw("}")
+    }
+}
+
+extension Signal {
+    /// Fields a `…/state` payload adds to the signal object: the device and its position.
+    public struct DeviceFields: Sendable, Hashable {
+        public var device: String
+        public var lat: Double
+        public var lon: Double
+        public var tst: Int
+
+        public init(device: String, lat: Double, lon: Double, tst: Int) {
+            self.device = device
+            self.lat = lat
+            self.lon = lon
+            self.tst = tst
+        }
+    }
+
+    /// The compact JSON of the signal contract (docs/signal.md), keys sorted, every key present;
+    /// with `device`, the `ampel/device/<key>/state` payload (the signal plus `device`, `lat`,
+    /// `lon`, `tst`).
+    public func json(device: DeviceFields? = nil) -> [UInt8] {
+        var json = JSONWriter(capacity: 1536)
+        json.raw(#"{"always":"#)
+        json.strings(always)
+        json.raw(#","color":"#)
+        json.string(color)
+        json.raw(#","dataDate":"#)
+        json.string(dataDate)
+        if let device {
+            json.raw(#","device":"#)
+            json.string(device.device)
+        }
+        json.raw(#","district":"#)
+        if let district { district.write(to: &json) } else { json.null() }
+        json.raw(#","incidence":"#)
+        json.number(incidence)
+        json.raw(#","lang":"#)
+        json.string(lang)
+        if let device {
+            json.raw(#","lat":"#)
+            json.number(device.lat)
+            json.raw(#","lon":"#)
+            json.number(device.lon)
+        }
+        json.raw(#","phase":"#)
+        json.string(phase)
+        json.raw(#","ruleSet":"#)
+        json.string(ruleSet)
+        json.raw(#","rules":"#)
+        json.strings(rules)
+        json.raw(#","stale":"#)
+        json.bool(stale)
+        json.raw(#","title":"#)
+        json.string(title)
+        if let device {
+            json.raw(#","tst":"#)
+            json.number(device.tst)
+        }
+        json.raw("}")
+        return json.bytes
+    }
+
+    /// The compact JSON of an alert: the phase change from `from` (`null` on a first sighting)
+    /// to this signal, for `device` (`null` for a district alert).
+    public func alertJSON(device: String?, from: String?) -> [UInt8] {
+        var json = JSONWriter(capacity: 1536)
+        json.raw(#"{"always":"#)
+        json.strings(always)
+        json.raw(#","dataDate":"#)
+        json.string(dataDate)
+        json.raw(#","device":"#)
+        json.string(device)
+        json.raw(#","district":"#)
+        if let district { district.write(to: &json) } else { json.null() }
+        json.raw(#","from":"#)
+        json.string(from)
+        json.raw(#","incidence":"#)
+        json.number(incidence)
+        json.raw(#","lang":"#)
+        json.string(lang)
+        json.raw(#","rules":"#)
+        json.strings(rules)
+        json.raw(#","title":"#)
+        json.string(title)
+        json.raw(#","to":"#)
+        json.string(phase)
+        json.raw("}")
+        return json.bytes
+    }
+}

@@ -1,0 +1,117 @@
+import AmpelCore
+import AmpelDomain
+import Foundation
+import Testing
+
+/// `Signal.json` and `alertJSON` write by hand what `JSONEncoder` (``AmpelJSON``) wrote before:
+/// every byte must stay the same, or retained states would flip between two spellings.
+@Suite struct JSONWriterTests {
+    /// The reference shapes, encoded by `JSONEncoder` with ``AmpelJSON``'s settings.
+    struct DeviceState: Encodable {
+        let signal: Signal
+        let device: String, lat: Double, lon: Double, tst: Int
+        enum Keys: String, CodingKey { case device, lat, lon, tst }
+        func encode(to encoder: any Encoder) throws {
+            try signal.encode(to: encoder)
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(device, forKey: .device)
+            try c.encode(lat, forKey: .lat)
+            try c.encode(lon, forKey: .lon)
+            try c.encode(tst, forKey: .tst)
+        }
+    }
+
+    struct Alert: Encodable {
+        let device: String?, from: String?, to: String, district: Signal.DistrictRef?, incidence: Double?
+        let dataDate: String, lang: String, title: String, rules: [String], always: [String]
+        enum Keys: String, CodingKey { case device, from, to, district, incidence, dataDate, lang, title, rules, always }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(device, forKey: .device)
+            try c.encode(from, forKey: .from)
+            try c.encode(to, forKey: .to)
+            try c.encode(district, forKey: .district)
+            try c.encode(incidence, forKey: .incidence)
+            try c.encode(dataDate, forKey: .dataDate)
+            try c.encode(lang, forKey: .lang)
+            try c.encode(title, forKey: .title)
+            try c.encode(rules, forKey: .rules)
+            try c.encode(always, forKey: .always)
+        }
+    }
+
+    static let awkwardNames = [
+        "SK München", "LK Neustadt a.d.Aisch-Bad Windsheim", #"Quote " and \ backslash"#, "slash/and\ttab\nnewline",
+        "control \u{1}\u{8}\u{c}\u{1f}\u{7f} end", "emoji 😷 and \u{2028}", "",
+    ]
+
+    static let incidences: [Double] = [
+        0, 0.1, 1e-7, .leastNonzeroMagnitude, 34.999, 35, 35.00000000000001, 50, 50.0001, 100, 100.00001, 123.456789012345,
+        1651.234, 12_345_678_901_234_568, 1e21,
+    ]
+
+    func signals() throws -> [Signal] {
+        let day = try #require(Day(iso: "2020-11-05"))
+        var signals: [Signal] = []
+        for id in ["bavaria", "bavaria-initial"] {
+            let ruleSet = try RuleSetCatalog.bundled(id)
+            for language in [Language.de, .en] {
+                for (index, name) in Self.awkwardNames.enumerated() {
+                    for incidence in Self.incidences {
+                        let district = District(ags: "09\(162 + index)", name: name, shortName: name, kind: index % 2 == 0 ? .city : .county,
+                                                state: "Bayern", population: nil)
+                        signals.append(try ruleSet.signal(for: DistrictIncidence(district: district, incidence: incidence, stateIncidence: nil),
+                                                          dataDate: day, language: language, stale: incidence > 100))
+                    }
+                    let ref = Signal.DistrictRef(ags: "08111", name: name, state: "Baden-Württemberg", type: index % 2 == 0 ? "SK" : nil)
+                    signals.append(ruleSet.outsideSignal(district: ref, dataDate: day, language: language, stale: index % 3 == 0))
+                }
+                signals.append(ruleSet.outsideSignal(district: nil, dataDate: day, language: language))
+            }
+        }
+        return signals
+    }
+
+    @Test func signalBytesEqualJSONEncoder() throws {
+        let signals = try signals()
+        #expect(signals.count > 400)
+        for signal in signals {
+            #expect(signal.json() == Array(try AmpelJSON.data(signal)))
+        }
+    }
+
+    @Test func deviceStateBytesEqualJSONEncoder() throws {
+        var random = SystemRandomNumberGenerator()
+        let keys = ["alice/phone", #"q"uo\te/ü"#, "car-7", "tab\there"]
+        for (index, signal) in try signals().enumerated() {
+            let lat = index % 5 == 0 ? 48.0 : Double.random(in: -90...90, using: &random)
+            let lon = index % 7 == 0 ? -0.000001 : Double.random(in: -180...180, using: &random)
+            let tst = index % 3 == 0 ? 0 : Int.random(in: 0..<2_000_000_000, using: &random)
+            let key = keys[index % keys.count]
+            let expected = Array(try AmpelJSON.data(DeviceState(signal: signal, device: key, lat: lat, lon: lon, tst: tst)))
+            let written = signal.json(device: .init(device: key, lat: lat, lon: lon, tst: tst))
+            #expect(written == expected, "\(String(decoding: written, as: UTF8.self))")
+        }
+    }
+
+    @Test func alertBytesEqualJSONEncoder() throws {
+        for (index, signal) in try signals().enumerated() {
+            let device: String? = index % 2 == 0 ? nil : "alice/phone"
+            let from: String? = index % 3 == 0 ? nil : "green"
+            let reference = Alert(device: device, from: from, to: signal.phase, district: signal.district, incidence: signal.incidence,
+                                  dataDate: signal.dataDate, lang: signal.lang, title: signal.title, rules: signal.rules, always: signal.always)
+            #expect(signal.alertJSON(device: device, from: from) == Array(try AmpelJSON.data(reference)))
+        }
+    }
+
+    @Test func stringsEscapeLikeJSONEncoder() throws {
+        // Every byte value below 0x80 and some multi-byte characters, one string each.
+        var texts = (0..<128).map { String(UnicodeScalar(UInt8($0))) }
+        texts += ["ä", "€", "😷", "a\u{0}b", String(repeating: "\"", count: 40)]
+        for text in texts {
+            var json = JSONWriter()
+            json.string(text)
+            #expect(json.bytes == Array(try AmpelJSON.data([text]).dropFirst().dropLast()), "\(Array(text.utf8))")
+        }
+    }
+}
