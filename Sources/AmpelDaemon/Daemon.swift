@@ -18,6 +18,7 @@ public actor AmpelDaemon: Service {
     let feed: any DatasetFeed
     let transport: any DaemonTransport
     let store: StateStore
+    let saver: StateSaver
     let logger: Logger
     let now: @Sendable () -> Date
     let flushInterval: Duration
@@ -50,6 +51,7 @@ public actor AmpelDaemon: Service {
         self.feed = feed
         self.transport = transport
         self.store = StateStore(directory: configuration.stateDirectory)
+        self.saver = StateSaver(store: store, logger: logger)
         self.logger = logger
         self.now = now
         self.flushInterval = flushInterval
@@ -95,25 +97,28 @@ public actor AmpelDaemon: Service {
             "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
         ])
 
+        // One queue for everything the engine reacts to, in order. The transport hands each
+        // message straight to it from the MQTT network thread (set before connecting, so that
+        // nothing the session kept for the daemon passes by).
+        let (events, continuation) = AsyncStream<Input>.makeStream()
+        transport.deliver { continuation.yield(.message($0)) }
+
         guard try await connect() else {
             logger.info("stopped before the broker answered")
+            continuation.finish()
             return
         }
-        // Subscribe first: what arrives during the start-up publishing waits in the stream.
+        // Subscribe first: what arrives during the start-up publishing waits in the queue.
         let filters = intake.subscriptions
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
-        await perform(engine.event(.start))
+        perform(engine.event(.start))
         counters.datasetsApplied += 1
-        try await publishInfo(engine)
+        publishInfo(engine)
 
-        let (events, continuation) = AsyncStream<Input>.makeStream()
         let producers = Task {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await message in self.transport.messages { continuation.yield(.message(message)) }
-                }
                 group.addTask {
                     for await state in self.feed.updates() { continuation.yield(.feed(state)) }
                 }
@@ -134,18 +139,20 @@ public actor AmpelDaemon: Service {
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }
-                await handle(input, &engine)
+                handle(input, &engine)
             }
         } onGracefulShutdown: {
             continuation.yield(.stop)
         }
 
-        // Stop the intake, then flush what the engine holds and leave cleanly.
+        // Stop the intake (what arrived before the stop request has been handled), then write
+        // the state, say offline and leave cleanly.
+        transport.deliver { _ in }
         producers.cancel()
         continuation.finish()
-        saveState(engine)
-        try? await publishInfo(engine)
+        await saver.finish(engine.persisted)
         do {
+            try await transport.publish(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true))
             try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true))
         } catch {
             logger.warning("could not publish offline state", metadata: ["error": "\(error)"])
@@ -178,19 +185,19 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func handle(_ input: Input, _ engine: inout SignalEngine) async {
+    func handle(_ input: Input, _ engine: inout SignalEngine) {
         switch input {
         case .message(let message):
             for route in intake.route(topic: message.topic, payload: message.payload) {
                 switch route {
                 case .input(let kind, let key):
-                    await handleLocation(kind, key: key, message, &engine)
+                    handleLocation(kind, key: key, message, &engine)
                 case .lampOnline(let name):
                     logger.debug("lamp online", metadata: ["lamp": "\(name)"])
-                    await perform(engine.event(.lampOnline(name: name)))
+                    perform(engine.event(.lampOnline(name: name)))
                 case .homeAssistantOnline:
                     logger.info("Home Assistant online: sending discovery again")
-                    await perform(engine.event(.homeAssistantOnline))
+                    perform(engine.event(.homeAssistantOnline))
                 case .ignore:
                     break
                 }
@@ -208,16 +215,16 @@ public actor AmpelDaemon: Service {
             } else if state.stale != previous?.stale {
                 logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
             }
-            await perform(engine.event(.data(state.dataset, stale: state.stale)))
+            perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
             if dirty, ContinuousClock.now - lastSave >= saveInterval { saveState(engine) }
-            if infoDirty { try? await publishInfo(engine) }
+            if infoDirty { publishInfo(engine) }
         case .stop:
             break
         }
     }
 
-    func handleLocation(_ kind: InputKind, key: String, _ message: IncomingMessage, _ engine: inout SignalEngine) async {
+    func handleLocation(_ kind: InputKind, key: String, _ message: IncomingMessage, _ engine: inout SignalEngine) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(let fix):
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
@@ -228,7 +235,7 @@ public actor AmpelDaemon: Service {
             }
             infoDirty = true
             logger.trace("fix", metadata: ["device": "\(fix.device)", "lat": "\(fix.latitude)", "lon": "\(fix.longitude)"])
-            await perform(actions, topic: message.topic)
+            perform(actions, topic: message.topic)
         case .skipped(let type):
             counters.skipped[type, default: 0] += 1
             infoDirty = true
@@ -248,13 +255,13 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func perform(_ actions: [SignalEngine.Action], topic: String = "") async {
+    func perform(_ actions: [SignalEngine.Action], topic: String = "") {
         for action in actions {
             switch action {
             case .publish(let message):
                 do {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
-                    try await transport.enqueue(message)
+                    try transport.enqueue(message)
                     counters.published += 1
                     if message.topic.hasSuffix("/alert") { counters.alerts += 1 }
                 } catch {
@@ -274,24 +281,32 @@ public actor AmpelDaemon: Service {
         }
     }
 
+    /// Hands the state to the writer thread: the loop only copies it (the file is written
+    /// elsewhere, so a large state never holds up the next location).
     func saveState(_ engine: SignalEngine) {
-        do {
-            try store.save(engine.persisted)
-            dirty = false
-            lastSave = ContinuousClock.now
-        } catch {
-            logger.error("cannot save state", metadata: ["error": "\(error)"])
-        }
+        saver.save(engine.persisted)
+        dirty = false
+        lastSave = ContinuousClock.now
     }
 
-    func publishInfo(_ engine: SignalEngine) async throws {
-        guard let feedState else { return }
+    func infoPayload(_ engine: SignalEngine) -> [UInt8] {
+        guard let feedState else { return [] }
         let formatter = ISO8601DateFormatter()
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { formatter.string(from: $0) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters)
+        return Encode.json(info)
+    }
+
+    /// `bridge/info`, handed over without waiting for the broker (like every publish of the loop).
+    func publishInfo(_ engine: SignalEngine) {
+        guard feedState != nil else { return }
         infoDirty = false
-        try await transport.publish(OutgoingMessage(topic: topics.bridgeInfo, payload: Encode.json(info), qos: 1, retain: true))
+        do {
+            try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true))
+        } catch {
+            logger.debug("bridge info not published", metadata: ["error": "\(error)"])
+        }
     }
 }

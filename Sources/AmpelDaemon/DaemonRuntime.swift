@@ -99,8 +99,7 @@ public enum DaemonRuntime {
 
     /// The daemon on a real MQTT client, not yet running.
     public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1)) throws -> AmpelDaemon {
-        let client = MQTTClient(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
-        let transport = MQTTTransport(client: client, logger: logger)
+        let transport = MQTTTransport(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, flushInterval: flushInterval)
     }

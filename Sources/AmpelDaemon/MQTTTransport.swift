@@ -1,6 +1,7 @@
 import AmpelMQTT
 import Foundation
 import Logging
+import Synchronization
 
 /// `AmpelMQTT.MQTTClient` as the daemon's ``DaemonTransport``.
 ///
@@ -10,22 +11,28 @@ import Logging
 /// the buffer would be lost), and the Last Will `{"state":"offline"}` on `bridge/state`.
 public final class MQTTTransport: DaemonTransport {
     public let client: MQTTClient
-    public let messages: AsyncStream<IncomingMessage>
+    let sink: Sink
     let logger: Logger
 
-    public init(client: MQTTClient, logger: Logger) {
-        self.client = client
+    /// Where received messages go: set by ``deliver(to:)`` before connecting.
+    final class Sink: Sendable {
+        let target = Mutex<(@Sendable (IncomingMessage) -> Void)?>(nil)
+    }
+
+    /// A transport on a new client for `configuration`. The client hands each message from its
+    /// network thread straight to the daemon's queue (one hand-off, no second buffer).
+    public init(configuration: MQTTConfiguration, logger: Logger) {
+        let sink = Sink()
+        self.sink = sink
         self.logger = logger
-        let source = client.messages
-        messages = AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            let pump = Task {
-                for await message in source {
-                    continuation.yield(IncomingMessage(topic: message.topic, payload: message.payload))
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in pump.cancel() }
+        client = MQTTClient(configuration: configuration, logger: logger) { message in
+            let target = sink.target.withLock { $0 }
+            target?(IncomingMessage(topic: message.topic, payload: message.payload))
         }
+    }
+
+    public func deliver(to target: @escaping @Sendable (IncomingMessage) -> Void) {
+        sink.target.withLock { $0 = target }
     }
 
     /// The client configuration for `configuration`.
@@ -73,7 +80,7 @@ public final class MQTTTransport: DaemonTransport {
                                  retain: message.retain, messageExpiry: expiry)
     }
 
-    public func enqueue(_ message: OutgoingMessage) async throws {
+    public func enqueue(_ message: OutgoingMessage) throws {
         let expiry: Duration? = client.configuration.protocolVersion == .v5 ? message.expiry.map { .seconds(Int($0)) } : nil
         try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
                            retain: message.retain, messageExpiry: expiry)

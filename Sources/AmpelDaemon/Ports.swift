@@ -17,25 +17,20 @@ public struct IncomingMessage: Sendable, Hashable {
 /// The composition root adapts `AmpelMQTT.MQTTClient` to it; keeping the daemon on this
 /// small surface keeps the C library and its threads out of the signal logic.
 public protocol DaemonTransport: Sendable {
+    /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
+    /// Called once, before ``connect()``.
+    func deliver(to target: @escaping @Sendable (IncomingMessage) -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connect() async throws
     /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
     func subscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
     func publish(_ message: OutgoingMessage) async throws
-    /// Hands a publish over in call order without waiting for the acknowledgement (the hot path).
-    func enqueue(_ message: OutgoingMessage) async throws
-    /// Messages of the subscriptions, until the transport shuts down.
-    var messages: AsyncStream<IncomingMessage> { get }
+    /// Hands a publish over in call order without waiting for the acknowledgement (the hot
+    /// path; it never suspends, so the daemon's handling of one input is never interleaved).
+    func enqueue(_ message: OutgoingMessage) throws
     /// Disconnects cleanly (the Will is not fired).
     func shutdown() async
-}
-
-extension DaemonTransport {
-    /// Without a faster path, enqueueing is publishing.
-    public func enqueue(_ message: OutgoingMessage) async throws {
-        try await publish(message)
-    }
 }
 
 /// Finds the district of a position.

@@ -1,5 +1,7 @@
 import AmpelDomain
 import Foundation
+import Logging
+import Synchronization
 
 /// The engine's memory on disk: `state.json` in the state directory, written atomically.
 ///
@@ -203,5 +205,48 @@ public struct RateLimiter: Sendable {
         let held = suppressed
         suppressed = 0
         return (true, held)
+    }
+}
+
+/// Writes the daemon's state on a thread of its own, newest state first.
+///
+/// The daemon's loop hands over a copy (copy-on-write: cheap until the engine changes it) and
+/// goes on; a writer thread writes it with ``StateStore/save(_:)``. States handed over while a
+/// write runs replace each other, so a slow disk costs one write per interval, not a queue.
+public final class StateSaver: Sendable {
+    let store: StateStore
+    let logger: Logger
+    let pending = Mutex<PersistedState?>(nil)
+    let queue = DispatchQueue(label: "ampel.state-writer")
+
+    public init(store: StateStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Schedules a write of `state` (or of a newer one handed over before the write starts).
+    public func save(_ state: PersistedState) {
+        let first = pending.withLock { pending in
+            defer { pending = state }
+            return pending == nil
+        }
+        if first { queue.async { self.writePending() } }
+    }
+
+    /// Writes `state` after any write still scheduled, and returns when it is on disk.
+    public func finish(_ state: PersistedState) async {
+        save(state)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
+        }
+    }
+
+    private func writePending() {
+        guard let state = pending.withLock({ pending in defer { pending = nil }; return pending }) else { return }
+        do {
+            try store.save(state)
+        } catch {
+            logger.error("cannot save state", metadata: ["error": "\(error)"])
+        }
     }
 }

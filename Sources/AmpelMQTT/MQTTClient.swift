@@ -25,7 +25,20 @@ public final class MQTTClient: Sendable {
     /// Creates a client; nothing happens on the network until ``connect()``.
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt")) {
         self.configuration = configuration
-        self.session = MosquittoSession(configuration: configuration, logger: logger)
+        self.session = MosquittoSession(configuration: configuration, logger: logger, handler: nil)
+    }
+
+    /// Creates a client that hands every received message to `handler` instead of ``messages``.
+    ///
+    /// For a consumer that already has its own queue (the daemon merges messages with timer
+    /// and data events): the message reaches it without a second buffer and task switch.
+    /// `handler` runs on the client's network thread, in arrival order, one message at a time;
+    /// it must return quickly and must not call the client (hand the message on, e.g. to a
+    /// continuation). ``messages`` then stays empty and ends after ``disconnect()``.
+    public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt"),
+                handler: @escaping @Sendable (MQTTMessage) -> Void) {
+        self.configuration = configuration
+        self.session = MosquittoSession(configuration: configuration, logger: logger, handler: handler)
     }
 
     deinit {

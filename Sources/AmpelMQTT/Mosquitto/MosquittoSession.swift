@@ -90,6 +90,8 @@ final class MosquittoSession: Sendable {
     let wakeup = DispatchSemaphore(value: 0)
 
     let messageStream: AsyncStream<MQTTMessage>
+    /// Set: received messages go here, on the network thread, instead of `messageStream`.
+    let handler: (@Sendable (MQTTMessage) -> Void)?
     let messageContinuation: AsyncStream<MQTTMessage>.Continuation
     let eventStream: AsyncStream<MQTTConnectionEvent>
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
@@ -100,10 +102,11 @@ final class MosquittoSession: Sendable {
     let droppedCount = Atomic<Int>(0)
     let reconnectCount = Atomic<Int>(0)
 
-    init(configuration: MQTTConfiguration, logger: Logger) {
+    init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
         MosquittoLibrary.ensureInitialised()
         self.configuration = configuration
         self.logger = logger
+        self.handler = handler
 
         let clientID: String? = configuration.clientID.isEmpty ? nil : configuration.clientID
         // An empty id with a persistent session is invalid for libmosquitto (EINVAL, nil handle);
@@ -273,7 +276,12 @@ final class MosquittoSession: Sendable {
         let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: Int(max(message.payloadlen, 0))))
         let qos = MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce
         receivedCount.add(1, ordering: .relaxed)
-        let result = messageContinuation.yield(MQTTMessage(topic: topic, payload: payload, qos: qos, retain: message.retain))
+        let received = MQTTMessage(topic: topic, payload: payload, qos: qos, retain: message.retain)
+        if let handler {
+            handler(received)
+            return
+        }
+        let result = messageContinuation.yield(received)
         if case .dropped = result { droppedCount.add(1, ordering: .relaxed) }
     }
 
