@@ -19,14 +19,14 @@ public struct DeviceRecord: Codable, Sendable, Hashable {
 }
 
 /// The engine's memory, as written to the state directory.
-public struct PersistedState: Codable, Sendable, Hashable {
+public struct PersistedState: Codable, Sendable, Equatable {
     public static let currentVersion = 1
     public var version = PersistedState.currentVersion
-    public var devices: [String: DeviceRecord] = [:]
+    public var devices = DeviceTable()
     /// The last published phase of each district of the region, by code.
     public var districts: [String: String] = [:]
 
-    public init(devices: [String: DeviceRecord] = [:], districts: [String: String] = [:]) {
+    public init(devices: DeviceTable = DeviceTable(), districts: [String: String] = [:]) {
         self.devices = devices
         self.districts = districts
     }
@@ -98,7 +98,7 @@ public struct SignalEngine: Sendable {
     public let settings: Settings
     public private(set) var dataset: Dataset
     public private(set) var stale: Bool
-    public private(set) var devices: [String: DeviceRecord]
+    public private(set) var devices: DeviceTable
     /// The current signal of every district of the region, in the default language.
     public private(set) var districtSignals: [String: Signal] = [:]
     /// The last published phase of every district (from the state file until `start`).
@@ -250,7 +250,7 @@ public struct SignalEngine: Sendable {
             districtSignals[ags] = signal
             districtPhases[ags] = signal.phase
         }
-        for key in devices.keys.sorted() {
+        for key in devices.sortedKeys {
             guard var record = devices[key] else { continue }
             let language = self.language(device: key, messageLang: record.lang)
             let signal: Signal
@@ -284,7 +284,7 @@ public struct SignalEngine: Sendable {
     func discoveryMessages() -> [OutgoingMessage] {
         guard let discovery = settings.discovery else { return [] }
         var messages = dataset.districts(in: settings.region).map { discovery.district(ags: $0.district.ags, name: $0.district.name) }
-        for key in devices.keys.sorted() {
+        for key in devices.sortedKeys {
             messages.append(discovery.device(key: key, name: settings.devices[key]?.name))
         }
         return messages

@@ -58,7 +58,7 @@ public struct StateStore: Sendable {
         }
         writer.append(#"},"devices":{"#)
         first = true
-        for (key, record) in state.devices {
+        state.devices.forEach { key, record in
             if !first { writer.append(",\n") }
             first = false
             writer.string(key)

@@ -1,0 +1,50 @@
+@testable import AmpelDaemon
+import AmpelDomain
+import AmpelGeo
+import Testing
+
+@Suite("Device table")
+struct DeviceTableTests {
+    @Test("records come back as they were stored; the language as the one it selects")
+    func packingRoundTrip() {
+        var random = SplitMix64(seed: 42)
+        let districts: [Signal.DistrictRef?] = [
+            nil, .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
+            .init(ags: "09162", name: "München", state: "Bayern", type: nil),  // same code, other name: kept apart
+            .init(ags: "08111", name: "SK Stuttgart", state: "Baden-Württemberg", type: "SK"),
+        ]
+        let phases = ["green", "yellow", "red", "darkred", "outside"]
+        var table = DeviceTable()
+        var plain: [String: DeviceRecord] = [:]
+        for index in 0..<5000 {
+            let record = DeviceRecord(
+                lat: Double.random(in: -90...90, using: &random), lon: Double.random(in: -180...180, using: &random),
+                tst: Int.random(in: 0..<2_000_000_000, using: &random), lang: [nil, "de", "en"][index % 3],
+                district: districts[index % districts.count], phase: phases[index % phases.count],
+                dataDate: "2020-11-\(10 + index % 20)", stale: index % 7 == 0)
+            let key = "fleet/\(index % 4000)"  // some keys written twice: the last write counts
+            table[key] = record
+            plain[key] = record
+        }
+        #expect(table.count == plain.count)
+        #expect(table.records == plain)
+        #expect(table.sortedKeys == plain.keys.sorted())
+        var seen = 0
+        table.forEach { key, record in
+            #expect(plain[key] == record)
+            seen += 1
+        }
+        #expect(seen == plain.count)
+        table["fleet/1"] = nil
+        #expect(table["fleet/1"] == nil && table.count == plain.count - 1)
+    }
+
+    @Test("a requested language is kept as the language it selects")
+    func languageIsNormalised() {
+        var table = DeviceTable()
+        for (requested, kept) in [("de-AT", "de"), ("de_DE.UTF-8", "de"), ("fr", "en"), ("en", "en")] {
+            table["d"] = DeviceRecord(lat: 1, lon: 2, tst: 3, lang: requested, district: nil, phase: "outside", dataDate: "2020-11-05", stale: false)
+            #expect(table["d"]?.lang == kept)
+        }
+    }
+}
