@@ -15,8 +15,16 @@ public final class MQTTTransport: DaemonTransport {
     let logger: Logger
 
     /// Where received messages go: set by ``deliver(to:)`` before connecting.
+    ///
+    /// The closure sits in a class, not directly in the `Mutex`: a function value read and
+    /// written back through the generic `inout` of `withLock` is re-abstracted on each access,
+    /// and the thunks pile up (one pair per message, until the stack overflowed).
     final class Sink: Sendable {
-        let target = Mutex<(@Sendable (IncomingMessage) -> Void)?>(nil)
+        final class Target: Sendable {
+            let deliver: @Sendable (IncomingMessage) -> Void
+            init(_ deliver: @escaping @Sendable (IncomingMessage) -> Void) { self.deliver = deliver }
+        }
+        let target = Mutex<Target?>(nil)
     }
 
     /// A transport on a new client for `configuration`. The client hands each message from its
@@ -27,12 +35,13 @@ public final class MQTTTransport: DaemonTransport {
         self.logger = logger
         client = MQTTClient(configuration: configuration, logger: logger) { message in
             let target = sink.target.withLock { $0 }
-            target?(IncomingMessage(topic: message.topic, payload: message.payload))
+            target?.deliver(IncomingMessage(topic: message.topic, payload: message.payload))
         }
     }
 
     public func deliver(to target: @escaping @Sendable (IncomingMessage) -> Void) {
-        sink.target.withLock { $0 = target }
+        let boxed = Sink.Target(target)
+        sink.target.withLock { $0 = boxed }
     }
 
     /// The client configuration for `configuration`.

@@ -1,0 +1,47 @@
+@testable import AmpelDaemon
+import AmpelMQTT
+import AmpelTestSupport
+import Logging
+import Testing
+
+/// The transport hands messages from the network thread to the daemon's queue. A first
+/// version kept the target closure directly in a `Mutex`: every message then wrapped it in two
+/// more re-abstraction thunks, so delivery got slower with each message and overflowed the
+/// stack after some 10^5 messages. This pushes enough messages through to see that.
+@Suite("MQTT transport", .timeLimit(.minutes(2)))
+struct MQTTTransportTests {
+    @Test("50,000 messages reach the daemon's queue in order, at a steady cost")
+    func manyMessagesInOrder() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        var configuration = MQTTConfiguration(host: broker.host, port: broker.port, clientID: "transport-test")
+        configuration.receiveMaximum = 1000
+        let transport = MQTTTransport(configuration: configuration, logger: Logger(label: "test"))
+        let (stream, continuation) = AsyncStream<IncomingMessage>.makeStream()
+        transport.deliver { continuation.yield($0) }
+        try await transport.connect()
+        try await transport.subscribe(["t/#"])
+
+        let publisher = MQTTClient(configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: "transport-pub"))
+        try await publisher.connect()
+        let count = 50_000
+        let sender = Task {
+            for index in 0..<count {
+                try publisher.enqueue(topic: "t/\(index % 7)", payload: Array("\(index)".utf8), qos: .atLeastOnce)
+                if index % 1000 == 999 { try await publisher.publish(topic: "t/sync", payload: [], qos: .atLeastOnce) }
+            }
+        }
+        var received = 0
+        var inOrder = true
+        for await message in stream where message.topic != "t/sync" {
+            if String(decoding: message.payload, as: UTF8.self) != "\(received)" { inOrder = false }
+            received += 1
+            if received == count { break }
+        }
+        try await sender.value
+        #expect(received == count)
+        #expect(inOrder)
+        await publisher.disconnect()
+        await transport.shutdown()
+    }
+}
