@@ -116,6 +116,8 @@ public actor AmpelDaemon: Service {
         perform(engine.event(.start))
         counters.datasetsApplied += 1
         publishInfo(engine)
+        // The geometry build and the data decoding left free pages behind.
+        ProcessMemory.trim()
 
         let producers = Task {
             await withTaskGroup(of: Void.self) { group in

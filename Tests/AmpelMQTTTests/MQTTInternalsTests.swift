@@ -49,41 +49,38 @@ struct MQTTInternalsTests {
         #expect(!rejects { _ in })
     }
 
-    @Test func ackTableMatchesEarlyLateAndIgnoredAnswers() async {
+    @Test func ackTableHoldsOnlyWaitersAndDropsUnclaimedAnswers() async {
         var table = AckTable()
-        // Answer before the sender registered: kept and handed over on registration.
-        #expect(table.answer(mid: 1, .published(reason: 0)) == nil)
-        let early: AckResult = await withCheckedContinuation { continuation in
-            let result = table.wait(mid: 1, continuation)
-            continuation.resume(returning: result ?? .failed(MQTTError(code: .unknown, message: "not answered")))
+        // Answers nobody waits for (QoS 0 notes, enqueued QoS 1, re-subscribes) leave nothing behind,
+        // so a later message reusing the id waits for its own answer.
+        #expect(table.answer(mid: 3) == nil)
+        #expect(table.waitingCount == 0)
+        let answered: AckResult = await withCheckedContinuation { continuation in
+            table.wait(mid: 3, continuation)
+            #expect(table.waitingCount == 1)
+            let waiter = table.answer(mid: 3)
+            #expect(waiter != nil)
+            waiter?.resume(returning: .published(reason: 0))
         }
-        guard case .published(reason: 0) = early else {
-            Issue.record("early answer lost: \(early)")
+        guard case .published(reason: 0) = answered else {
+            Issue.record("answer lost: \(answered)")
             return
         }
-        // QoS 0 ids are dropped whether their note comes before or after the registration.
-        table.ignoreQoS0(mid: 2)
-        #expect(table.answer(mid: 2, .published(reason: 0)) == nil)
-        #expect(table.answer(mid: 3, .published(reason: 0)) == nil)
-        table.ignoreQoS0(mid: 3)
-        // Nothing left behind: a later publish reusing id 3 waits for its own answer.
-        var registered = false
-        let reused: AckResult = await withCheckedContinuation { continuation in
-            let immediate = table.wait(mid: 3, continuation)
-            registered = immediate == nil && table.waitingCount == 1
-            let taken = table.takeAll()
-            if let immediate {
-                continuation.resume(returning: immediate)
-            } else {
-                taken.first?.resume(returning: .failed(MQTTError(code: .closed, message: "closed")))
-            }
+        // A cancelled wait hands its continuation back once; the late answer then finds nothing.
+        let cancelled: AckResult = await withCheckedContinuation { continuation in
+            table.wait(mid: 9, continuation)
+            table.cancel(mid: 9)?.resume(returning: .failed(MQTTError(code: .cancelled, message: "cancelled")))
         }
-        if case .published = reused { Issue.record("reused id answered by a stale acknowledgement") }
-        #expect(registered)
-        // A waiter answered later gets the answer; an ignored (cancelled) id does not leak.
+        if case .published = cancelled { Issue.record("cancelled wait answered") }
+        #expect(table.answer(mid: 9) == nil)
         #expect(table.cancel(mid: 9) == nil)
-        table.ignore(mid: 10)
-        #expect(table.answer(mid: 10, .published(reason: 0)) == nil)
-        #expect(table.waitingCount == 0)
+        // Closing takes every waiter.
+        let closed: AckResult = await withCheckedContinuation { continuation in
+            table.wait(mid: 11, continuation)
+            let all = table.takeAll()
+            #expect(all.count == 1 && table.waitingCount == 0)
+            all.first?.resume(returning: .failed(MQTTError(code: .closed, message: "closed")))
+        }
+        if case .published = closed { Issue.record("closed wait answered") }
     }
 }

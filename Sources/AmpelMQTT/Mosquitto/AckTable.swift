@@ -12,64 +12,33 @@ enum AckResult: Sendable {
 
 /// Matches acknowledgements from the network thread to the tasks awaiting them.
 ///
-/// libmosquitto hands out the message id only when `mosquitto_publish`/`subscribe` returns, and
-/// the network thread may already have received the answer by then. The table therefore keeps
-/// answers that arrive first (`early`) until the sender registers, and remembers ids nobody
-/// will wait for (QoS 0 publishes, cancelled waits, internal re-subscribes) in `ignored`, so
-/// that neither table grows without bound. It is a plain value kept inside the session's lock.
+/// A plain value kept under the session's gate lock, the same lock under which libmosquitto
+/// hands out the message id (`mosquitto_publish`/`subscribe`). A waiter is therefore always
+/// registered before its answer can be looked up, and an answer without a waiter (a QoS 0
+/// publish's written-note, an `enqueue`d QoS 1 publish, an internal re-subscribe, a cancelled
+/// wait) is simply dropped: the table holds waiting tasks and nothing else.
 struct AckTable {
     private var waiting: [Int32: CheckedContinuation<AckResult, Never>] = [:]
-    private var early: [Int32: AckResult] = [:]
-    private var ignored: Set<Int32> = []
-    /// QoS 0 ids: their "answer" is libmosquitto's note that the packet was written, which never
-    /// comes if the connection drops first; forgotten when the connection ends.
-    private var ignoredWhileConnected: Set<Int32> = []
 
     /// An answer arrived from the broker. Returns the continuation to resume, outside the lock.
-    mutating func answer(mid: Int32, _ result: AckResult) -> CheckedContinuation<AckResult, Never>? {
-        if let continuation = waiting.removeValue(forKey: mid) { return continuation }
-        if ignored.remove(mid) != nil || ignoredWhileConnected.remove(mid) != nil { return nil }
-        early[mid] = result
-        return nil
+    mutating func answer(mid: Int32) -> CheckedContinuation<AckResult, Never>? {
+        waiting.removeValue(forKey: mid)
     }
 
-    /// The sender will wait for `mid`. Returns the answer at once if it already came.
-    mutating func wait(mid: Int32, _ continuation: CheckedContinuation<AckResult, Never>) -> AckResult? {
-        if let result = early.removeValue(forKey: mid) { return result }
+    /// The sender waits for `mid`.
+    mutating func wait(mid: Int32, _ continuation: CheckedContinuation<AckResult, Never>) {
         waiting[mid] = continuation
-        return nil
-    }
-
-    /// Nobody will wait for `mid` (drops an early answer, or the one still to come).
-    mutating func ignore(mid: Int32) {
-        if early.removeValue(forKey: mid) == nil { ignored.insert(mid) }
-    }
-
-    /// A QoS 0 publish: its written-note is dropped, or forgotten when the connection ends.
-    mutating func ignoreQoS0(mid: Int32) {
-        if early.removeValue(forKey: mid) == nil { ignoredWhileConnected.insert(mid) }
     }
 
     /// Stops waiting for `mid` (task cancelled). Returns the continuation to resume.
     mutating func cancel(mid: Int32) -> CheckedContinuation<AckResult, Never>? {
-        guard let continuation = waiting.removeValue(forKey: mid) else { return nil }
-        ignored.insert(mid)
-        return continuation
-    }
-
-    /// The connection ended: QoS 0 packets that were still queued are gone without an answer,
-    /// so ids waiting to be ignored would never be cleared.
-    mutating func connectionEnded() {
-        ignoredWhileConnected.removeAll(keepingCapacity: true)
+        waiting.removeValue(forKey: mid)
     }
 
     /// Takes all waiters (client closed); the caller fails them outside the lock.
     mutating func takeAll() -> [CheckedContinuation<AckResult, Never>] {
         let all = Array(waiting.values)
         waiting.removeAll()
-        early.removeAll()
-        ignored.removeAll()
-        ignoredWhileConnected.removeAll()
         return all
     }
 

@@ -42,7 +42,6 @@ final class MosquittoSession: Sendable {
         var needsResubscribe = false
         /// Last warning/error libmosquitto logged, to explain TLS and socket failures.
         var lastLogError: String?
-        var acks = AckTable()
         /// Filters acknowledged by the broker, in subscription order, to restore after a
         /// reconnect that did not keep the session.
         var subscriptions: [(filter: String, qos: MQTTQoS)] = []
@@ -67,6 +66,11 @@ final class MosquittoSession: Sendable {
 
     struct Gate: ~Copyable {
         var open = false
+        /// Tasks waiting for the answer to a message id. Kept under the same lock as the
+        /// libmosquitto call that hands out the id, so an answer can never arrive before its
+        /// waiter is registered, and ids nobody waits for (QoS 0, `enqueue`, re-subscribes)
+        /// need no bookkeeping at all: their answers find no waiter and are dropped.
+        var acks = AckTable()
         /// The client was closed: nothing is queued any more.
         var closed = false
         var offline: [OfflinePublish] = []
@@ -83,8 +87,11 @@ final class MosquittoSession: Sendable {
     /// Serialises every libmosquitto call that queues a packet (publish, subscribe, disconnect)
     /// against the network thread's connect: libmosquitto 2.0 drops packets queued while
     /// `mosquitto_connect*` resets the connection. Open only between CONNACK and the loss of
-    /// the connection; while closed, QoS 1/2 publishes wait in `offline`. Lock order: gate,
-    /// then state; callbacks take only state.
+    /// the connection; while closed, QoS 1/2 publishes wait in `offline`. It also holds the
+    /// ack waiters: the acknowledgement callback takes it, which is safe because libmosquitto
+    /// calls callbacks only from the network thread's loop, never from inside a publish or
+    /// subscribe call, and holds none of the locks those calls take while calling back.
+    /// Lock order: gate, then state; never state, then gate.
     let gate = Mutex(Gate())
     /// Woken by `disconnect()` to cut a reconnect backoff short.
     let wakeup = DispatchSemaphore(value: 0)
@@ -267,7 +274,7 @@ final class MosquittoSession: Sendable {
     }
 
     private func onAck(mid: Int32, _ result: AckResult) {
-        let continuation = state.withLock { $0.acks.answer(mid: mid, result) }
+        let continuation = gate.withLock { $0.acks.answer(mid: mid) }
         continuation?.resume(returning: result)
     }
 
@@ -340,7 +347,7 @@ final class MosquittoSession: Sendable {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 throw publishFailure(rc, topic: topic, qos: qos)
             }
-            state.withLock { $0.acks.ignoreQoS0(mid: mid) }
+            _ = mid
             sentCount.add(1, ordering: .relaxed)
             return
         }
@@ -348,7 +355,7 @@ final class MosquittoSession: Sendable {
         let ticket = PublishTicket()
         let result: AckResult = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
-                enum Outcome { case sent(Int32), queued, queuedCancelled, failed(Int32), closed }
+                enum Outcome { case sent, sentCancelled(Int32), queued, queuedCancelled, failed(Int32), closed }
                 let outcome: Outcome = gate.withLock { gate in
                     if gate.closed { return .closed }
                     guard gate.open else {
@@ -366,7 +373,9 @@ final class MosquittoSession: Sendable {
                     // message queued and sends it after the reconnect.
                     if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
                         ticket.set(.sent(mid))
-                        return .sent(mid)
+                        if Task.isCancelled { return .sentCancelled(mid) }
+                        gate.acks.wait(mid: mid, continuation)
+                        return .sent
                     }
                     return .failed(rc)
                 }
@@ -380,9 +389,11 @@ final class MosquittoSession: Sendable {
                     continuation.resume(returning: .failed(Self.cancelledError(0)))
                 case .failed(let rc):
                     continuation.resume(returning: .failed(publishFailure(rc, topic: topic, qos: qos)))
-                case .sent(let mid):
+                case .sent:
                     sentCount.add(1, ordering: .relaxed)
-                    register(mid: mid, continuation)
+                case .sentCancelled(let mid):
+                    sentCount.add(1, ordering: .relaxed)
+                    continuation.resume(returning: .failed(Self.cancelledError(mid)))
                 }
             }
         } onCancel: {
@@ -440,9 +451,7 @@ final class MosquittoSession: Sendable {
             guard rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce) else {
                 throw publishFailure(rc, topic: topic, qos: qos)
             }
-            state.withLock { state in
-                if qos == .atMostOnce { state.acks.ignoreQoS0(mid: mid) } else { state.acks.ignore(mid: mid) }
-            }
+            _ = mid
             sentCount.add(1, ordering: .relaxed)
         }
     }
@@ -476,20 +485,6 @@ final class MosquittoSession: Sendable {
         return (rc, mid)
     }
 
-    /// Waits for `mid`'s answer with `continuation` (or answers at once: early answer, closed,
-    /// cancelled).
-    private func register(mid: Int32, _ continuation: CheckedContinuation<AckResult, Never>) {
-        let immediate: AckResult? = state.withLock { state in
-            if state.phase == .closed { return .failed(Self.closedError) }
-            if Task.isCancelled {
-                state.acks.ignore(mid: mid)
-                return .failed(Self.cancelledError(mid))
-            }
-            return state.acks.wait(mid: mid, continuation)
-        }
-        if let immediate { continuation.resume(returning: immediate) }
-    }
-
     private static func cancelledError(_ mid: Int32) -> MQTTError {
         MQTTError(code: .cancelled, message: "stopped waiting for the acknowledgement of message \(mid); it may still be delivered")
     }
@@ -505,7 +500,7 @@ final class MosquittoSession: Sendable {
             }
             waiter?.resume(returning: .failed(Self.cancelledError(0)))
         case .sent(let mid):
-            let continuation = state.withLock { $0.acks.cancel(mid: mid) }
+            let continuation = gate.withLock { $0.acks.cancel(mid: mid) }
             continuation?.resume(returning: .failed(Self.cancelledError(mid)))
         case .none:
             break  // registration checks Task.isCancelled itself
@@ -518,20 +513,12 @@ final class MosquittoSession: Sendable {
         try ensureUsable()
         // One SUBSCRIBE per QoS (subscribe_multiple takes a single QoS), answers in input order.
         var granted = [MQTTQoS?](repeating: nil, count: filters.count)
-        var sent: [(mid: Int32, indices: [Int])] = []
+        var failure: MQTTError?
         for qos in MQTTQoS.allCases {
             let indices = filters.indices.filter { filters[$0].1 == qos }
             if indices.isEmpty { continue }
-            let (rc, mid) = sendSubscribe(indices.map { filters[$0].0 }, qos: qos)
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                for earlier in sent { state.withLock { $0.acks.ignore(mid: earlier.mid) } }
-                throw .mosquitto(rc, "subscribe to \(indices.map { filters[$0].0 })")
-            }
-            sent.append((mid, indices))
-        }
-        var failure: MQTTError?
-        for (mid, indices) in sent {
-            switch await waitForAck(mid: mid) {
+            let names = indices.map { filters[$0].0 }
+            switch await request("subscribe to \(names)", { sendSubscribeLocked(names, qos: qos) }) {
             case .subscribed(let codes):
                 for (position, index) in indices.enumerated() {
                     let code = position < codes.count ? codes[position] : 0x80
@@ -566,15 +553,14 @@ final class MosquittoSession: Sendable {
         for filter in filters { _ = try MQTTTopicFilter(filter) }
         try ensureUsable()
         state.withLock { state in state.subscriptions.removeAll { filters.contains($0.filter) } }
-        var mid: Int32 = 0
-        let rc: Int32 = gate.withLock { gate in
-            guard gate.open else { return MOSQ_ERR_NO_CONN.rawValue }
-            return withCStrings(filters) { pointers, count in
+        let answer = await request("unsubscribe from \(filters)") {
+            var mid: Int32 = 0
+            let rc = withCStrings(filters) { pointers, count in
                 mosquitto_unsubscribe_multiple(handle.pointer, &mid, count, pointers, nil)
             }
+            return (rc, mid)
         }
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw .mosquitto(rc, "unsubscribe from \(filters)") }
-        if case .failed(let error) = await waitForAck(mid: mid) { throw error }
+        if case .failed(let error) = answer { throw error }
     }
 
     private func ensureUsable() throws(MQTTError) {
@@ -584,13 +570,6 @@ final class MosquittoSession: Sendable {
         case .connected: return
         case .idle, .connecting, .reconnecting:
             throw MQTTError(code: .noConnection, message: "not connected to \(configuration.host):\(configuration.port)")
-        }
-    }
-
-    /// Subscribes under the gate (never concurrently with a connect); NO_CONN when closed.
-    private func sendSubscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
-        gate.withLock { gate in
-            gate.open ? sendSubscribeLocked(filters, qos: qos) : (MOSQ_ERR_NO_CONN.rawValue, 0)
         }
     }
 
@@ -608,15 +587,27 @@ final class MosquittoSession: Sendable {
         return copies.withUnsafeBufferPointer { buffer in body(buffer.baseAddress!, Int32(buffer.count)) }
     }
 
-    /// Waits for the answer to `mid`; cancellation stops the wait (the packet may still go out).
-    private func waitForAck(mid: Int32) async -> AckResult {
-        await withTaskCancellationHandler {
+    /// Sends a packet that the broker acknowledges (SUBSCRIBE, UNSUBSCRIBE) and waits for the
+    /// answer. The waiter is registered under the gate together with the send, so the answer
+    /// cannot come first. Cancellation stops the wait (the packet may still go out).
+    private func request(_ what: String, _ send: () -> (rc: Int32, mid: Int32)) async -> AckResult {
+        let ticket = PublishTicket()
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
-                register(mid: mid, continuation)
+                let immediate: AckResult? = gate.withLock { gate in
+                    if gate.closed { return .failed(Self.closedError) }
+                    guard gate.open else { return .failed(.mosquitto(MOSQ_ERR_NO_CONN.rawValue, what)) }
+                    let (rc, mid) = send()
+                    guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .failed(.mosquitto(rc, what)) }
+                    if Task.isCancelled { return .failed(Self.cancelledError(mid)) }
+                    ticket.set(.sent(mid))
+                    gate.acks.wait(mid: mid, continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let continuation = state.withLock { $0.acks.cancel(mid: mid) }
-            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
+            cancelWait(ticket)
         }
     }
 
@@ -671,17 +662,14 @@ final class MosquittoSession: Sendable {
     }
 
     private func finishClosed() {
-        var waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
+        let waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
             gate.open = false
             gate.closed = true
-            let waiters = gate.offline.compactMap(\.waiter)
+            let waiters = gate.offline.compactMap(\.waiter) + gate.acks.takeAll()
             gate.offline = []
             return waiters
         }
-        waiters += state.withLock { state in
-            state.phase = .closed
-            return state.acks.takeAll()
-        }
+        state.withLock { $0.phase = .closed }
         for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
         messageContinuation.finish()
         eventContinuation.finish()
@@ -705,7 +693,6 @@ final class MosquittoSession: Sendable {
             let error = runOneConnection()
             let (wasConnected, firstWaiter, stop) = state.withLock { state in
                 let wasConnected = state.connackAccepted
-                state.acks.connectionEnded()
                 let waiter = state.connectWaiter
                 if !state.everConnected { state.connectWaiter = nil }
                 if state.phase == .connected || state.phase == .connecting && state.everConnected {
@@ -832,23 +819,19 @@ final class MosquittoSession: Sendable {
             defer { state.needsResubscribe = false }
             return state.needsResubscribe ? state.subscriptions : []
         }
-        var sent: [(mid: Int32, waiter: CheckedContinuation<AckResult, Never>?)] = []
         var failed: [(CheckedContinuation<AckResult, Never>, MQTTError)] = []
         gate.withLock { gate in
             restoreSubscriptions(resubscribe)
             for entry in gate.offline {
                 let (rc, mid) = send(entry.message)
                 if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
-                    sent.append((mid, entry.waiter))
+                    if let waiter = entry.waiter { gate.acks.wait(mid: mid, waiter) }
                 } else if let waiter = entry.waiter {
                     failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
                 }
             }
             gate.offline = []
             gate.open = true
-        }
-        for (mid, waiter) in sent {
-            if let waiter { register(mid: mid, waiter) } else { state.withLock { $0.acks.ignore(mid: mid) } }
         }
         for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
     }
@@ -860,7 +843,7 @@ final class MosquittoSession: Sendable {
             if filters.isEmpty { continue }
             let (rc, mid) = sendSubscribeLocked(filters, qos: qos)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
-                state.withLock { $0.acks.ignore(mid: mid) }
+                _ = mid  // its SUBACK finds no waiter and is dropped
                 logger.info("MQTT re-subscribed", metadata: ["filters": "\(filters)"])
             } else {
                 logger.error("MQTT re-subscribe failed", metadata: ["filters": "\(filters)", "error": "\(String(cString: mosquitto_strerror(rc)))"])
