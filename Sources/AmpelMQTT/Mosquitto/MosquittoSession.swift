@@ -103,6 +103,11 @@ final class MosquittoSession: Sendable {
     let eventStream: AsyncStream<MQTTConnectionEvent>
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
+    /// Tasks waiting in `gate.acks`, plus sends about to register one: raised *before* the
+    /// libmosquitto call that produces the answer, lowered when a waiter leaves. While it is 0
+    /// no answer can have a waiter, so the acknowledgement callback skips the gate lock; with
+    /// QoS 0 or `enqueue` traffic the network thread and the publishers then never meet on a lock.
+    let possibleWaiters = Atomic<Int>(0)
     let sentCount = Atomic<Int>(0)
     let acknowledgedCount = Atomic<Int>(0)
     let receivedCount = Atomic<Int>(0)
@@ -274,8 +279,12 @@ final class MosquittoSession: Sendable {
     }
 
     private func onAck(mid: Int32, _ result: AckResult) {
+        guard possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         let continuation = gate.withLock { $0.acks.answer(mid: mid) }
-        continuation?.resume(returning: result)
+        if let continuation {
+            possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+            continuation.resume(returning: result)
+        }
     }
 
     private func onMessage(_ message: mosquitto_message) {
@@ -368,15 +377,20 @@ final class MosquittoSession: Sendable {
                         ticket.set(.queued(gate.nextID))
                         return cancelled ? .queuedCancelled : .queued
                     }
+                    possibleWaiters.add(1, ordering: .sequentiallyConsistent)
                     let (rc, mid) = send(message)
                     // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
                     // message queued and sends it after the reconnect.
                     if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
                         ticket.set(.sent(mid))
-                        if Task.isCancelled { return .sentCancelled(mid) }
-                        gate.acks.wait(mid: mid, continuation)
-                        return .sent
+                        if !Task.isCancelled {
+                            gate.acks.wait(mid: mid, continuation)
+                            return .sent
+                        }
+                        possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                        return .sentCancelled(mid)
                     }
+                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     return .failed(rc)
                 }
                 switch outcome {
@@ -501,7 +515,10 @@ final class MosquittoSession: Sendable {
             waiter?.resume(returning: .failed(Self.cancelledError(0)))
         case .sent(let mid):
             let continuation = gate.withLock { $0.acks.cancel(mid: mid) }
-            continuation?.resume(returning: .failed(Self.cancelledError(mid)))
+            if let continuation {
+                possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                continuation.resume(returning: .failed(Self.cancelledError(mid)))
+            }
         case .none:
             break  // registration checks Task.isCancelled itself
         }
@@ -597,9 +614,12 @@ final class MosquittoSession: Sendable {
                 let immediate: AckResult? = gate.withLock { gate in
                     if gate.closed { return .failed(Self.closedError) }
                     guard gate.open else { return .failed(.mosquitto(MOSQ_ERR_NO_CONN.rawValue, what)) }
+                    possibleWaiters.add(1, ordering: .sequentiallyConsistent)
                     let (rc, mid) = send()
-                    guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .failed(.mosquitto(rc, what)) }
-                    if Task.isCancelled { return .failed(Self.cancelledError(mid)) }
+                    guard rc == MOSQ_ERR_SUCCESS.rawValue, !Task.isCancelled else {
+                        possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                        return .failed(rc == MOSQ_ERR_SUCCESS.rawValue ? Self.cancelledError(mid) : .mosquitto(rc, what))
+                    }
                     ticket.set(.sent(mid))
                     gate.acks.wait(mid: mid, continuation)
                     return nil
@@ -665,7 +685,9 @@ final class MosquittoSession: Sendable {
         let waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
             gate.open = false
             gate.closed = true
-            let waiters = gate.offline.compactMap(\.waiter) + gate.acks.takeAll()
+            let answered = gate.acks.takeAll()
+            possibleWaiters.subtract(answered.count, ordering: .sequentiallyConsistent)
+            let waiters = gate.offline.compactMap(\.waiter) + answered
             gate.offline = []
             return waiters
         }
@@ -823,10 +845,12 @@ final class MosquittoSession: Sendable {
         gate.withLock { gate in
             restoreSubscriptions(resubscribe)
             for entry in gate.offline {
+                if entry.waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
                 let (rc, mid) = send(entry.message)
                 if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
                     if let waiter = entry.waiter { gate.acks.wait(mid: mid, waiter) }
                 } else if let waiter = entry.waiter {
+                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
                 }
             }
