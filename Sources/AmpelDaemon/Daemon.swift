@@ -293,10 +293,9 @@ public actor AmpelDaemon: Service {
 
     func infoPayload(_ engine: SignalEngine) -> [UInt8] {
         guard let feedState else { return [] }
-        let formatter = ISO8601DateFormatter()
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
-            lastFetch: feedState.lastFetch.map { formatter.string(from: $0) }, lastError: feedState.lastError,
+            lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters)
         return Encode.json(info)
     }

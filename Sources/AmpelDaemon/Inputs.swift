@@ -131,8 +131,8 @@ public struct InputParser: Sendable {
         case .invalid: tst = .invalid
         case .value(.number(let value)): tst = .value(value > 100_000_000_000 ? value / 1000 : value)
         case .value(.text(let text)):
-            guard let date = parseISODate(text) else { return .dropped(.invalidTimestamp, detail: "position.fixTime is no date") }
-            tst = .value(date.timeIntervalSince1970.rounded(.down))
+            guard let seconds = InternetTime.parse(text) else { return .dropped(.invalidTimestamp, detail: "position.fixTime is no date") }
+            tst = .value(seconds.rounded(.down))
         }
         return makeFix(topicKey: key, lat: message.lat, lon: message.lon, tst: tst, lang: nil)
     }
@@ -284,24 +284,4 @@ struct TraccarMessage: Decodable {
             uniqueId = device.field(String.self, "uniqueId")
         }
     }
-}
-
-/// Parses ISO 8601 dates as Traccar writes them (`2020-11-05T10:00:00.000+00:00`, also `+0000`).
-func parseISODate(_ text: String) -> Date? {
-    var candidates = [text]
-    // Jackson writes `+0000`; ISO8601DateFormatter wants `+00:00`.
-    if text.count > 5 {
-        let tail = text.suffix(5)
-        if let sign = tail.first, sign == "+" || sign == "-", tail.dropFirst().allSatisfy(\.isNumber) {
-            candidates.append(String(text.dropLast(5)) + tail.prefix(3) + ":" + tail.suffix(2))
-        }
-    }
-    let formatter = ISO8601DateFormatter()
-    for candidate in candidates {
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: candidate) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: candidate) { return date }
-    }
-    return nil
 }
