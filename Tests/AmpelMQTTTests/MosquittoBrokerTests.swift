@@ -27,9 +27,7 @@ struct MosquittoBrokerTests {
         let secondPID = try brokerPIDs(directory: directory)
         #expect(secondPID.count == 1 && secondPID != firstPID)
 
-        let reader = try await broker.connectedClient("helper-2")
-        let inbox = MessageCollector(reader)
-        try await reader.subscribe([("helper/#", .atLeastOnce)])
+        let (reader, inbox) = try await broker.subscribedClient("helper-2", [("helper/#", .atLeastOnce)])
         #expect(try await inbox.wait(for: 1).map(text) == ["kept"])
         await reader.disconnect()
 
