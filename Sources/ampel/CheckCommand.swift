@@ -6,7 +6,7 @@ import ArgumentParser
 import Foundation
 
 /// `ampel check`: the signal for one district, or for a position.
-struct Check: ParsableCommand {
+struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the traffic-light signal for a district (--district AGS) or a position (--lat, --lon).")
 
@@ -48,10 +48,10 @@ struct Check: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let ruleSet = try ruleSetOptions.load()
         let language = languageOptions.language
-        let dataset = try data.dataset()
+        let dataset = try await data.dataset()
         let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
         var place: (ags: String, name: String?)?
         if let lat, let lon {

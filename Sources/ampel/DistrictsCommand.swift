@@ -4,7 +4,7 @@ import ArgumentParser
 import Foundation
 
 /// `ampel districts`: the monitored region's districts with incidence and phase.
-struct Districts: ParsableCommand {
+struct Districts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the 96 Bavarian districts with incidence and phase.")
 
     enum Sort: String, ExpressibleByArgument, CaseIterable { case incidence, name }
@@ -26,9 +26,9 @@ struct Districts: ParsableCommand {
         let dataDate: String
     }
 
-    func run() throws {
+    func run() async throws {
         let ruleSet = try ruleSetOptions.load()
-        let dataset = try data.dataset()
+        let dataset = try await data.dataset()
         let language = languageOptions.language
         var rows: [(Row, PhaseRules)] = []
         for entry in dataset.districts(in: .bavaria) {

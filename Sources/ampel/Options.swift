@@ -5,7 +5,6 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import Logging
-import Synchronization
 
 /// A failure the user can act on: printed as `Error: <message>`, exit code 1.
 struct CLIError: Error, CustomStringConvertible {
@@ -127,7 +126,7 @@ struct DataOptions: ParsableArguments {
             logger: cliLogger("ampel.data.rki", level: .notice))
     }
 
-    func dataset() throws -> Dataset {
+    func dataset() async throws -> Dataset {
         let day = try self.day()
         do {
             switch effectiveSource {
@@ -139,10 +138,7 @@ struct DataOptions: ParsableArguments {
                 return try BundledData.shared.snapshot(on: day)
             case .history: return try BundledData.shared.history(on: day)
             case .rki:
-                let options = self
-                return try blocking { () async throws(DataError) -> Dataset in
-                    try await withRKIHTTPClient { http throws(DataError) in try await options.rkiClient(http).fetch() }
-                }
+                return try await withRKIHTTPClient { http throws(DataError) in try await rkiClient(http).fetch() }
             }
         } catch {
             throw CLIError("\(error)")
@@ -186,32 +182,4 @@ func cliLogger(_ label: String, level: Logger.Level) -> Logger {
     var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
     logger.logLevel = level
     return logger
-}
-
-/// Runs `body` to completion from synchronous code (a command's `run()`).
-///
-/// The commands that show data are synchronous; the live source is async. The work runs on
-/// the global executor while the calling thread waits, which is safe because nothing in
-/// `body` needs the calling thread.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws(DataError) -> T) throws(DataError) -> T {
-    let result = BlockingSlot<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
-        let outcome: Result<T, DataError>
-        do throws(DataError) {
-            outcome = .success(try await body())
-        } catch {
-            outcome = .failure(error)
-        }
-        result.value.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    // `done` is signalled only after the result is set.
-    return try result.value.withLock { $0! }.get()
-}
-
-/// Hands the result of ``blocking(_:)`` from the task to the waiting thread.
-private final class BlockingSlot<T: Sendable>: Sendable {
-    let value = Mutex<Result<T, DataError>?>(nil)
 }

@@ -160,13 +160,7 @@ final class LineQueue: @unchecked Sendable {
     private var waiter: (id: Int, continuation: CheckedContinuation<String?, Never>)?
     private var nextWaiterID = 0
 
-    /// For `readabilityHandler`: reads what is there; at the end stops the handler.
-    func read(from handle: FileHandle) {
-        let data = handle.availableData
-        if data.isEmpty { handle.readabilityHandler = nil }
-        append(data)
-    }
-
+    /// A chunk of the stream, or (empty) its end.
     func append(_ data: Data) {
         var ready: [(CheckedContinuation<String?, Never>, String)] = []
         lock.lock()
@@ -238,33 +232,26 @@ final class LineQueue: @unchecked Sendable {
     }
 }
 
-/// A running `ampel` with its standard output read line by line.
-final class LampProcess: @unchecked Sendable {
-    // `process` is only configured before launch; the queues are thread-safe.
-    let process = Process()
-    let output = LineQueue()
-    let errors = LineQueue()
-    private let exited = LineQueue()
+/// A running `ampel` with its standard output read line by line (blocking reads on threads of
+/// their own, not `FileHandle.readabilityHandler`: see ``ChildProcess``).
+final class LampProcess: Sendable {
+    let output: LineQueue
+    let errors: LineQueue
+    private let exited: LineQueue
+    private let child: ChildProcess
+
+    private init(_ arguments: [String]) throws {
+        let output = LineQueue(), errors = LineQueue(), exited = LineQueue()
+        child = try ChildProcess(
+            try ampelBinaryURL().path, arguments, output: .read { output.append($0) }, errors: .read { errors.append($0) },
+            onExit: { status in exited.append(Data("\(status.terminationStatus)\n".utf8)) })
+        self.output = output
+        self.errors = errors
+        self.exited = exited
+    }
 
     static func start(_ arguments: [String]) throws -> LampProcess {
-        let lamp = LampProcess()
-        lamp.process.executableURL = try ampelBinaryURL()
-        lamp.process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        lamp.process.standardOutput = out
-        lamp.process.standardError = err
-        lamp.process.standardInput = FileHandle.nullDevice
-        let output = lamp.output
-        let errors = lamp.errors
-        out.fileHandleForReading.readabilityHandler = { handle in output.read(from: handle) }
-        err.fileHandleForReading.readabilityHandler = { handle in errors.read(from: handle) }
-        let exited = lamp.exited
-        lamp.process.terminationHandler = { process in
-            exited.append(Data("\(process.terminationStatus)\n".utf8))
-        }
-        try lamp.process.run()
-        return lamp
+        try LampProcess(arguments)
     }
 
     /// Awaits the next line of standard output and checks it.
@@ -278,19 +265,19 @@ final class LampProcess: @unchecked Sendable {
 
     func wait(timeout: Duration) async throws -> Int32 {
         guard let status = await exited.next(timeout: timeout), let code = Int32(status) else {
-            process.terminate()
+            child.signal(SIGTERM)
             throw LampTestError.timeout("ampel did not exit")
         }
         return code
     }
 
     func terminateAndWait() async throws -> Int32 {
-        process.terminate()  // SIGTERM
+        child.signal(SIGTERM)
         return try await wait(timeout: .seconds(20))
     }
 
     func terminate() {
-        if process.isRunning { process.terminate() }
+        child.signal(SIGTERM)
     }
 
     /// Lines printed but not yet read.

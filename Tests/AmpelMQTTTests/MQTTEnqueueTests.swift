@@ -9,9 +9,7 @@ struct MQTTEnqueueTests {
     func enqueuedMessagesArriveAllAndInOrder(_ version: MQTTConfiguration.ProtocolVersion) async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
-        let subscriber = try await broker.connectedClient("enq-sub", version)
-        let inbox = MessageCollector(subscriber)
-        try await subscriber.subscribe([("enq/#", .atLeastOnce)])
+        let (subscriber, inbox) = try await broker.subscribedClient("enq-sub", [("enq/#", .atLeastOnce)], version)
         let publisher = try await broker.connectedClient("enq-pub", version)
         let count = 2_000
         for index in 0..<count {
@@ -29,9 +27,7 @@ struct MQTTEnqueueTests {
     @Test func enqueuedBeforeConnectIsSentAfterIt() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
-        let subscriber = try await broker.connectedClient("enq-sub2")
-        let inbox = MessageCollector(subscriber)
-        try await subscriber.subscribe([("early/#", .atLeastOnce)])
+        let (subscriber, inbox) = try await broker.subscribedClient("enq-sub2", [("early/#", .atLeastOnce)])
         let publisher = MQTTClient(configuration: broker.configuration("enq-early", .v5))
         try publisher.enqueue(topic: "early/a", payload: bytes("1"), qos: .atLeastOnce)
         try publisher.enqueue(topic: "early/a", payload: bytes("2"), qos: .atLeastOnce)

@@ -40,9 +40,7 @@ struct MQTTLifecycleTests {
     @Test func qos1PublishedBeforeTheFirstConnectIsSentAfterIt() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        let watcher = try await broker.connectedClient("early-watch")
-        let inbox = MessageCollector(watcher)
-        try await watcher.subscribe([("early/#", .atLeastOnce)])
+        let (watcher, inbox) = try await broker.subscribedClient("early-watch", [("early/#", .atLeastOnce)])
         let client = MQTTClient(configuration: broker.configuration("early-pub"))
         let publish = Task { try await client.publish(topic: "early/q1", payload: bytes("queued"), qos: .atLeastOnce) }
         try await client.connect()
@@ -168,9 +166,7 @@ struct MQTTLifecycleTests {
                 try await echo.publish(topic: "pong/" + message.topic.dropFirst(5), payload: message.payload, qos: .atLeastOnce)
             }
         }
-        let caller = try await broker.connectedClient("caller")
-        let inbox = MessageCollector(caller)
-        try await caller.subscribe([("pong/#", .atLeastOnce)])
+        let (caller, inbox) = try await broker.subscribedClient("caller", [("pong/#", .atLeastOnce)])
         for index in 0..<200 {
             try await caller.publish(topic: "ping/\(index)", payload: bytes("\(index)"), qos: .atLeastOnce)
         }
@@ -213,9 +209,7 @@ struct MQTTLifecycleTests {
             #expect(error.code == .cancelled)
         }
         // The message itself is still delivered once connected.
-        let watcher = try await broker.connectedClient("cancel-watch")
-        let inbox = MessageCollector(watcher)
-        try await watcher.subscribe([("cancel/#", .atLeastOnce)])
+        let (watcher, inbox) = try await broker.subscribedClient("cancel-watch", [("cancel/#", .atLeastOnce)])
         try await client.connect()
         #expect(try await inbox.wait(for: 1).map(text) == ["x"])
         await client.disconnect()

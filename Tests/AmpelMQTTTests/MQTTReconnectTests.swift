@@ -12,9 +12,7 @@ struct MQTTReconnectTests {
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
 
         // The subscriber keeps a persistent session and stays away for a while after the restart.
-        var subConfig = broker.configuration("persist-sub", version)
-        subConfig.cleanStart = false
-        subConfig.sessionExpiry = .seconds(3600)
+        var subConfig = broker.persistentConfiguration("persist-sub", version, expiry: .seconds(3600))
         subConfig.reconnectMinDelay = .seconds(4)
         subConfig.reconnectMaxDelay = .seconds(4)
         let subscriber = MQTTClient(configuration: subConfig)
@@ -110,25 +108,14 @@ struct MQTTReconnectTests {
     @Test func v5PersistentSessionSurvivesAClientRestart() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        var config = broker.configuration("session-client")
-        config.cleanStart = false
-        config.sessionExpiry = .seconds(600)
-        let first = MQTTClient(configuration: config)
-        let firstEvents = EventCollector(first)
-        try await first.connect()
-        try await first.subscribe([("session/#", .atLeastOnce)])
-        try await firstEvents.wait("first connect") { $0.first == .connected(sessionPresent: false) }
-        await first.disconnect()
+        let config = broker.persistentConfiguration("session-client")
+        try await leaveSession(config, subscribedTo: [("session/#", .atLeastOnce)])
 
         let publisher = try await broker.connectedClient("session-pub")
         for index in 0..<5 {
             try await publisher.publish(topic: "session/\(index)", payload: bytes("\(index)"), qos: .atLeastOnce)
         }
-        let second = MQTTClient(configuration: config)
-        let events = EventCollector(second)
-        let inbox = MessageCollector(second)
-        try await second.connect()
-        try await events.wait("session resumed") { $0.first == .connected(sessionPresent: true) }
+        let (second, inbox) = try await resumeSession(config)
         #expect(try await inbox.wait(for: 5).map(text) == ["0", "1", "2", "3", "4"])
         await second.disconnect()
         await publisher.disconnect()

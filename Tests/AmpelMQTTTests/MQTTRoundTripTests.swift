@@ -47,9 +47,7 @@ struct MQTTRoundTripTests {
         try await publisher.publish(topic: "ampel/status", payload: bytes("online"), qos: .atLeastOnce, retain: true)
         try await publisher.publish(topic: "ampel/other", payload: bytes("live"), qos: .atLeastOnce, retain: false)
 
-        let late = try await broker.connectedClient("ret-late", .v311)
-        let inbox = MessageCollector(late)
-        try await late.subscribe([("ampel/#", .atLeastOnce)])
+        let (late, inbox) = try await broker.subscribedClient("ret-late", [("ampel/#", .atLeastOnce)], .v311)
         let first = try await inbox.wait(for: 1)
         #expect(first.map(\.topic) == ["ampel/status"])
         #expect(first.first?.retain == true)
@@ -65,9 +63,7 @@ struct MQTTRoundTripTests {
     @Test func wildcardSubscriptionsDeliverOnlyMatchingTopics() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        let subscriber = try await broker.connectedClient("wild-sub")
-        let inbox = MessageCollector(subscriber)
-        try await subscriber.subscribe([("w/+/c", .atLeastOnce), ("x/#", .atLeastOnce)])
+        let (subscriber, inbox) = try await broker.subscribedClient("wild-sub", [("w/+/c", .atLeastOnce), ("x/#", .atLeastOnce)])
         let publisher = try await broker.connectedClient("wild-pub")
         let topics = ["w/b/c", "w/b/d", "w/c", "x", "x/y/z", "y/x", "w/b/c/d", "x/end"]
         for topic in topics {
@@ -111,13 +107,8 @@ struct MQTTRoundTripTests {
     @Test func messageExpiryDropsUndeliveredMessages() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        var config = broker.configuration("expiry-sub")
-        config.cleanStart = false
-        config.sessionExpiry = .seconds(600)
-        let first = MQTTClient(configuration: config)
-        try await first.connect()
-        try await first.subscribe([("exp/#", .atLeastOnce)])
-        await first.disconnect()
+        let config = broker.persistentConfiguration("expiry-sub")
+        try await leaveSession(config, subscribedTo: [("exp/#", .atLeastOnce)])
 
         let publisher = try await broker.connectedClient("expiry-pub")
         try await publisher.publish(topic: "exp/short", payload: bytes("short"), qos: .atLeastOnce, messageExpiry: .seconds(1))
@@ -126,11 +117,7 @@ struct MQTTRoundTripTests {
         // Expiry is a property of elapsed time, so here the test has to let time pass.
         await threadSleep(for: .milliseconds(2200))
 
-        let second = MQTTClient(configuration: config)
-        let inbox = MessageCollector(second)
-        let events = EventCollector(second)
-        try await second.connect()
-        try await events.wait("connected") { $0.first == .connected(sessionPresent: true) }
+        let (second, inbox) = try await resumeSession(config)
         try await publisher.publish(topic: "exp/marker", payload: bytes("marker"), qos: .atLeastOnce)
         let received = try await inbox.wait(for: 3)
         #expect(received.map(\.topic) == ["exp/long", "exp/none", "exp/marker"])

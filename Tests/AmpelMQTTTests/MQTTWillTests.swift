@@ -9,9 +9,7 @@ struct MQTTWillTests {
     @Test func willFiresWhenTheClientProcessIsKilled() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        let watcher = try await broker.connectedClient("will-watch")
-        let inbox = MessageCollector(watcher)
-        try await watcher.subscribe([("ampel/will/#", .atLeastOnce)])
+        let (watcher, inbox) = try await broker.subscribedClient("will-watch", [("ampel/will/#", .atLeastOnce)])
 
         let probe = try ProbeProcess(arguments: ["\(broker.port)", "probe-killed", "ampel/will/killed", "gone", "hold"])
         try await probe.waitForLine("connected")
@@ -27,9 +25,7 @@ struct MQTTWillTests {
     @Test func willDoesNotFireOnCleanDisconnect() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }  // also keeps the broker alive to the end of the test
-        let watcher = try await broker.connectedClient("will-watch2")
-        let inbox = MessageCollector(watcher)
-        try await watcher.subscribe([("ampel/will/#", .atLeastOnce)])
+        let (watcher, inbox) = try await broker.subscribedClient("will-watch2", [("ampel/will/#", .atLeastOnce)])
 
         let probe = try ProbeProcess(arguments: ["\(broker.port)", "probe-clean", "ampel/will/clean", "gone", "disconnect"])
         try await probe.waitForLine("disconnected")
@@ -56,9 +52,7 @@ struct MQTTWillTests {
         try await client.connect()
         await client.disconnect()
         // A retained Will would show up for a new subscriber; the clean disconnect left none.
-        let checker = try await broker.connectedClient("will-check")
-        let inbox = MessageCollector(checker)
-        try await checker.subscribe([("ampel/will/#", .atLeastOnce)])
+        let (checker, inbox) = try await broker.subscribedClient("will-check", [("ampel/will/#", .atLeastOnce)])
         try await checker.publish(topic: "ampel/will/marker", payload: bytes("m"), qos: .atLeastOnce)
         #expect(try await inbox.wait(for: 1).map(\.topic) == ["ampel/will/marker"])
         await checker.disconnect()

@@ -175,6 +175,49 @@ extension MosquittoBroker {
         try await client.connect()
         return client
     }
+
+    /// A connected client subscribed to `filters`, whose messages are collected from before the
+    /// subscription, so none that the broker sends it is missed.
+    func subscribedClient(
+        _ clientID: String, _ filters: [(String, MQTTQoS)], _ version: MQTTConfiguration.ProtocolVersion = .v5
+    ) async throws -> (client: MQTTClient, inbox: MessageCollector) {
+        let client = try await connectedClient(clientID, version)
+        let inbox = MessageCollector(client)
+        try await client.subscribe(filters)
+        return (client, inbox)
+    }
+
+    /// A configuration whose session outlives the connection (no clean start; `expiry` for MQTT 5).
+    func persistentConfiguration(
+        _ clientID: String, _ version: MQTTConfiguration.ProtocolVersion = .v5, expiry: Duration = .seconds(600)
+    ) -> MQTTConfiguration {
+        var configuration = configuration(clientID, version)
+        configuration.cleanStart = false
+        configuration.sessionExpiry = expiry
+        return configuration
+    }
+}
+
+/// Starts `configuration`'s persistent session: connects (the broker must report a new
+/// session), subscribes to `filters` and disconnects, so the broker queues what matches for it.
+func leaveSession(_ configuration: MQTTConfiguration, subscribedTo filters: [(String, MQTTQoS)]) async throws {
+    let client = MQTTClient(configuration: configuration)
+    let events = EventCollector(client)
+    try await client.connect()
+    try await client.subscribe(filters)
+    try await events.wait("\(configuration.clientID) starts a new session") { $0.first == .connected(sessionPresent: false) }
+    await client.disconnect()
+}
+
+/// A new client on `configuration`'s persistent session, returned once the broker reported
+/// the session as present, with its messages collected from the start.
+func resumeSession(_ configuration: MQTTConfiguration) async throws -> (client: MQTTClient, inbox: MessageCollector) {
+    let client = MQTTClient(configuration: configuration)
+    let events = EventCollector(client)
+    let inbox = MessageCollector(client)
+    try await client.connect()
+    try await events.wait("\(configuration.clientID) resumes its session") { $0.first == .connected(sessionPresent: true) }
+    return (client, inbox)
 }
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -91,12 +91,12 @@ public final class MosquittoBroker: Sendable {
     public let options: Options
 
     private struct State {
-        var process: Process?
-        var brokerPID: pid_t = 0
-        var guardPipe: Pipe?
-        var guardPID: pid_t = 0
+        var broker: ChildProcess?
+        var guardProcess: ChildProcess?
         /// Counts launches, so that a late exit notice of an earlier run is ignored.
         var generation = 0
+        /// Of the current run: its output ended, it was reaped. Both make the exit.
+        var endsSeen = 0
         var log: [String] = []
         var partialLine = ""
         var waiters: [UUID: (predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = [:]
@@ -284,44 +284,34 @@ public final class MosquittoBroker: Sendable {
     private func launch() async throws {
         guard state.withLock({ $0.exited }) else { throw BrokerError(description: "broker is already running") }
         let configPath = try writeConfig()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.mosquittoPath)
-        process.arguments = ["-c", configPath]
-        let output = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
         let generation = state.withLock { state in
             state.generation += 1
-            return state.generation
-        }
-        // The end of the output (EOF) marks the exit; the termination handler is only a second
-        // source, because under many parallel launches it was seen never to fire.
-        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                self?.processExited(generation)
-                return
-            }
-            self?.received(data)
-        }
-        process.terminationHandler = { [weak self] _ in self?.processExited(generation) }
-        state.withLock { state in
+            state.endsSeen = 0
             state.exited = false
-            state.process = process
             state.logStartOfRun = state.log.count
             state.partialLine = ""
+            return state.generation
         }
+        // The broker's output is read with blocking reads (no FileHandle.readabilityHandler, whose
+        // libdispatch source crashed the test process after a kill and restart; see ChildProcess).
+        // The run has ended when its output has ended and the process has been reaped.
+        let broker: ChildProcess
         do {
-            try process.run()
+            broker = try ChildProcess(
+                Self.mosquittoPath, ["-c", configPath],
+                output: .read { [weak self] data in
+                    if data.isEmpty { self?.runEnded(generation) } else { self?.received(data) }
+                },
+                errors: .sameAsOutput,
+                onExit: { [weak self] _ in self?.runEnded(generation) })
         } catch {
             state.withLock { $0.exited = true }
             throw BrokerError(description: "cannot run \(Self.mosquittoPath): \(error)")
         }
-        let pid = process.processIdentifier
-        state.withLock { $0.brokerPID = pid }
-        startGuard(for: pid)
+        state.withLock { state in
+            if state.generation == generation, !state.exited { state.broker = broker }
+        }
+        startGuard(for: broker.pid)
         do {
             try await waitForLog(timeout: .seconds(15), where: { $0.contains(" running") || $0.contains("Error") }, what: "running")
         } catch {
@@ -341,22 +331,12 @@ public final class MosquittoBroker: Sendable {
     /// A watcher process that blocks reading a pipe only this test process writes to. When the
     /// test process ends, even by crashing, the pipe closes, the read returns and the watcher
     /// SIGKILLs the broker. On a normal stop the watcher itself is killed first.
-    /// (It only blocks in `read`: child processes of the test runner inherit a blocked signal
-    /// mask, so nothing in it may wait for a signal such as SIGCHLD.)
     private func startGuard(for brokerPID: pid_t) {
-        let watcher = Process()
-        watcher.executableURL = URL(fileURLWithPath: "/bin/sh")
-        watcher.arguments = ["-c", "read -r _; kill -9 \"$1\" 2>/dev/null", "ampel-broker-guard", "\(brokerPID)"]
-        let pipe = Pipe()
-        watcher.standardInput = pipe
-        watcher.standardOutput = FileHandle.nullDevice
-        watcher.standardError = FileHandle.nullDevice
         do {
-            try watcher.run()
-            state.withLock { state in
-                state.guardPipe = pipe
-                state.guardPID = watcher.processIdentifier
-            }
+            let watcher = try ChildProcess(
+                "/bin/sh", ["-c", "read -r _; kill -9 \"$1\" 2>/dev/null", "ampel-broker-guard", "\(brokerPID)"],
+                inputPipe: true, output: .discard, errors: .discard, onExit: { _ in })
+            state.withLock { $0.guardProcess = watcher }
         } catch {
             // Without a guard the broker is still stopped by stop()/deinit.
         }
@@ -388,12 +368,15 @@ public final class MosquittoBroker: Sendable {
         for continuation in resumed { continuation.resume() }
     }
 
-    private func processExited(_ generation: Int) {
+    /// One of the two ends of a run (output ended, process reaped); the second one is the exit.
+    private func runEnded(_ generation: Int) {
         let result: ([CheckedContinuation<Void, any Error>], [CheckedContinuation<Void, Never>])? =
             state.withLock { state in
                 guard state.generation == generation, !state.exited else { return nil }
+                state.endsSeen += 1
+                guard state.endsSeen == 2 else { return nil }
                 state.exited = true
-                state.process = nil
+                state.broker = nil
                 let waiters = state.waiters.values.map(\.continuation)
                 state.waiters.removeAll()
                 let exitWaiters = state.exitWaiters
@@ -421,15 +404,14 @@ public final class MosquittoBroker: Sendable {
     }
 
     private func killNow() {
-        let (pid, guardPID, guardPipe) = state.withLock { state in
-            let result = (state.exited ? 0 : state.brokerPID, state.guardPID, state.guardPipe)
-            state.guardPID = 0
-            state.guardPipe = nil
-            return result
+        let (broker, watcher) = state.withLock { state in
+            defer { state.guardProcess = nil }
+            return (state.exited ? nil : state.broker, state.guardProcess)
         }
-        if guardPID > 0 { _ = Glibc.kill(guardPID, SIGKILL) }
-        if pid > 0 { _ = Glibc.kill(pid, SIGKILL) }
-        try? guardPipe?.fileHandleForWriting.close()
+        // The guard first, so that closing its input cannot make it kill anything.
+        watcher?.signal(SIGKILL)
+        broker?.signal(SIGKILL)
+        watcher?.closeInput()
     }
 
     // MARK: - Helpers
@@ -478,62 +460,11 @@ public final class MosquittoBroker: Sendable {
     }
 
     /// Runs a command-line tool to completion; throws with its output if it fails.
-    ///
-    /// Uses `posix_spawn` and a blocking `waitpid` on a thread of its own rather than
-    /// Foundation's `Process.terminationHandler`, which under many concurrent launches
-    /// (parallel tests) was seen never to fire, hanging the test.
     @discardableResult
     public static func runTool(_ path: String, _ arguments: [String]) async throws -> String {
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw BrokerError(description: "pipe failed") }
-        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Children of the test runner would otherwise inherit its blocked signal mask.
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-        close(pipeFDs[1])
-        guard spawned == 0 else {
-            close(pipeFDs[0])
-            throw BrokerError(description: "cannot run \(path): \(String(cString: strerror(spawned)))")
-        }
-        let readFD = pipeFDs[0]
-        let childPID = pid
-        let (status, output): (Int32, String) = await withCheckedContinuation { continuation in
-            let waiter = Thread {
-                var data = [UInt8]()
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let count = read(readFD, &buffer, buffer.count)
-                    if count > 0 {
-                        data += buffer[0..<count]
-                    } else if count == 0 || errno != EINTR {
-                        break
-                    }
-                }
-                close(readFD)
-                var status: Int32 = 0
-                while waitpid(childPID, &status, 0) == -1 && errno == EINTR {}
-                continuation.resume(returning: (status, String(decoding: data, as: UTF8.self)))
-            }
-            waiter.start()
-        }
-        // WIFEXITED && WEXITSTATUS == 0
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw BrokerError(description: "\(path) \(arguments.joined(separator: " ")) failed (status \(status)):\n\(output)")
+        let (status, output) = try await ChildProcess.run(path, arguments)
+        guard status.exitCode == 0 else {
+            throw BrokerError(description: "\(path) \(arguments.joined(separator: " ")) failed (\(status)):\n\(output)")
         }
         return output
     }
