@@ -55,13 +55,15 @@ for run in $(seq 1 "$RUNS"); do
     for qos in 0 1; do
         count=$COUNT0; [ "$qos" = 1 ] && count=$COUNT1
         # Alternate which implementation goes first so drift on a shared machine hits both.
-        if [ $((run % 2)) = 1 ]; then order="c swift"; else order="swift c"; fi
+        if [ $((run % 2)) = 1 ]; then order="c swift swift-handler"; else order="swift-handler swift c"; fi
         for impl in $order; do
             tag="r${run}q${qos}"
             if [ "$impl" = c ]; then
                 "$out/mqtt_bench" 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
+            elif [ "$impl" = swift ]; then
+                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" stream | tee -a "$results"
             else
-                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
+                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}h" handler | tee -a "$results"
             fi
         done
     done
@@ -86,11 +88,12 @@ print("Machine: %s, %s cores, %s; %s; %s; libmosquitto/mosquitto %s" % (
     sh("gcc --version | head -1"), sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1")))
 print("Command: `Benchmarks/mqtt/run.sh` (RUNS=%s, %s-byte payloads, medians of %s runs)" % (runs, size, runs))
 print()
-print("| QoS | messages | C publish/s | Swift publish/s | Swift/C | C receive/s | Swift receive/s | Swift/C |")
-print("|---|---|---|---|---|---|---|---|")
+print("| QoS | Swift subscriber | messages | C publish/s | Swift publish/s | Swift/C | C receive/s | Swift receive/s | Swift/C |")
+print("|---|---|---|---|---|---|---|---|---|")
 for qos in (0, 1):
-    count = rows[("c", qos)][0]["count"]
-    cp, sp = median("c", qos, "publish_rate"), median("swift", qos, "publish_rate")
-    cr, sr = median("c", qos, "receive_rate"), median("swift", qos, "receive_rate")
-    print("| %d | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |" % (qos, count, cp, sp, sp / cp, cr, sr, sr / cr))
+    for impl, name in (("swift", "`messages` (AsyncSequence)"), ("swift-handler", "message handler")):
+        count = rows[("c", qos)][0]["count"]
+        cp, sp = median("c", qos, "publish_rate"), median(impl, qos, "publish_rate")
+        cr, sr = median("c", qos, "receive_rate"), median(impl, qos, "receive_rate")
+        print("| %d | %s | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |" % (qos, name, count, cp, sp, sp / cp, cr, sr, sr / cr))
 PY

@@ -1,4 +1,5 @@
 import AmpelMQTT
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,19 +15,26 @@ import Glibc
 /// releases on each PUBACK by itself, as the C client's queue does, instead of waiting for a
 /// Swift task to be woken and publish the next one.
 ///
-///     AmpelBenchmarks mqtt <host> <port> <qos> <count> <size> <tag>
+///     AmpelBenchmarks mqtt <host> <port> <qos> <count> <size> <tag> [stream|handler]
 ///
-/// Prints one line: `impl=swift qos=.. count=.. size=.. publish_s=.. publish_rate=.. receive_s=.. receive_rate=..`
+/// The subscriber receives through ``MQTTClient/messages`` (`stream`, the default: a Swift task
+/// consumes an `AsyncSequence`, woken per message when it keeps up) or through a message
+/// handler (`handler`: counted on the network thread, as the C client counts in its callback).
+/// Both run in the same process as the publisher and share the two cores with it.
+///
+/// Prints one line: `impl=swift|swift-handler qos=.. count=.. size=.. publish_s=.. publish_rate=.. receive_s=.. receive_rate=..`
 enum MQTTBenchmark {
     static func main(_ arguments: [String]) async {
-        guard arguments.count == 6, let port = Int(arguments[1]), let qosValue = Int(arguments[2]),
-            let qos = MQTTQoS(rawValue: qosValue), let count = Int(arguments[3]), count > 0, let size = Int(arguments[4])
+        guard arguments.count == 6 || arguments.count == 7, let port = Int(arguments[1]), let qosValue = Int(arguments[2]),
+            let qos = MQTTQoS(rawValue: qosValue), let count = Int(arguments[3]), count > 0, let size = Int(arguments[4]),
+            arguments.count == 6 || ["stream", "handler"].contains(arguments[6])
         else {
-            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag>")
+            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag> [stream|handler]")
             exit(2)
         }
         do {
-            let result = try await run(host: arguments[0], port: port, qos: qos, count: count, size: size, tag: arguments[5])
+            let result = try await run(host: arguments[0], port: port, qos: qos, count: count, size: size, tag: arguments[5],
+                                       handler: arguments.count == 7 && arguments[6] == "handler")
             print(result)
         } catch {
             print("error: \(error)")
@@ -34,7 +42,7 @@ enum MQTTBenchmark {
         }
     }
 
-    static func run(host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String) async throws -> String {
+    static func run(host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String, handler: Bool) async throws -> String {
         let topic = "bench/swift/\(tag)"
         func configuration(_ role: String) -> MQTTConfiguration {
             var configuration = MQTTConfiguration(host: host, port: port, clientID: "bench-swift-\(role)-\(tag)")
@@ -44,7 +52,14 @@ enum MQTTBenchmark {
             configuration.incomingBufferSize = count
             return configuration
         }
-        let subscriber = MQTTClient(configuration: configuration("sub"))
+        // Handler mode: the network thread counts and signals the last message.
+        let (done, finished) = AsyncStream<Void>.makeStream()
+        let handled = Counter()
+        let subscriber = handler
+            ? MQTTClient(configuration: configuration("sub")) { message in
+                if handled.increment(firstByte: message.payload.first ?? 0) == count { finished.yield() }
+            }
+            : MQTTClient(configuration: configuration("sub"))
         let publisher = MQTTClient(configuration: configuration("pub"))
         try await subscriber.connect()
         try await publisher.connect()
@@ -52,6 +67,10 @@ enum MQTTBenchmark {
 
         let clock = ContinuousClock()
         let receiver = Task {
+            if handler {
+                for await _ in done { break }
+                return (clock.now, handled.count)
+            }
             var received = 0
             var firstByteSum = 0
             for await message in subscriber.messages {
@@ -97,9 +116,22 @@ enum MQTTBenchmark {
 
         let publishSeconds = seconds(published - start)
         let receiveSeconds = seconds(receivedAt - start)
-        return "impl=swift qos=\(qos.rawValue) count=\(count) size=\(size) "
+        return "impl=\(handler ? "swift-handler" : "swift") qos=\(qos.rawValue) count=\(count) size=\(size) "
             + "publish_s=\(format(publishSeconds, 4)) publish_rate=\(format(Double(count) / publishSeconds, 0)) "
             + "receive_s=\(format(receiveSeconds, 4)) receive_rate=\(format(Double(count) / receiveSeconds, 0))"
+    }
+
+    /// Messages counted on the network thread (handler mode).
+    final class Counter: Sendable {
+        private let state = Mutex<(count: Int, firstByteSum: Int)>((0, 0))
+        func increment(firstByte: UInt8) -> Int {
+            state.withLock { state in
+                state.count += 1
+                state.firstByteSum &+= Int(firstByte)  // touch the payload like a consumer would
+                return state.count
+            }
+        }
+        var count: Int { state.withLock { $0.count } }
     }
 
     @inline(never)
