@@ -149,7 +149,8 @@ rss = [r for r in rows if r["mode"] == "rss"]
 if rss:
     r = rss[-1]
     print()
-    print("Memory: daemon VmRSS %.1f MB after %s devices (goal < 60 MB; %.1f MB right after start, peak VmHWM %.1f MB; "
-          "%s s to take them in)" % (int(r["rss_kb"]) / 1024, r["devices"], int(r["rss_before_kb"]) / 1024,
+    settled = ("; %.1f MB %s s later" % (int(r["rss_settled_kb"]) / 1024, r["settle_s"])) if "rss_settled_kb" in r else ""
+    print("Memory: daemon VmRSS %.1f MB after %s devices (goal < 60 MB; %.1f MB right after start%s, peak VmHWM %.1f MB; "
+          "%s s to take them in)" % (int(r["rss_kb"]) / 1024, r["devices"], int(r["rss_before_kb"]) / 1024, settled,
                                      int(r["hwm_kb"]) / 1024, r["seconds"]))
 PY

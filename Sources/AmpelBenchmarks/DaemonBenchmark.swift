@@ -20,7 +20,7 @@ import Synchronization
 ///                                    [--rate 1000] [--seconds 10]
 ///         Steady `rate` fixes per second, one per (pre-warmed) device; prints p50/p99/max from
 ///         the publish call to the state's arrival.
-///     AmpelBenchmarks daemon rss --port P --pid PID [--devices 100000] [--window 500]
+///     AmpelBenchmarks daemon rss --port P --pid PID [--devices 100000] [--window 500] [--settle 10]
 ///         One fix each for `devices` new devices all over Bavaria, waits for all their states,
 ///         prints VmRSS/VmHWM of process PID.
 ///
@@ -49,7 +49,8 @@ enum DaemonBenchmark {
                     line = try await load.latency(rate: int(options, "rate", 1_000), seconds: int(options, "seconds", 10))
                 default:
                     guard let pid = options["pid"].flatMap({ Int32($0) }) else { usage() }
-                    line = try await load.rss(pid: pid, devices: int(options, "devices", 100_000), window: int(options, "window", 500))
+                    line = try await load.rss(pid: pid, devices: int(options, "devices", 100_000), window: int(options, "window", 500),
+                                              settle: int(options, "settle", 10))
                 }
                 print(line)
             default:

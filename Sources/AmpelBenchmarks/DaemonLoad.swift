@@ -210,7 +210,9 @@ struct DaemonLoad: Sendable {
             + "p99_ms=\(percentile(99)) max_ms=\(percentile(100))"
     }
 
-    func rss(pid: Int32, devices: Int, window size: Int) async throws -> String {
+    /// VmRSS before, right when the last state came back, and `settle` seconds later (the daemon
+    /// writes its state within 5 s of a change and gives free heap pages back after writing).
+    func rss(pid: Int32, devices: Int, window size: Int, settle: Int) async throws -> String {
         guard let before = memoryOfProcess(pid) else { throw BenchmarkFailure("cannot read /proc/\(pid)/status") }
         let tag = "rss-\(Self.now % 100_000)"
         let window = InFlightWindow(limit: size)
@@ -227,8 +229,10 @@ struct DaemonLoad: Sendable {
         await publisher.disconnect()
         await observer.disconnect()
         guard let after = memoryOfProcess(pid) else { throw BenchmarkFailure("process \(pid) is gone") }
+        try await Task.sleep(for: .seconds(settle))  // a measurement interval, nothing to await
+        guard let settled = memoryOfProcess(pid) else { throw BenchmarkFailure("process \(pid) is gone") }
         return "mode=rss target=\(target.rawValue) devices=\(devices) rss_before_kb=\(before.rssKB) rss_kb=\(after.rssKB) "
-            + "hwm_kb=\(after.peakKB) seconds=\(String(format: "%.1f", seconds))"
+            + "rss_settled_kb=\(settled.rssKB) settle_s=\(settle) hwm_kb=\(settled.peakKB) seconds=\(String(format: "%.1f", seconds))"
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -28,11 +28,28 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         static let none = UInt16.max
     }
 
+    /// Distinct values, each stored once and referred to by its position.
+    struct Interned<Value: Hashable & Sendable>: Sendable {
+        private(set) var values: [Value] = []
+        private var positions: [Value: UInt16] = [:]
+
+        subscript(position: UInt16) -> Value { values[Int(position)] }
+
+        /// The position of `value`, added if new. Districts come from the geometry (about 430),
+        /// phases are a handful and data days one per publication (65,535 are 179 years).
+        mutating func position(of value: Value) -> UInt16 {
+            if let position = positions[value] { return position }
+            precondition(values.count < Int(Entry.none), "more than 65,534 distinct values of \(Value.self)")
+            let position = UInt16(values.count)
+            values.append(value)
+            positions[value] = position
+            return position
+        }
+    }
+
     private var entries: [String: Entry] = [:]
-    private var districts: [Signal.DistrictRef] = []
-    private var districtIndex: [Signal.DistrictRef: UInt16] = [:]
-    private var texts: [String] = []
-    private var textIndex: [String: UInt16] = [:]
+    private var districts = Interned<Signal.DistrictRef>()
+    private var texts = Interned<String>()
 
     public init() {}
 
@@ -80,36 +97,16 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
     private func record(_ entry: Entry) -> DeviceRecord {
         DeviceRecord(lat: entry.lat, lon: entry.lon, tst: entry.tst,
                      lang: entry.lang == 0 ? nil : Language.allCases[Int(entry.lang) - 1].rawValue,
-                     district: entry.district == Entry.none ? nil : districts[Int(entry.district)],
-                     phase: texts[Int(entry.phase)], dataDate: texts[Int(entry.dataDate)], stale: entry.stale)
+                     district: entry.district == Entry.none ? nil : districts[entry.district],
+                     phase: texts[entry.phase], dataDate: texts[entry.dataDate], stale: entry.stale)
     }
 
     private mutating func entry(_ record: DeviceRecord) -> Entry {
         let lang = record.lang.map { Language(requested: $0) }
         return Entry(lat: record.lat, lon: record.lon, tst: record.tst,
-                     district: record.district.map { intern($0) } ?? Entry.none,
-                     phase: intern(record.phase), dataDate: intern(record.dataDate),
+                     district: record.district.map { districts.position(of: $0) } ?? Entry.none,
+                     phase: texts.position(of: record.phase), dataDate: texts.position(of: record.dataDate),
                      lang: lang.map { UInt8(Language.allCases.firstIndex(of: $0)! + 1) } ?? 0,
                      stale: record.stale)
-    }
-
-    /// Districts come from the geometry (about 430) and the data; never near 65,535.
-    private mutating func intern(_ district: Signal.DistrictRef) -> UInt16 {
-        if let index = districtIndex[district] { return index }
-        precondition(districts.count < Int(Entry.none), "more than 65,534 distinct districts")
-        let index = UInt16(districts.count)
-        districts.append(district)
-        districtIndex[district] = index
-        return index
-    }
-
-    /// Phases (a handful) and data days (one per publication: 65,535 are 179 years).
-    private mutating func intern(_ text: String) -> UInt16 {
-        if let index = textIndex[text] { return index }
-        precondition(texts.count < Int(UInt16.max), "more than 65,535 distinct phases and data days")
-        let index = UInt16(texts.count)
-        texts.append(text)
-        textIndex[text] = index
-        return index
     }
 }
