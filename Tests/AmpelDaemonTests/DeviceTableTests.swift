@@ -47,4 +47,30 @@ struct DeviceTableTests {
             #expect(table["d"]?.lang == kept)
         }
     }
+
+    @Test("the compact map behaves like a Dictionary under random inserts, updates and removals")
+    func compactMapAgreesWithDictionary() {
+        var random = SplitMix64(seed: 7)
+        var map = CompactMap<Int>()
+        var reference: [String: Int] = [:]
+        for step in 0..<60_000 {
+            let key = "k\(Int.random(in: 0..<5000, using: &random))"
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0:
+                map[key] = nil
+                reference[key] = nil
+            default:
+                map[key] = step
+                reference[key] = step
+            }
+            if step % 997 == 0 {
+                #expect(map.count == reference.count)
+                let probe = "k\(Int.random(in: 0..<6000, using: &random))"
+                #expect(map[probe] == reference[probe])
+            }
+        }
+        #expect(map.count == reference.count)
+        #expect(Dictionary(uniqueKeysWithValues: zip(map.keys, map.values)) == reference)
+        for (key, value) in reference { #expect(map[key] == value) }
+    }
 }
