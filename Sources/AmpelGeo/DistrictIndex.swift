@@ -25,7 +25,7 @@ public final class DistrictIndex: Sendable {
     public let snapMetres: Double
 
     let entries: [IndexEntry]
-    let edges: [Edge]
+    let edges: EdgeStore
     let grid: Grid
     /// Cell codes: bit 31 clear = pure cell (bits 0-15 answer code, bits 16-30 set id);
     /// bit 31 set = border cell (bits 0-30 index into `borderStart`).
@@ -48,7 +48,7 @@ public final class DistrictIndex: Sendable {
     let districtByAGS: [String: Int]
 
     init(
-        districts: [District], snapMetres: Double, entries: [IndexEntry], edges: [Edge], grid: Grid,
+        districts: [District], snapMetres: Double, entries: [IndexEntry], edges: EdgeStore, grid: Grid,
         cells: [UInt32], borderStart: [UInt32], borderEdges: [UInt32], sets: [[UInt32]],
         districtByAGS: [String: Int]
     ) {
@@ -148,7 +148,7 @@ public final class DistrictIndex: Sendable {
     public var statistics: Statistics {
         let border = cells.reduce(0) { $0 + ($1 & Self.borderFlag != 0 ? 1 : 0) }
         let setBytes = (setStart.count + setMembers.count) * 4
-        let bytes = edges.count * MemoryLayout<Edge>.stride + cells.count * 4 + borderStart.count * 4
+        let bytes = edges.memoryBytes + cells.count * 4 + borderStart.count * 4
             + borderEdges.count * 4 + coarse.count * 4 + setBytes + entries.count * MemoryLayout<IndexEntry>.stride
         return Statistics(
             districts: districts.count, polygonSets: entries.count, edges: edges.count, cells: cells.count,

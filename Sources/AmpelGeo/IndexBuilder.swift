@@ -26,18 +26,16 @@ extension DistrictIndex {
         for (i, d) in districts.enumerated() { districtByAGS[d.ags] = i }
 
         // Edges, grouped by polygon set.
-        var edges: [Edge] = []
-        edges.reserveCapacity(raw.reduce(0) { $0 + $1.rings.reduce(0) { $0 + $1.count } })
+        var edges = EdgeStore()
+        edges.reserveCapacity(edges: raw.reduce(0) { $0 + $1.rings.reduce(0) { $0 + $1.count } })
         var entries: [IndexEntry] = []
         var gMinX = Double.infinity, gMinY = Double.infinity, gMaxX = -Double.infinity, gMaxY = -Double.infinity
         for (i, r) in raw.enumerated() {
             let first = edges.count
             var minX = Double.infinity, minY = Double.infinity, maxX = -Double.infinity, maxY = -Double.infinity
             for ring in r.rings where ring.count >= 2 {
-                var prev = ring[ring.count - 1]
+                edges.appendRing(ring, entry: UInt32(i))
                 for p in ring {
-                    edges.append(Edge(x1: prev.x, y1: prev.y, x2: p.x, y2: p.y, entry: UInt32(i)))
-                    prev = p
                     minX = min(minX, p.x); maxX = max(maxX, p.x)
                     minY = min(minY, p.y); maxY = max(maxY, p.y)
                 }
