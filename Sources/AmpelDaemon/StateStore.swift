@@ -115,46 +115,40 @@ public struct StateStore: Sendable {
     }
 }
 
-/// Buffers bytes and writes them to a file descriptor in chunks; remembers the first error.
+/// Buffers JSON and writes it to a file descriptor in chunks; remembers the first error.
 final class ChunkWriter {
     let fd: Int32
-    private var buffer: [UInt8] = []
+    private var json = JSONWriter(capacity: 1 << 17)
     private(set) var failure: String?
 
     init(fd: Int32) {
         self.fd = fd
-        buffer.reserveCapacity(1 << 16)
     }
 
     func append(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
-        if buffer.count >= 1 << 16 { flush() }
+        json.raw(text)
+        flushIfFull()
     }
 
     /// `text` as a JSON string literal.
     func string(_ text: String) {
-        buffer.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                buffer.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: buffer.append(byte)
-            }
-        }
-        buffer.append(UInt8(ascii: "\""))
-        if buffer.count >= 1 << 16 { flush() }
+        json.string(text)
+        flushIfFull()
     }
 
+    /// A JSON string, or `null`.
     func optionalString(_ text: String?) {
-        if let text { string(text) } else { append("null") }
+        json.string(text)
+        flushIfFull()
+    }
+
+    private func flushIfFull() {
+        if json.bytes.count >= 1 << 16 { flush() }
     }
 
     func flush() {
-        guard failure == nil else { buffer.removeAll(keepingCapacity: true); return }
-        buffer.withUnsafeBytes { bytes in
+        guard failure == nil else { json.removeAll(); return }
+        json.bytes.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -166,7 +160,7 @@ final class ChunkWriter {
                 offset += written
             }
         }
-        buffer.removeAll(keepingCapacity: true)
+        json.removeAll()
     }
 }
 

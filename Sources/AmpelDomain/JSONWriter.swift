@@ -23,6 +23,16 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: fragment)
     }
 
+    /// Appends text that is already JSON.
+    public mutating func raw(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Empties the output, keeping its capacity (for writing a large document in chunks).
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+    }
+
     /// A JSON string: `"`, `\` and control characters escaped, `/` and non-ASCII as they are.
     public mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
