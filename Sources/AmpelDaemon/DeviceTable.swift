@@ -62,7 +62,6 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
     }
 
     public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.count == 0 }
 
     /// The device keys in order.
     public var sortedKeys: [String] { entries.keys.sorted() }

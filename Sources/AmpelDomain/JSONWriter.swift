@@ -18,11 +18,6 @@ public struct JSONWriter: Sendable {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// Appends bytes that are already JSON (a fragment written earlier).
-    public mutating func raw(_ fragment: [UInt8]) {
-        bytes.append(contentsOf: fragment)
-    }
-
     /// Appends text that is already JSON.
     public mutating func raw(_ text: String) {
         bytes.append(contentsOf: text.utf8)

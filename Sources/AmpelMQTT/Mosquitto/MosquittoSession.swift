@@ -340,23 +340,15 @@ final class MosquittoSession: Sendable {
     func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
         // Hot path: no checks of our own before the call; libmosquitto validates the topic, and
         // the readable reason is worked out only when it refuses.
-        var expirySeconds: UInt32?
-        if let messageExpiry {
-            guard configuration.protocolVersion == .v5 else {
-                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
-            }
-            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
-        }
-        let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
         if qos == .atMostOnce {
             // libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
-            let (rc, mid): (Int32, Int32) = gate.withLock { gate in
-                gate.open ? send(message) : (MOSQ_ERR_NO_CONN.rawValue, 0)
+            let rc: Int32 = gate.withLock { gate in
+                gate.open ? send(message).rc : MOSQ_ERR_NO_CONN.rawValue
             }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 throw publishFailure(rc, topic: topic, qos: qos)
             }
-            _ = mid
             sentCount.add(1, ordering: .relaxed)
             return
         }
@@ -433,16 +425,9 @@ final class MosquittoSession: Sendable {
     /// the session. While the gate is closed the message waits in `offline`, in order, like an
     /// awaited publish whose task stopped waiting.
     func enqueue(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) throws(MQTTError) {
-        var expirySeconds: UInt32?
-        if let messageExpiry {
-            guard configuration.protocolVersion == .v5 else {
-                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
-            }
-            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
-        }
-        let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
         if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
-        enum Outcome { case sent(Int32, Int32), queued, closed, refusedQoS0 }
+        enum Outcome { case sent(Int32), queued, closed, refusedQoS0 }
         let outcome: Outcome = gate.withLock { gate in
             if gate.closed { return .closed }
             guard gate.open else {
@@ -451,8 +436,7 @@ final class MosquittoSession: Sendable {
                 gate.offline.append(OfflinePublish(id: gate.nextID, message: message, waiter: nil))
                 return .queued
             }
-            let (rc, mid) = send(message)
-            return .sent(rc, mid)
+            return .sent(send(message).rc)
         }
         switch outcome {
         case .closed:
@@ -461,13 +445,24 @@ final class MosquittoSession: Sendable {
             throw publishFailure(MOSQ_ERR_NO_CONN.rawValue, topic: topic, qos: qos)
         case .queued:
             sentCount.add(1, ordering: .relaxed)
-        case .sent(let rc, let mid):
+        case .sent(let rc):
             guard rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce) else {
                 throw publishFailure(rc, topic: topic, qos: qos)
             }
-            _ = mid
             sentCount.add(1, ordering: .relaxed)
         }
+    }
+
+    /// The message to hand to libmosquitto; message expiry needs MQTT 5.
+    private func outgoing(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) throws(MQTTError) -> OutgoingMessage {
+        var expirySeconds: UInt32?
+        if let messageExpiry {
+            guard configuration.protocolVersion == .v5 else {
+                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
+            }
+            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
+        }
+        return OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
     }
 
     /// Why libmosquitto refused a publish, in words: closed client, bad topic, no connection.
@@ -590,7 +585,7 @@ final class MosquittoSession: Sendable {
         }
     }
 
-    private func sendSubscribeLocked(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+    private func sendSubscribeLocked(_ filters: [String], qos: MQTTQoS) -> (rc: Int32, mid: Int32) {
         var mid: Int32 = 0
         let rc = withCStrings(filters) { pointers, count in
             mosquitto_subscribe_multiple(handle.pointer, &mid, count, pointers, Int32(qos.rawValue), 0, nil)
@@ -865,9 +860,9 @@ final class MosquittoSession: Sendable {
         for qos in MQTTQoS.allCases {
             let filters = subscriptions.filter { $0.qos == qos }.map(\.filter)
             if filters.isEmpty { continue }
-            let (rc, mid) = sendSubscribeLocked(filters, qos: qos)
+            // Its SUBACK finds no waiter and is dropped.
+            let rc = sendSubscribeLocked(filters, qos: qos).rc
             if rc == MOSQ_ERR_SUCCESS.rawValue {
-                _ = mid  // its SUBACK finds no waiter and is dropped
                 logger.info("MQTT re-subscribed", metadata: ["filters": "\(filters)"])
             } else {
                 logger.error("MQTT re-subscribe failed", metadata: ["filters": "\(filters)", "error": "\(String(cString: mosquitto_strerror(rc)))"])
