@@ -34,9 +34,9 @@ if [ -n "${BIN_DIR:-}" ]; then
   bin=$BIN_DIR # binaries built elsewhere (e.g. to try the script with a debug build)
 else
   echo "building (release) ..." >&2
-  swift build -c release --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  swift build -c release --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --show-bin-path)
+  swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+  swift build -c release --static-swift-stdlib --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
 fi
 bench=$bin/AmpelBenchmarks
 ampel=$bin/ampel

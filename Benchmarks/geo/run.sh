@@ -19,9 +19,9 @@ if [ ! -x .venv-bench/bin/python ] || ! .venv-bench/bin/python -c 'import shapel
   .venv-bench/bin/pip install --quiet 'shapely>=2,<3' numpy
 fi
 
-swift build -c release --product AmpelBenchmarks >&2
-swift build -c release --product ampel >&2
-BIN=$(swift build -c release --show-bin-path)
+swift build -c release --static-swift-stdlib --product AmpelBenchmarks >&2
+swift build -c release --static-swift-stdlib --product ampel >&2
+BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
 
 PIN=()
 if command -v taskset >/dev/null; then PIN=(taskset -c "$CPU"); fi

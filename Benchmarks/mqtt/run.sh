@@ -11,15 +11,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 RUNS=${RUNS:-5}
-COUNT0=${COUNT0:-200000}   # QoS 0 messages per run
+COUNT0=${COUNT0:-300000}   # QoS 0 messages per run
 COUNT1=${COUNT1:-100000}   # QoS 1 messages per run
 SIZE=${SIZE:-128}          # payload bytes (an OwnTracks position is ~150)
 
 out=benchmarks-out/mqtt
 mkdir -p "$out"
 gcc -O2 -Wall -o "$out/mqtt_bench" Benchmarks/mqtt/mqtt_bench.c -lmosquitto -lpthread
-swift build -c release --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-swift_bench="$(swift build -c release --show-bin-path)/AmpelBenchmarks"
+swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+swift_bench="$(swift build -c release --static-swift-stdlib --show-bin-path)/AmpelBenchmarks"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf="$out/mosquitto.conf"
@@ -96,4 +96,18 @@ for qos in (0, 1):
         cp, sp = median("c", qos, "publish_rate"), median(impl, qos, "publish_rate")
         cr, sr = median("c", qos, "receive_rate"), median(impl, qos, "receive_rate")
         print("| %d | %s | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |" % (qos, name, count, cp, sp, sp / cp, cr, sr, sr / cr))
+print()
+print("QoS 0, CPU time of the publishing thread per publish call (the caller's cost; the publish/s")
+print("above also depend on how the scheduler shares the two cores with the network threads and the broker):")
+print()
+print("| publisher | µs per call (median) | runs | Swift/C |")
+print("|---|---|---|---|")
+c_cpu = median("c", 0, "publish_cpu_us")
+for impl, name in (("c", "C (libmosquitto)"), ("swift", "Swift, `messages` subscriber"), ("swift-handler", "Swift, handler subscriber")):
+    values = [float(r["publish_cpu_us"]) for r in rows[(impl, 0)] if r.get("publish_cpu_us", "nan") != "nan"]
+    if values:
+        m = statistics.median(values)
+        print("| %s | %.3f | %s | %.2f |" % (name, m, " ".join("%.3f" % v for v in values), m / c_cpu))
+print()
+print("Publish/s per run (QoS 0): " + "; ".join("%s %s" % (impl, " ".join(r["publish_rate"] for r in rows[(impl, 0)])) for impl in ("c", "swift", "swift-handler")))
 PY

@@ -31,6 +31,11 @@ public actor AmpelDaemon: Service {
     private var feedState: FeedState?
     private var dirty = false
     private var lastSave = ContinuousClock.now
+    /// When the last location message arrived, and the device count at the last heap trim.
+    private var lastIntake = ContinuousClock.now
+    private var trimmedAtDevices = 0
+    /// How long the intake must be quiet before free heap pages are given back.
+    let trimQuiet: Duration = .seconds(2)
     /// The state file is rewritten at most this often while fixes arrive (and always at shutdown):
     /// with many devices a rewrite per second would cost more than it protects.
     let saveInterval: Duration = .seconds(5)
@@ -190,6 +195,7 @@ public actor AmpelDaemon: Service {
     func handle(_ input: Input, _ engine: inout SignalEngine) {
         switch input {
         case .message(let message):
+            lastIntake = ContinuousClock.now
             for route in intake.route(topic: message.topic, payload: message.payload) {
                 switch route {
                 case .input(let kind, let key):
@@ -219,7 +225,13 @@ public actor AmpelDaemon: Service {
             }
             perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
-            if dirty, ContinuousClock.now - lastSave >= saveInterval { saveState(engine) }
+            let now = ContinuousClock.now
+            if dirty, now - lastSave >= saveInterval { saveState(engine) }
+            // New devices grew the tables; once fixes stop arriving, hand the free pages back.
+            if engine.devices.count != trimmedAtDevices, now - lastIntake >= trimQuiet {
+                trimmedAtDevices = engine.devices.count
+                saver.trimHeap()
+            }
             if infoDirty { publishInfo(engine) }
         case .stop:
             break

@@ -47,7 +47,7 @@ public enum DaemonRuntime {
     ///
     /// - Throws: ``ConfigurationError`` for a rule set, state directory or data choice that cannot work.
     public static func prepare(_ configuration: DaemonConfiguration) throws -> Prepared {
-        ProcessMemory.limitArenas()
+        ProcessMemory.configureHeap()
         let ruleSet = try loadRuleSet(configuration.rules)
         let store = StateStore(directory: configuration.stateDirectory)
         do {
