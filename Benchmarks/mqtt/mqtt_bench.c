@@ -153,8 +153,9 @@ int main(int argc, char **argv) {
 
     double publish_s = qos > 0 ? seconds_between(start, acknowledged_all_at) : seconds_between(start, published_at);
     double receive_s = seconds_between(start, received_all_at);
-    printf("impl=c qos=%d count=%ld size=%d publish_s=%.4f publish_rate=%.0f receive_s=%.4f receive_rate=%.0f publish_cpu_us=%.3f\n",
-           qos, target, size, publish_s, target / publish_s, receive_s, target / receive_s, publish_cpu_us);
+    printf("impl=c qos=%d count=%ld size=%d publish_s=%.4f publish_rate=%.0f receive_s=%.4f receive_rate=%.0f publish_cpu_us=%.3f calls_s=%.4f\n",
+           qos, target, size, publish_s, target / publish_s, receive_s, target / receive_s, publish_cpu_us,
+           seconds_between(start, published_at));
 
     mosquitto_disconnect(pub);
     mosquitto_disconnect(sub);

@@ -56,12 +56,16 @@ for run in $(seq 1 "$RUNS"); do
         count=$COUNT0; [ "$qos" = 1 ] && count=$COUNT1
         # Alternate which implementation goes first so drift on a shared machine hits both.
         if [ $((run % 2)) = 1 ]; then order="c swift swift-handler"; else order="swift-handler swift c"; fi
+        # QoS 1 also as the C client publishes: all handed over at once (MQTTClient.enqueue).
+        [ "$qos" = 1 ] && order="$order swift-enqueue"
         for impl in $order; do
             tag="r${run}q${qos}"
             if [ "$impl" = c ]; then
                 "$out/mqtt_bench" 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
             elif [ "$impl" = swift ]; then
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" stream | tee -a "$results"
+            elif [ "$impl" = swift-enqueue ]; then
+                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}e" enqueue | tee -a "$results"
             else
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}h" handler | tee -a "$results"
             fi
@@ -88,10 +92,13 @@ print("Machine: %s, %s cores, %s; %s; %s; libmosquitto/mosquitto %s" % (
     sh("gcc --version | head -1"), sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1")))
 print("Command: `Benchmarks/mqtt/run.sh` (RUNS=%s, %s-byte payloads, medians of %s runs)" % (runs, size, runs))
 print()
-print("| QoS | Swift subscriber | messages | C publish/s | Swift publish/s | Swift/C | C receive/s | Swift receive/s | Swift/C |")
+print("| QoS | Swift client (subscriber; publisher) | messages | C publish/s | Swift publish/s | Swift/C | C receive/s | Swift receive/s | Swift/C |")
 print("|---|---|---|---|---|---|---|---|---|")
 for qos in (0, 1):
-    for impl, name in (("swift", "`messages` (AsyncSequence)"), ("swift-handler", "message handler")):
+    impls = (("swift", "`messages` (AsyncSequence); `publish`"), ("swift-handler", "message handler; `publish`"))
+    if qos == 1 and ("swift-enqueue", 1) in rows:
+        impls += (("swift-enqueue", "message handler; publisher `enqueue` + last `publish`"),)
+    for impl, name in impls:
         count = rows[("c", qos)][0]["count"]
         cp, sp = median("c", qos, "publish_rate"), median(impl, qos, "publish_rate")
         cr, sr = median("c", qos, "receive_rate"), median(impl, qos, "receive_rate")

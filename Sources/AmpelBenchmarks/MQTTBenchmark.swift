@@ -28,14 +28,15 @@ enum MQTTBenchmark {
     static func main(_ arguments: [String]) async {
         guard arguments.count == 6 || arguments.count == 7, let port = Int(arguments[1]), let qosValue = Int(arguments[2]),
             let qos = MQTTQoS(rawValue: qosValue), let count = Int(arguments[3]), count > 0, let size = Int(arguments[4]),
-            arguments.count == 6 || ["stream", "handler"].contains(arguments[6])
+            arguments.count == 6 || ["stream", "handler", "enqueue"].contains(arguments[6])
         else {
-            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag> [stream|handler]")
+            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag> [stream|handler|enqueue]")
             exit(2)
         }
         do {
             let result = try await run(host: arguments[0], port: port, qos: qos, count: count, size: size, tag: arguments[5],
-                                       handler: arguments.count == 7 && arguments[6] == "handler")
+                                       handler: arguments.count == 7 && arguments[6] != "stream",
+                                       enqueue: arguments.count == 7 && arguments[6] == "enqueue")
             print(result)
         } catch {
             print("error: \(error)")
@@ -43,7 +44,9 @@ enum MQTTBenchmark {
         }
     }
 
-    static func run(host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String, handler: Bool) async throws -> String {
+    static func run(
+        host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String, handler: Bool, enqueue: Bool
+    ) async throws -> String {
         let topic = "bench/swift/\(tag)"
         func configuration(_ role: String) -> MQTTConfiguration {
             var configuration = MQTTConfiguration(host: host, port: port, clientID: "bench-swift-\(role)-\(tag)")
@@ -93,6 +96,15 @@ enum MQTTBenchmark {
                 try await publisher.publish(topic: topic, payload: payload, qos: .atMostOnce)
             }
             if pthread_equal(thread, pthread_self()) != 0 { publishCPU = (threadCPUSeconds() - cpuStart) * 1e6 / Double(count) }
+        } else if enqueue {
+            // As the C client does: everything handed to libmosquitto at once (`enqueue` does not
+            // wait), which sends up to the send maximum and the rest as PUBACKs come back. The
+            // last one is awaited: the broker acknowledges in order, so its PUBACK comes last.
+            for _ in 1..<count {
+                try publisher.enqueue(topic: topic, payload: payload, qos: qos)
+            }
+            // (The receive count below checks that all of them arrived.)
+            try await publisher.publish(topic: topic, payload: payload, qos: qos)
         } else {
             let lanes = 1000
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -122,7 +134,7 @@ enum MQTTBenchmark {
 
         let publishSeconds = seconds(published - start)
         let receiveSeconds = seconds(receivedAt - start)
-        return "impl=\(handler ? "swift-handler" : "swift") qos=\(qos.rawValue) count=\(count) size=\(size) "
+        return "impl=\(enqueue ? "swift-enqueue" : handler ? "swift-handler" : "swift") qos=\(qos.rawValue) count=\(count) size=\(size) "
             + "publish_s=\(format(publishSeconds, 4)) publish_rate=\(format(Double(count) / publishSeconds, 0)) "
             + "receive_s=\(format(receiveSeconds, 4)) receive_rate=\(format(Double(count) / receiveSeconds, 0)) "
             + "publish_cpu_us=\(publishCPU.isNaN ? "nan" : format(publishCPU, 3))"
