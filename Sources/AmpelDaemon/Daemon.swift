@@ -277,7 +277,7 @@ public actor AmpelDaemon: Service {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
                     try transport.enqueue(message)
                     counters.published += 1
-                    if message.topic.hasSuffix("/alert") { counters.alerts += 1 }
+                    if message.topic.utf8.reversed().starts(with: "/alert".utf8.reversed()) { counters.alerts += 1 }
                 } catch {
                     counters.publishFailures += 1
                     let admitted = publishLog.admit(now: now().timeIntervalSince1970)

@@ -24,15 +24,24 @@ public struct Topics: Sendable, Hashable {
 /// `owntracks/alice/phone` gives `alice/phone`, so one rule serves every input.
 public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
     public let filter: String
-    private let levels: [Substring]
+    private let levels: [Level]
+
+    private enum Level: Sendable, Hashable {
+        case exact([UInt8])
+        case single  // +
+        case multi  // #
+    }
 
     /// Validates `filter` by the MQTT rules: `+` only as a whole level, `#` only as the last level.
     public init?(_ filter: String) {
         guard !filter.isEmpty, !filter.utf8.contains(0) else { return nil }
-        let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
-        for (index, level) in levels.enumerated() {
-            if level.contains("+") && level != "+" { return nil }
-            if level.contains("#") && (level != "#" || index != levels.count - 1) { return nil }
+        let parts = filter.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        var levels: [Level] = []
+        for (index, part) in parts.enumerated() {
+            let plus = part.contains(UInt8(ascii: "+")), hash = part.contains(UInt8(ascii: "#"))
+            if plus && part.count != 1 { return nil }
+            if hash && (part.count != 1 || index != parts.count - 1) { return nil }
+            levels.append(plus ? .single : hash ? .multi : .exact(Array(part)))
         }
         self.filter = filter
         self.levels = levels
@@ -42,30 +51,56 @@ public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
 
     /// The topic levels matched by the wildcards, joined by `/`; `nil` when `topic` does not match.
     ///
-    /// A filter without wildcards matches its own topic and captures the empty string.
+    /// A filter without wildcards matches its own topic and captures the empty string. Works on
+    /// the UTF-8 bytes (topic levels are compared byte for byte, as brokers do): this runs for
+    /// every message the daemon receives.
     public func capture(_ topic: String) -> String? {
-        let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
-        var captured: [Substring] = []
-        var index = 0
-        for level in levels {
-            if level == "#" {
-                // `a/#` also matches `a` itself (MQTT 3.1.1, 4.7.1.2).
-                captured.append(contentsOf: parts[min(index, parts.count)...])
-                return captured.joined(separator: "/")
-            }
-            guard index < parts.count else { return nil }
-            let part = parts[index]
-            if level == "+" {
-                captured.append(part)
-            } else if level != part {
-                return nil
-            }
-            index += 1
+        var topic = topic
+        return topic.withUTF8 { capture(bytes: $0) }
+    }
+
+    private func capture(bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let slash = UInt8(ascii: "/")
+        var start = 0  // where the next topic level starts; past `bytes.count` when none is left
+        var pieces: [Range<Int>] = []
+        func nextLevel() -> Range<Int>? {
+            guard start <= bytes.count else { return nil }
+            var end = start
+            while end < bytes.count && bytes[end] != slash { end += 1 }
+            defer { start = end + 1 }
+            return start..<end
         }
-        guard index == parts.count else { return nil }
+        for level in levels {
+            switch level {
+            case .multi:
+                // `a/#` also matches `a` itself (MQTT 3.1.1, 4.7.1.2).
+                if start <= bytes.count { pieces.append(start..<bytes.count) }
+                start = bytes.count + 1
+            case .single:
+                guard let range = nextLevel() else { return nil }
+                pieces.append(range)
+            case .exact(let expected):
+                guard let range = nextLevel(), expected.elementsEqual(bytes[range]) else { return nil }
+            }
+        }
+        guard start > bytes.count else { return nil }  // the topic has more levels
         // Topics starting with `$` are not matched by wildcards in the first level.
-        if let first = levels.first, first == "+" || first == "#", parts.first?.hasPrefix("$") == true { return nil }
-        return captured.joined(separator: "/")
+        if bytes.first == UInt8(ascii: "$"), startsWithWildcard { return nil }
+        guard let first = pieces.first, let last = pieces.last else { return "" }
+        // The captured levels are usually adjacent (`owntracks/+/+`): one slice of the topic.
+        if zip(pieces, pieces.dropFirst()).allSatisfy({ $0.upperBound + 1 == $1.lowerBound }) {
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[first.lowerBound..<last.upperBound]), as: UTF8.self)
+        }
+        var joined: [UInt8] = []
+        for (index, piece) in pieces.enumerated() {
+            if index > 0 { joined.append(slash) }
+            joined.append(contentsOf: bytes[piece])
+        }
+        return String(decoding: joined, as: UTF8.self)
+    }
+
+    private var startsWithWildcard: Bool {
+        if case .exact = levels[0] { false } else { true }
     }
 
     /// Whether `topic` matches.
@@ -83,7 +118,21 @@ public enum DeviceKey {
         let bytes = key.utf8
         guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
         guard bytes.first != UInt8(ascii: "$") else { return false }
-        for level in key.split(separator: "/", omittingEmptySubsequences: false) where level.isEmpty { return false }
+        // One pass over the bytes (this runs for every location message); Unicode properties
+        // are looked up only for keys that are not plain ASCII.
+        var previous = UInt8(ascii: "/")  // a leading "/" would start an empty level
+        var ascii = true
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "/") where previous == UInt8(ascii: "/"): return false  // empty level
+            case UInt8(ascii: "+"), UInt8(ascii: "#"), 0x7F, ..<0x21: return false  // wildcards, controls, space
+            case 0x80...: ascii = false
+            default: break
+            }
+            previous = byte
+        }
+        if previous == UInt8(ascii: "/") { return false }  // trailing empty level
+        if ascii { return true }
         for scalar in key.unicodeScalars {
             switch scalar {
             case "+", "#": return false

@@ -55,7 +55,10 @@ public enum MQTTConnectionEvent: Sendable, Hashable {
 public struct MQTTCounters: Sendable, Hashable {
     /// Publishes handed to libmosquitto (QoS 0 written or queued, QoS 1/2 queued).
     public var sent: Int
-    /// QoS 1/2 publishes the broker acknowledged (PUBACK/PUBCOMP).
+    /// QoS 1/2 publishes made with ``MQTTClient/publish(topic:payload:qos:retain:messageExpiry:)``
+    /// that the broker acknowledged (PUBACK/PUBCOMP). Messages handed over with
+    /// ``MQTTClient/enqueue(topic:payload:qos:retain:messageExpiry:)`` are not awaited and not
+    /// counted here (libmosquitto reports their acknowledgement like the write of a QoS 0 message).
     public var acknowledged: Int
     /// Messages received from the broker (including those then dropped on overflow).
     public var received: Int

@@ -94,10 +94,12 @@ struct InputParserTests {
     @Test("device keys that are not safe topic levels are dropped")
     func unsafeKeys() {
         let ok = #"{"lat":48,"lon":11}"#
-        for key in ["", "a//b", "a/+", "#", "$SYS", "with space", "tab\tkey", String(repeating: "k", count: 200)] {
+        for key in ["", "a//b", "a/+", "#", "$SYS", "with space", "tab\tkey", String(repeating: "k", count: 200),
+                    "/lead", "trail/", "/", "del\u{7F}", "nbsp\u{00A0}key", "ideographic\u{3000}space", "jörg/"] {
             #expect(parse(.plain, key, ok) == .dropped(.unsafeDeviceKey, detail: "device key is not a safe topic level"), "\(key)")
         }
         #expect(parse(.plain, "jörg", ok) == .fix(LocationFix(device: "jörg", latitude: 48, longitude: 11, tst: nil)))
+        #expect(parse(.plain, "alice/phone-2_x.y", ok) == .fix(LocationFix(device: "alice/phone-2_x.y", latitude: 48, longitude: 11, tst: nil)))
     }
 
     @Test("topic filters capture the wildcard levels as the device key")
@@ -114,6 +116,16 @@ struct InputParserTests {
         let multi = try #require(TopicFilter("gps/#"))
         #expect(multi.capture("gps/a/b") == "a/b")
         #expect(TopicFilter("+/x")?.capture("$SYS/x") == nil)
+        #expect(TopicFilter("#")?.capture("$SYS/x") == nil)
+        #expect(multi.capture("gps") == "")
+        #expect(multi.capture("gps/") == "")
+        #expect(multi.capture("gp") == nil)
+        #expect(TopicFilter("a/+/b/+")?.capture("a/x/b/y") == "x/y")
+        #expect(TopicFilter("a/+/b/+")?.capture("a/x/c/y") == nil)
+        #expect(owntracks.capture("owntracks//phone") == "/phone")
+        #expect(owntracks.capture("owntracks/jörg/ü") == "jörg/ü")
+        #expect(plain.capture("ampel/locationx/car") == nil)
+        #expect(plain.capture("ampel/location") == nil)
         #expect(TopicFilter("a/b+") == nil)
         #expect(TopicFilter("a/#/b") == nil)
         #expect(TopicFilter("") == nil)
