@@ -149,8 +149,10 @@ rss = [r for r in rows if r["mode"] == "rss"]
 if rss:
     r = rss[-1]
     print()
-    settled = ("; %.1f MB %s s later" % (int(r["rss_settled_kb"]) / 1024, r["settle_s"])) if "rss_settled_kb" in r else ""
-    print("Memory: daemon VmRSS %.1f MB after %s devices (goal < 60 MB; %.1f MB right after start%s, peak VmHWM %.1f MB; "
-          "%s s to take them in)" % (int(r["rss_kb"]) / 1024, r["devices"], int(r["rss_before_kb"]) / 1024, settled,
-                                     int(r["hwm_kb"]) / 1024, r["seconds"]))
+    def mem(kb):  # VmRSS is in KiB; show MiB and 10^6 bytes, so "60 MB" cannot be read two ways
+        return "%.1f MiB (%.1f MB)" % (int(kb) / 1024, int(kb) * 1024 / 1e6)
+    settled = ("; %s %s s later" % (mem(r["rss_settled_kb"]), r["settle_s"])) if "rss_settled_kb" in r else ""
+    print("Memory: daemon VmRSS %s after %s devices (goal < 60 MB; %s right after start%s, peak VmHWM %s; "
+          "%s s to take them in)" % (mem(r["rss_kb"]), r["devices"], mem(r["rss_before_kb"]), settled,
+                                     mem(r["hwm_kb"]), r["seconds"]))
 PY
