@@ -266,7 +266,7 @@ public final class StateSaver: Sendable {
     }
 
     /// The writer thread's side; holds no reference to the saver, so releasing the saver stops it.
-    private final class Worker: @unchecked Sendable {
+    private final class Worker: Sendable {
         let store: StateStore
         let logger: Logger
         let shared = Mutex(Shared())
