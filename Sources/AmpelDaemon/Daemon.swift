@@ -39,6 +39,8 @@ public actor AmpelDaemon: Service {
     /// The state file is rewritten at most this often while fixes arrive (and always at shutdown):
     /// with many devices a rewrite per second would cost more than it protects.
     let saveInterval: Duration = .seconds(5)
+    /// How long a stop waits for the broker to acknowledge `bridge/info` and `offline`.
+    let goodbyeTimeout: Duration = .seconds(5)
     private var infoDirty = true
     private var dropLog = RateLimiter(interval: 10, burst: 5)
     private var publishLog = RateLimiter(interval: 10, burst: 5)
@@ -158,11 +160,32 @@ public actor AmpelDaemon: Service {
         producers.cancel()
         continuation.finish()
         await saver.finish(engine.persisted)
-        do {
-            try await transport.publish(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true))
-            try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true))
-        } catch {
-            logger.warning("could not publish offline state", metadata: ["error": "\(error)"])
+        // Say offline, but do not wait for a broker that is gone: a QoS 1 publish waits for the
+        // reconnect, and a stop must not hang on it (the Last Will then says offline).
+        let transport = self.transport
+        let goodbye = [
+            OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true),
+            OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true),
+        ]
+        let outcome: String? = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                do {
+                    for message in goodbye { try await transport.publish(message) }
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: self.goodbyeTimeout)
+                return "no acknowledgement within \(self.goodbyeTimeout)"
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let outcome {
+            logger.warning("could not publish offline state", metadata: ["error": "\(outcome)"])
         }
         await transport.shutdown()
         await producers.value

@@ -280,4 +280,32 @@ struct EndToEndTests {
         try await daemon.stop()
         await recorder.close()
     }
+
+    @Test("a stop while the broker is gone writes the state and ends without waiting for the broker")
+    func stopWithoutBroker() async throws {
+        let broker = try await MosquittoBroker.start()
+        let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
+        let directory = temporaryDirectory()
+        let (logger, lines) = LogCapture.make()
+        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
+        try await recorder.first("bridge online") {
+            $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
+        }
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 100)
+        try await recorder.json("ampel/device/car/state") { $0["tst"] as? Int == 100 }
+        await devices.close()
+        await recorder.close()
+        await broker.kill()
+        // The goodbye publishes (QoS 1) would wait for a reconnect that never comes; the stop
+        // gives up on them after the daemon's goodbye timeout (5 s) instead of hanging.
+        try await withTimeout(.seconds(30), "daemon stop with the broker gone") { try await daemon.stop() }
+        let warned = try await withTimeout(.seconds(5), "the offline warning") {
+            for await line in lines where line.contains("could not publish offline state") { return true }
+            return false
+        }
+        #expect(warned)
+        let saved = try StateStore(directory: directory).load()
+        #expect(saved.devices["car"]?.tst == 100)
+    }
 }

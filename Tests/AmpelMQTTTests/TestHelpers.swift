@@ -3,42 +3,6 @@ import AmpelTestSupport
 import Foundation
 import Synchronization
 
-struct TestTimeout: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Runs `body`, failing with ``TestTimeout`` after `timeout` (a guard against hangs, not a wait).
-/// Returns at the deadline even if `body` ignores cancellation (it is cancelled and left behind).
-func withTimeout<T: Sendable>(
-    _ timeout: Duration = .seconds(15), _ what: String, _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    let slot = ContinuationSlot<T>()
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        slot.withLock { $0 = continuation }
-        let work = Task {
-            do {
-                let value = try await body()
-                slot.withLock { $0.take() }?.resume(returning: value)
-            } catch {
-                slot.withLock { $0.take() }?.resume(throwing: error)
-            }
-        }
-        Task {
-            await threadSleep(for: timeout)
-            if let continuation = slot.withLock({ $0.take() }) {
-                work.cancel()
-                continuation.resume(throwing: TestTimeout(description: "timed out after \(timeout): \(what)"))
-            }
-        }
-    }
-}
-
-/// Hands a continuation to whichever of two racing tasks finishes first.
-final class ContinuationSlot<T: Sendable>: Sendable {
-    private let slot = Mutex<CheckedContinuation<T, any Error>?>(nil)
-    func withLock<R>(_ body: (inout CheckedContinuation<T, any Error>?) -> R) -> R { slot.withLock { body(&$0) } }
-}
-
 /// A consumer of `client.messages` (of one or more clients) that collects everything it
 /// receives, so a test can await "n messages have arrived" several times.
 final class MessageCollector: Sendable {
