@@ -31,8 +31,10 @@ public actor AmpelDaemon: Service {
     private var feedState: FeedState?
     private var dirty = false
     private var lastSave = ContinuousClock.now
-    /// When the last location message arrived, and the device count at the last heap trim.
-    private var lastIntake = ContinuousClock.now
+    /// Messages received so far; the tick notes when the count last moved (no clock read per
+    /// message). With the device count at the last heap trim.
+    private var messagesReceived = 0
+    private var intakeSeen = (count: 0, at: ContinuousClock.now)
     private var trimmedAtDevices = 0
     /// How long the intake must be quiet before free heap pages are given back.
     let trimQuiet: Duration = .seconds(2)
@@ -218,7 +220,7 @@ public actor AmpelDaemon: Service {
     func handle(_ input: Input, _ engine: inout SignalEngine) {
         switch input {
         case .message(let message):
-            lastIntake = ContinuousClock.now
+            messagesReceived &+= 1
             for route in intake.route(topic: message.topic, payload: message.payload) {
                 switch route {
                 case .input(let kind, let key):
@@ -250,8 +252,9 @@ public actor AmpelDaemon: Service {
         case .tick:
             let now = ContinuousClock.now
             if dirty, now - lastSave >= saveInterval { saveState(engine) }
+            if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
             // New devices grew the tables; once fixes stop arriving, hand the free pages back.
-            if engine.devices.count != trimmedAtDevices, now - lastIntake >= trimQuiet {
+            if engine.devices.count != trimmedAtDevices, now - intakeSeen.at >= trimQuiet {
                 trimmedAtDevices = engine.devices.count
                 saver.trimHeap()
             }

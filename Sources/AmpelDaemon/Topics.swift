@@ -132,16 +132,8 @@ public enum DeviceKey {
             previous = byte
         }
         if previous == UInt8(ascii: "/") { return false }  // trailing empty level
-        if ascii { return true }
-        for scalar in key.unicodeScalars {
-            switch scalar {
-            case "+", "#": return false
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F { return false }
-                if scalar.properties.isWhitespace { return false }
-            }
-        }
-        return true
+        // Wildcards and ASCII controls are ruled out above; beyond ASCII only whitespace is left.
+        return ascii || !key.unicodeScalars.contains { $0.properties.isWhitespace }
     }
 
     /// `raw` with every character outside `A-Z a-z 0-9 . _ -` replaced by `_`; `nil` when
