@@ -1,3 +1,4 @@
+import AmpelMQTT
 /// The topics the daemon writes, under one base topic (`ampel` by default).
 ///
 /// One place builds every topic name, so the contract in `docs/topics.md` has one source.
@@ -23,85 +24,24 @@ public struct Topics: Sendable, Hashable {
 /// The levels a filter's wildcards match name the device: `owntracks/+/+` on
 /// `owntracks/alice/phone` gives `alice/phone`, so one rule serves every input.
 public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
-    public let filter: String
-    private let levels: [Level]
+    private let mqtt: MQTTTopicFilter
 
-    private enum Level: Sendable, Hashable {
-        case exact([UInt8])
-        case single  // +
-        case multi  // #
-    }
+    /// The filter as configured and subscribed, including a `$share/<group>/` prefix.
+    public var filter: String { mqtt.filter }
 
-    /// Validates `filter` by the MQTT rules: `+` only as a whole level, `#` only as the last level.
+    /// Validates `filter` by the MQTT rules (``MQTTTopicFilter``): `+` only as a whole level, `#`
+    /// only as the last level; `$share/<group>/<filter>` for a shared subscription.
     public init?(_ filter: String) {
-        guard !filter.isEmpty, !filter.utf8.contains(0) else { return nil }
-        let parts = filter.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        var levels: [Level] = []
-        for (index, part) in parts.enumerated() {
-            let plus = part.contains(UInt8(ascii: "+")), hash = part.contains(UInt8(ascii: "#"))
-            if plus && part.count != 1 { return nil }
-            if hash && (part.count != 1 || index != parts.count - 1) { return nil }
-            levels.append(plus ? .single : hash ? .multi : .exact(Array(part)))
-        }
-        self.filter = filter
-        self.levels = levels
+        guard let mqtt = try? MQTTTopicFilter(filter) else { return nil }
+        self.mqtt = mqtt
     }
 
     public var description: String { filter }
 
-    /// The topic levels matched by the wildcards, joined by `/`; `nil` when `topic` does not match.
-    ///
-    /// A filter without wildcards matches its own topic and captures the empty string. Works on
-    /// the UTF-8 bytes (topic levels are compared byte for byte, as brokers do): this runs for
-    /// every message the daemon receives.
-    public func capture(_ topic: String) -> String? {
-        var topic = topic
-        return topic.withUTF8 { capture(bytes: $0) }
-    }
-
-    private func capture(bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        let slash = UInt8(ascii: "/")
-        var start = 0  // where the next topic level starts; past `bytes.count` when none is left
-        var pieces: [Range<Int>] = []
-        func nextLevel() -> Range<Int>? {
-            guard start <= bytes.count else { return nil }
-            var end = start
-            while end < bytes.count && bytes[end] != slash { end += 1 }
-            defer { start = end + 1 }
-            return start..<end
-        }
-        for level in levels {
-            switch level {
-            case .multi:
-                // `a/#` also matches `a` itself (MQTT 3.1.1, 4.7.1.2).
-                if start <= bytes.count { pieces.append(start..<bytes.count) }
-                start = bytes.count + 1
-            case .single:
-                guard let range = nextLevel() else { return nil }
-                pieces.append(range)
-            case .exact(let expected):
-                guard let range = nextLevel(), expected.elementsEqual(bytes[range]) else { return nil }
-            }
-        }
-        guard start > bytes.count else { return nil }  // the topic has more levels
-        // Topics starting with `$` are not matched by wildcards in the first level.
-        if bytes.first == UInt8(ascii: "$"), startsWithWildcard { return nil }
-        guard let first = pieces.first, let last = pieces.last else { return "" }
-        // The captured levels are usually adjacent (`owntracks/+/+`): one slice of the topic.
-        if zip(pieces, pieces.dropFirst()).allSatisfy({ $0.upperBound + 1 == $1.lowerBound }) {
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[first.lowerBound..<last.upperBound]), as: UTF8.self)
-        }
-        var joined: [UInt8] = []
-        for (index, piece) in pieces.enumerated() {
-            if index > 0 { joined.append(slash) }
-            joined.append(contentsOf: bytes[piece])
-        }
-        return String(decoding: joined, as: UTF8.self)
-    }
-
-    private var startsWithWildcard: Bool {
-        if case .exact = levels[0] { false } else { true }
-    }
+    /// The topic levels matched by the wildcards, joined by `/`; `nil` when `topic` does not
+    /// match. A shared subscription matches the topics of its filter (the broker delivers
+    /// `owntracks/alice/phone` to `$share/ampel/owntracks/+/+`).
+    public func capture(_ topic: String) -> String? { mqtt.capture(topic) }
 
     /// Whether `topic` matches.
     public func matches(_ topic: String) -> Bool { capture(topic) != nil }

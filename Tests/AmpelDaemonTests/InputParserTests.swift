@@ -126,6 +126,12 @@ struct InputParserTests {
         #expect(owntracks.capture("owntracks/jörg/ü") == "jörg/ü")
         #expect(plain.capture("ampel/locationx/car") == nil)
         #expect(plain.capture("ampel/location") == nil)
+        // Shared subscriptions (scale-out, deploy/README.md): subscribed as written, matched
+        // against the topics the broker delivers.
+        let shared = try #require(TopicFilter("$share/ampel/owntracks/+/+"))
+        #expect(shared.filter == "$share/ampel/owntracks/+/+")
+        #expect(shared.capture("owntracks/alice/phone") == "alice/phone")
+        #expect(TopicFilter("$share//owntracks/+/+") == nil)
         #expect(TopicFilter("a/b+") == nil)
         #expect(TopicFilter("a/#/b") == nil)
         #expect(TopicFilter("") == nil)
