@@ -20,7 +20,7 @@ import Logging
 public final class MQTTClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: MQTTConfiguration
-    private let session: MosquittoSession
+    let session: MosquittoSession  // internal: tests look at the network thread
 
     /// Creates a client; nothing happens on the network until ``connect()``.
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt")) {

@@ -3,7 +3,12 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <unistd.h>
 #ifdef __linux__
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #endif
 
@@ -15,5 +20,56 @@ static inline void ampel_mqtt_set_thread_name(const char *name) {
 #else
     (void)name;
 #endif
+}
+
+/* The network thread's wake-up descriptor (see MosquittoSession.loopOnce): an eventfd on Linux,
+ * the read end of a pipe elsewhere (write end in *write_fd). Non-blocking, close-on-exec.
+ * Returns -1 on failure. */
+static inline int ampel_wake_create(int *write_fd) {
+#ifdef __linux__
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    *write_fd = fd;
+    return fd;
+#else
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    *write_fd = fds[1];
+    return fds[0];
+#endif
+}
+
+/* Wakes a thread blocked in ampel_wake_poll. Never blocks (a full counter or pipe wakes anyway). */
+static inline void ampel_wake_signal(int write_fd) {
+#ifdef __linux__
+    uint64_t one = 1;
+    ssize_t rc = write(write_fd, &one, sizeof one);
+#else
+    char one = 1;
+    ssize_t rc = write(write_fd, &one, 1);
+#endif
+    (void)rc;
+}
+
+/* Closes what ampel_wake_create opened. */
+static inline void ampel_wake_close(int read_fd, int write_fd) {
+    close(read_fd);
+    if (write_fd != read_fd) close(write_fd);
+}
+
+/* Waits until `socket` is readable (or writable, if want_write), `wake_fd` was signalled, or
+ * `timeout_ms` passed, and consumes every pending wake-up. Returns poll's result (-1 with errno
+ * set); *readable tells whether the socket has data, an error or a hang-up to read. */
+static inline int ampel_wake_poll(int socket, int want_write, int wake_fd, int timeout_ms, int *readable) {
+    struct pollfd fds[2] = {
+        { .fd = socket, .events = (short)(POLLIN | (want_write ? POLLOUT : 0)), .revents = 0 },
+        { .fd = wake_fd, .events = POLLIN, .revents = 0 },
+    };
+    int count = poll(fds, 2, timeout_ms);
+    *readable = count > 0 && (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    if (count > 0 && (fds[1].revents & POLLIN)) {
+        char buffer[64];
+        while (read(wake_fd, buffer, sizeof buffer) > 0) {}
+    }
+    return count;
 }
 #endif

@@ -55,8 +55,8 @@ struct MQTTInternalsTests {
         // so a later message reusing the id waits for its own answer.
         #expect(table.answer(mid: 3) == nil)
         #expect(table.waitingCount == 0)
-        let answered: AckResult = await withCheckedContinuation { continuation in
-            table.wait(mid: 3, continuation)
+        let answered: AckResult = await withUnsafeContinuation { continuation in
+            table.wait(mid: 3, token: 1, continuation)
             #expect(table.waitingCount == 1)
             let waiter = table.answer(mid: 3)
             #expect(waiter != nil)
@@ -66,17 +66,22 @@ struct MQTTInternalsTests {
             Issue.record("answer lost: \(answered)")
             return
         }
-        // A cancelled wait hands its continuation back once; the late answer then finds nothing.
-        let cancelled: AckResult = await withCheckedContinuation { continuation in
-            table.wait(mid: 9, continuation)
-            table.cancel(mid: 9)?.resume(returning: .failed(MQTTError(code: .cancelled, message: "cancelled")))
+        // A cancelled wait is found by its sender's token (the cancellation handler does not know
+        // the message id), hands its continuation back once; the late answer then finds nothing,
+        // and other waiters stay.
+        let cancelled: AckResult = await withUnsafeContinuation { continuation in
+            table.wait(mid: 9, token: 2, continuation)
+            let found = table.cancel(token: 2)
+            #expect(found?.mid == 9)
+            found?.continuation.resume(returning: .failed(MQTTError(code: .cancelled, message: "cancelled")))
         }
         if case .published = cancelled { Issue.record("cancelled wait answered") }
         #expect(table.answer(mid: 9) == nil)
-        #expect(table.cancel(mid: 9) == nil)
+        #expect(table.cancel(token: 2) == nil)
         // Closing takes every waiter.
-        let closed: AckResult = await withCheckedContinuation { continuation in
-            table.wait(mid: 11, continuation)
+        let closed: AckResult = await withUnsafeContinuation { continuation in
+            table.wait(mid: 11, token: 3, continuation)
+            #expect(table.cancel(token: 4) == nil)
             let all = table.takeAll()
             #expect(all.count == 1 && table.waitingCount == 0)
             all.first?.resume(returning: .failed(MQTTError(code: .closed, message: "closed")))

@@ -215,6 +215,35 @@ struct MQTTLifecycleTests {
         await client.disconnect()
         await watcher.disconnect()
     }
+
+    @Test func cancellingAPublishThatAwaitsItsAcknowledgementStopsOnlyThatWait() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
+        let (watcher, inbox) = try await broker.subscribedClient("cancel-sent-watch", [("cancel/#", .atLeastOnce)])
+        let client = try await broker.connectedClient("cancel-sent-pub")
+        // A frozen broker reads nothing and answers nothing: both publishes are sent and wait
+        // for their PUBACK; the first is cancelled (found by its token, not its message id).
+        broker.pause()
+        let cancelled = Task { try await client.publish(topic: "cancel/a", payload: bytes("a"), qos: .atLeastOnce) }
+        let kept = Task { try await client.publish(topic: "cancel/b", payload: bytes("b"), qos: .atLeastOnce) }
+        try await withTimeout(.seconds(5), "both publishes sent") {
+            while client.counters.sent < 2 { await Task.yield() }
+        }
+        cancelled.cancel()
+        do {
+            try await withTimeout(.seconds(5), "cancelled publish returns") { try await cancelled.value }
+            Issue.record("a publish the broker never acknowledged reported success")
+        } catch let error as MQTTError {
+            #expect(error.code == .cancelled)
+        }
+        broker.resume()
+        // The other wait still gets its answer, and both messages are delivered.
+        try await withTimeout(.seconds(10), "kept publish acknowledged") { try await kept.value }
+        #expect(Set(try await inbox.wait(for: 2).map(text)) == ["a", "b"])
+        #expect(client.counters.acknowledged == 1)
+        await client.disconnect()
+        await watcher.disconnect()
+    }
 }
 
 /// Names of this process's threads (Linux: /proc/self/task/*/comm, 15 characters at most).

@@ -153,6 +153,16 @@ public final class MosquittoBroker: Sendable {
         await waitForExit()
     }
 
+    /// Freezes the broker (SIGSTOP): connections stay open, nothing is answered until ``resume()``.
+    public func pause() {
+        state.withLock { $0.exited ? nil : $0.broker }?.signal(SIGSTOP)
+    }
+
+    /// Lets a paused broker run again (SIGCONT).
+    public func resume() {
+        state.withLock { $0.exited ? nil : $0.broker }?.signal(SIGCONT)
+    }
+
     /// Stops the broker (SIGKILL) without waiting; safe to call more than once.
     public func stop() {
         killNow()

@@ -6,7 +6,7 @@ import Synchronization
 /// The libmosquitto wall: owns one `struct mosquitto`, its network thread and its callbacks.
 ///
 /// Thread model (see docs/mqtt-client.md for the traps this avoids):
-/// - One dedicated thread per client runs connect, `mosquitto_loop` and the reconnect backoff.
+/// - One dedicated thread per client runs connect, the network loop and the reconnect backoff.
 ///   libmosquitto's own `mosquitto_loop_start` is not used: its reconnect path re-sends the
 ///   CONNECT without our MQTT 5 session-expiry property, and `mosquitto_connect_async` has no
 ///   MQTT 5 variant. Our thread calls the blocking `mosquitto_connect_bind_v5` each time, with
@@ -15,7 +15,8 @@ import Synchronization
 ///   data and touch locked Swift state; they never call back into libmosquitto, never set
 ///   callbacks and never stop the loop.
 /// - Swift tasks call publish/subscribe/unsubscribe/disconnect from any thread; with
-///   `mosquitto_threaded_set(true)` these only queue a packet and wake the network thread.
+///   `mosquitto_threaded_set(true)` these only queue a packet, and we wake the network thread
+///   if it is asleep (``loopOnce(_:timeoutMilliseconds:)`` says why not libmosquitto's way).
 final class MosquittoSession: Sendable {
     enum Phase: Sendable {
         case idle
@@ -58,10 +59,11 @@ final class MosquittoSession: Sendable {
     }
 
     struct OfflinePublish {
+        /// The publishing task's token (0 for `enqueue`, which nobody cancels).
         var id: UInt64
         var message: OutgoingMessage
         /// Nil once the publishing task stopped waiting (cancelled); still sent.
-        var waiter: CheckedContinuation<AckResult, Never>?
+        var waiter: UnsafeContinuation<AckResult, Never>?
     }
 
     struct Gate: ~Copyable {
@@ -74,7 +76,6 @@ final class MosquittoSession: Sendable {
         /// The client was closed: nothing is queued any more.
         var closed = false
         var offline: [OfflinePublish] = []
-        var nextID: UInt64 = 0
     }
 
     let handle: MosquittoHandle
@@ -108,6 +109,16 @@ final class MosquittoSession: Sendable {
     /// no answer can have a waiter, so the acknowledgement callback skips the gate lock; with
     /// QoS 0 or `enqueue` traffic the network thread and the publishers then never meet on a lock.
     let possibleWaiters = Atomic<Int>(0)
+    /// Answers read but not yet handed over, for ``deliverAnswers(_:)``. Only the network
+    /// thread touches it; the lock is never contended.
+    let answers = Mutex<[(mid: Int32, result: AckResult)]>([])
+    /// The network thread's wake-up descriptor (eventfd), and whether that thread is in, or about
+    /// to enter, `poll` and needs it to notice a packet queued by another thread.
+    let wakeReadFD: Int32
+    let wakeWriteFD: Int32
+    let networkIdle = Atomic<Bool>(false)
+    /// Hands out the tokens by which a cancelled publish or request finds its wait (from 1).
+    let nextToken = Atomic<UInt64>(0)
     let sentCount = Atomic<Int>(0)
     let acknowledgedCount = Atomic<Int>(0)
     let receivedCount = Atomic<Int>(0)
@@ -145,13 +156,19 @@ final class MosquittoSession: Sendable {
         (eventStream, eventContinuation) = AsyncStream.makeStream(
             of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
 
-        setupError = Self.configure(pointer, configuration)
+        var writeFD: Int32 = -1
+        wakeReadFD = ampel_wake_create(&writeFD)
+        wakeWriteFD = writeFD
+        setupError = wakeReadFD < 0
+            ? MQTTError(code: .system, message: "cannot create the MQTT network thread's wake-up descriptor: \(String(cString: strerror(errno)))")
+            : Self.configure(pointer, configuration)
         mosquitto_user_data_set(pointer, Unmanaged.passUnretained(self).toOpaque())
         installCallbacks()
     }
 
     deinit {
         mosquitto_destroy(handle.pointer)
+        if wakeReadFD >= 0 { ampel_wake_close(wakeReadFD, wakeWriteFD) }
         var properties = connectProperties.pointer
         mosquitto_property_free_all(&properties)
         messageContinuation.finish()
@@ -278,13 +295,29 @@ final class MosquittoSession: Sendable {
         state.withLock { $0.disconnectReason = reason }
     }
 
+    /// Notes an answer; ``deliverAnswers(_:)`` hands it to its waiter, in a batch with others
+    /// (see ``loopOnce(_:timeoutMilliseconds:_:)``).
     private func onAck(mid: Int32, _ result: AckResult) {
         guard possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
-        let continuation = gate.withLock { $0.acks.answer(mid: mid) }
-        if let continuation {
-            possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-            continuation.resume(returning: result)
+        answers.withLock { $0.append((mid, result)) }
+    }
+
+    /// Resumes the tasks waiting for the answers collected so far (network thread).
+    ///
+    /// One gate lock for all of them instead of one per PUBACK, so the publishing tasks and the
+    /// network thread meet on that lock once per batch; and the resumed tasks are enqueued in
+    /// one burst, which wakes a pool thread once for the lot rather than once per message.
+    /// `spare` is the network thread's empty buffer, swapped in to keep the capacity.
+    private func deliverAnswers(_ spare: inout [(mid: Int32, result: AckResult)]) {
+        answers.withLock { swap(&$0, &spare) }
+        if spare.isEmpty { return }
+        let ready: [(UnsafeContinuation<AckResult, Never>, AckResult)] = gate.withLock { gate in
+            spare.compactMap { answer in gate.acks.answer(mid: answer.mid).map { ($0, answer.result) } }
         }
+        spare.removeAll(keepingCapacity: true)
+        if ready.isEmpty { return }
+        possibleWaiters.subtract(ready.count, ordering: .sequentiallyConsistent)
+        for (continuation, result) in ready { continuation.resume(returning: result) }
     }
 
     private func onMessage(_ message: mosquitto_message) {
@@ -353,20 +386,18 @@ final class MosquittoSession: Sendable {
             return
         }
         if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }  // before it may wait offline
-        let ticket = PublishTicket()
+        // Drawn before anything can be cancelled: the cancellation handler finds the wait by it.
+        let token = nextToken.add(1, ordering: .relaxed).newValue
         let result: AckResult = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<AckResult, Never>) in
                 enum Outcome { case sent, sentCancelled(Int32), queued, queuedCancelled, failed(Int32), closed }
                 let outcome: Outcome = gate.withLock { gate in
                     if gate.closed { return .closed }
                     guard gate.open else {
                         // Not connected: keep it here until the next CONNACK. Handing it to
                         // libmosquitto now could race with the connect on the network thread.
-                        gate.nextID += 1
                         let cancelled = Task.isCancelled
-                        gate.offline.append(
-                            OfflinePublish(id: gate.nextID, message: message, waiter: cancelled ? nil : continuation))
-                        ticket.set(.queued(gate.nextID))
+                        gate.offline.append(OfflinePublish(id: token, message: message, waiter: cancelled ? nil : continuation))
                         return cancelled ? .queuedCancelled : .queued
                     }
                     possibleWaiters.add(1, ordering: .sequentiallyConsistent)
@@ -374,9 +405,10 @@ final class MosquittoSession: Sendable {
                     // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
                     // message queued and sends it after the reconnect.
                     if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
-                        ticket.set(.sent(mid))
+                        // Checked under the gate, which the cancellation handler takes too: either
+                        // it ran before (and this sees the flag) or it finds the waiter.
                         if !Task.isCancelled {
-                            gate.acks.wait(mid: mid, continuation)
+                            gate.acks.wait(mid: mid, token: token, continuation)
                             return .sent
                         }
                         possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
@@ -403,7 +435,7 @@ final class MosquittoSession: Sendable {
                 }
             }
         } onCancel: {
-            cancelWait(ticket)
+            cancelWait(token)
         }
         switch result {
         case .published(let reason) where reason < 0x80:
@@ -432,8 +464,7 @@ final class MosquittoSession: Sendable {
             if gate.closed { return .closed }
             guard gate.open else {
                 if qos == .atMostOnce { return .refusedQoS0 }
-                gate.nextID += 1
-                gate.offline.append(OfflinePublish(id: gate.nextID, message: message, waiter: nil))
+                gate.offline.append(OfflinePublish(id: 0, message: message, waiter: nil))
                 return .queued
             }
             return .sent(send(message).rc)
@@ -491,6 +522,7 @@ final class MosquittoSession: Sendable {
                 handle.pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(message.qos.rawValue),
                 message.retain, properties)
         }
+        wakeNetworkThread()
         return (rc, mid)
     }
 
@@ -498,24 +530,26 @@ final class MosquittoSession: Sendable {
         MQTTError(code: .cancelled, message: "stopped waiting for the acknowledgement of message \(mid); it may still be delivered")
     }
 
-    private func cancelWait(_ ticket: PublishTicket) {
-        switch ticket.get() {
-        case .queued(let id):
-            let waiter: CheckedContinuation<AckResult, Never>? = gate.withLock { gate in
-                guard let index = gate.offline.firstIndex(where: { $0.id == id }) else { return nil }
-                let waiter = gate.offline[index].waiter
+    /// The task with `token` was cancelled: stop its wait, wherever it is (offline or sent).
+    /// Nothing is found if the answer already came, or if the task has not registered yet (it
+    /// checks `Task.isCancelled` under the gate itself).
+    private func cancelWait(_ token: UInt64) {
+        enum Found { case queued(UnsafeContinuation<AckResult, Never>), sent(Int32, UnsafeContinuation<AckResult, Never>) }
+        let found: Found? = gate.withLock { gate in
+            if let index = gate.offline.firstIndex(where: { $0.id == token }), let waiter = gate.offline[index].waiter {
                 gate.offline[index].waiter = nil
-                return waiter
+                return .queued(waiter)
             }
-            waiter?.resume(returning: .failed(Self.cancelledError(0)))
-        case .sent(let mid):
-            let continuation = gate.withLock { $0.acks.cancel(mid: mid) }
-            if let continuation {
-                possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-                continuation.resume(returning: .failed(Self.cancelledError(mid)))
-            }
-        case .none:
-            break  // registration checks Task.isCancelled itself
+            return gate.acks.cancel(token: token).map { .sent($0.mid, $0.continuation) }
+        }
+        switch found {
+        case .queued(let waiter):
+            waiter.resume(returning: .failed(Self.cancelledError(0)))
+        case .sent(let mid, let continuation):
+            possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+            continuation.resume(returning: .failed(Self.cancelledError(mid)))
+        case nil:
+            break
         }
     }
 
@@ -570,6 +604,7 @@ final class MosquittoSession: Sendable {
             let rc = withCStrings(filters) { pointers, count in
                 mosquitto_unsubscribe_multiple(handle.pointer, &mid, count, pointers, nil)
             }
+            wakeNetworkThread()
             return (rc, mid)
         }
         if case .failed(let error) = answer { throw error }
@@ -590,6 +625,7 @@ final class MosquittoSession: Sendable {
         let rc = withCStrings(filters) { pointers, count in
             mosquitto_subscribe_multiple(handle.pointer, &mid, count, pointers, Int32(qos.rawValue), 0, nil)
         }
+        wakeNetworkThread()
         return (rc, mid)
     }
 
@@ -603,9 +639,9 @@ final class MosquittoSession: Sendable {
     /// answer. The waiter is registered under the gate together with the send, so the answer
     /// cannot come first. Cancellation stops the wait (the packet may still go out).
     private func request(_ what: String, _ send: () -> (rc: Int32, mid: Int32)) async -> AckResult {
-        let ticket = PublishTicket()
+        let token = nextToken.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<AckResult, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<AckResult, Never>) in
                 let immediate: AckResult? = gate.withLock { gate in
                     if gate.closed { return .failed(Self.closedError) }
                     guard gate.open else { return .failed(.mosquitto(MOSQ_ERR_NO_CONN.rawValue, what)) }
@@ -615,14 +651,13 @@ final class MosquittoSession: Sendable {
                         possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                         return .failed(rc == MOSQ_ERR_SUCCESS.rawValue ? Self.cancelledError(mid) : .mosquitto(rc, what))
                     }
-                    ticket.set(.sent(mid))
-                    gate.acks.wait(mid: mid, continuation)
+                    gate.acks.wait(mid: mid, token: token, continuation)
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            cancelWait(ticket)
+            cancelWait(token)
         }
     }
 
@@ -672,12 +707,13 @@ final class MosquittoSession: Sendable {
         gate.withLock { gate in
             if gate.open {
                 _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+                wakeNetworkThread()
             }
         }
     }
 
     private func finishClosed() {
-        let waiters: [CheckedContinuation<AckResult, Never>] = gate.withLock { gate in
+        let waiters: [UnsafeContinuation<AckResult, Never>] = gate.withLock { gate in
             gate.open = false
             gate.closed = true
             let answered = gate.acks.takeAll()
@@ -748,6 +784,73 @@ final class MosquittoSession: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// One iteration of the network loop: what `mosquitto_loop(mosq, timeout, 1)` does, with our
+    /// own wake-up instead of libmosquitto's.
+    ///
+    /// libmosquitto writes a byte into an internal socket pair for every packet any thread
+    /// queues, and `mosquitto_loop` selects on it and reads back one byte per iteration. Under
+    /// load that pair never empties, so its network thread spins through `select` without ever
+    /// sleeping (the C client in Benchmarks/mqtt does so), and every byte written while it does
+    /// sleep costs the publisher a kernel wake-up. Here the pair is left alone (once full, its
+    /// writes fail at once); the thread polls the socket and an eventfd that publishers signal
+    /// only when it is idle (``wakeNetworkThread()``), drains every wake-up at once, and then
+    /// does the same read, write and keep-alive steps as `mosquitto_loop`, through the same
+    /// public calls (`mosquitto_loop_read`, `_write`, `_misc`), which also handle TLS.
+    ///
+    /// The idle flag is raised before the last look at the outgoing queue; a publisher queues
+    /// first and then reads the flag, both with a full fence between, so either this thread
+    /// sees the packet (and polls for writing) or the publisher sees the flag (and wakes it).
+    ///
+    /// Acknowledgements read here are handed to their waiting tasks (``deliverAnswers(_:)``) in
+    /// batches: when ``answerBatch`` have come together, and whenever nothing more is ready
+    /// to read or write, before the thread sleeps. Resuming a task wakes a sleeping pool thread
+    /// (a futex call on each side, about 10 µs of CPU together); one wake-up then serves the
+    /// whole batch, while a lone publish still gets its answer without delay.
+    private func loopOnce(
+        _ mosq: OpaquePointer, timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)]
+    ) -> Int32 {
+        let socket = mosquitto_socket(mosq)
+        guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
+        networkIdle.store(true, ordering: .sequentiallyConsistent)
+        var readable: Int32 = 0
+        let holding = answers.withLock { !$0.isEmpty }
+        var count = ampel_wake_poll(
+            socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, holding ? 0 : timeoutMilliseconds, &readable)
+        if count == 0 && holding {
+            deliverAnswers(&spare)
+            count = ampel_wake_poll(socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
+        }
+        networkIdle.store(false, ordering: .sequentiallyConsistent)
+        if count < 0 {
+            return errno == EINTR ? MOSQ_ERR_SUCCESS.rawValue : MOSQ_ERR_ERRNO.rawValue
+        }
+        if readable != 0 {
+            let rc = mosquitto_loop_read(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue || mosquitto_socket(mosq) < 0 { return rc }
+            if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare) }
+        }
+        // Whatever is queued now (by other threads while this one polled, or by the read above:
+        // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
+        // keeps the rest for the next iteration.
+        if mosquitto_want_write(mosq) {
+            let rc = mosquitto_loop_write(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue || mosquitto_socket(mosq) < 0 { return rc }
+        }
+        return mosquitto_loop_misc(mosq)
+    }
+
+    /// See ``loopOnce(_:timeoutMilliseconds:_:)``.
+    static let answerBatch = 64
+
+    /// Called after queueing a packet from any thread: wakes the network thread if it sleeps.
+    @inline(__always)
+    private func wakeNetworkThread() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if networkIdle.load(ordering: .relaxed), networkIdle.exchange(false, ordering: .sequentiallyConsistent) {
+            ampel_wake_signal(wakeWriteFD)
+        }
+    }
+
     static let requestedDisconnect = MQTTError(code: .success, message: "disconnected by the client")
 
     /// One TCP/TLS connection from connect to loss. Returns why it ended.
@@ -776,8 +879,10 @@ final class MosquittoSession: Sendable {
         var loopRC: Int32 = MOSQ_ERR_SUCCESS.rawValue
         var announced = false
         var stopDeadline: ContinuousClock.Instant?
+        var spare: [(mid: Int32, result: AckResult)] = []
+        defer { deliverAnswers(&spare) }
         while loopRC == MOSQ_ERR_SUCCESS.rawValue {
-            loopRC = mosquitto_loop(mosq, 1000, 1)
+            loopRC = loopOnce(mosq, timeoutMilliseconds: 1000, &spare)
             let (accepted, stop) = state.withLock { ($0.connackAccepted, $0.stopRequested) }
             if accepted && !announced {
                 announced = true
@@ -836,14 +941,14 @@ final class MosquittoSession: Sendable {
             defer { state.needsResubscribe = false }
             return state.needsResubscribe ? state.subscriptions : []
         }
-        var failed: [(CheckedContinuation<AckResult, Never>, MQTTError)] = []
+        var failed: [(UnsafeContinuation<AckResult, Never>, MQTTError)] = []
         gate.withLock { gate in
             restoreSubscriptions(resubscribe)
             for entry in gate.offline {
                 if entry.waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
                 let (rc, mid) = send(entry.message)
                 if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
-                    if let waiter = entry.waiter { gate.acks.wait(mid: mid, waiter) }
+                    if let waiter = entry.waiter { gate.acks.wait(mid: mid, token: entry.id, waiter) }
                 } else if let waiter = entry.waiter {
                     possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
@@ -889,15 +994,4 @@ final class MosquittoSession: Sendable {
                 message: "cannot connect to \(target): \(String(cString: mosquitto_strerror(rc)))" + (logLine.map { " (\($0))" } ?? ""))
         }
     }
-}
-
-/// Where a QoS 1/2 publish is waiting, so that cancelling its task can find it.
-final class PublishTicket: Sendable {
-    enum Place: Sendable {
-        case queued(UInt64)
-        case sent(Int32)
-    }
-    private let place = Mutex<Place?>(nil)
-    func set(_ value: Place) { place.withLock { $0 = value } }
-    func get() -> Place? { place.withLock { $0 } }
 }

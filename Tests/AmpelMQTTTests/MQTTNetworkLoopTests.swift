@@ -1,0 +1,53 @@
+import AmpelTestSupport
+import Testing
+
+@testable import AmpelMQTT
+
+/// The network thread sleeps in `poll` (up to a second) when there is nothing to do; packets
+/// queued by other threads must wake it at once rather than wait for that timeout.
+@Suite("Network thread wake-ups", .timeLimit(.minutes(1)))
+struct MQTTNetworkLoopTests {
+    /// Waits until the client's network thread has gone to sleep in `poll`.
+    private func networkThreadAsleep(_ client: MQTTClient) async throws {
+        try await withTimeout(.seconds(5), "network thread asleep") {
+            while !client.session.networkIdle.load(ordering: .sequentiallyConsistent) { await Task.yield() }
+        }
+    }
+
+    @Test(arguments: [MQTTConfiguration.ProtocolVersion.v311, .v5])
+    func packetsQueuedWhileTheNetworkThreadSleepsGoOutAtOnce(_ version: MQTTConfiguration.ProtocolVersion) async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let subscriber = try await broker.connectedClient("wake-sub", version)
+        let publisher = try await broker.connectedClient("wake-pub", version)
+        let inbox = MessageCollector(subscriber)
+        let clock = ContinuousClock()
+        // Each step starts with both network threads asleep; without a wake-up it would take
+        // until their poll timeout (1 s) to write the packet.
+        var slowest = Duration.zero
+        func step(_ body: () async throws -> Void) async throws {
+            try await networkThreadAsleep(subscriber)
+            try await networkThreadAsleep(publisher)
+            let start = clock.now
+            try await body()
+            slowest = max(slowest, clock.now - start)
+        }
+        try await step { try await subscriber.subscribe("wake/#", qos: .atLeastOnce) }
+        for round in 0..<5 {
+            try await step { try await publisher.publish(topic: "wake/q1", payload: bytes("a\(round)"), qos: .atLeastOnce) }
+            try await step {
+                try await publisher.publish(topic: "wake/q0", payload: bytes("b\(round)"), qos: .atMostOnce)
+                try await inbox.wait(for: 3 * round + 2)
+            }
+            try await step {
+                try publisher.enqueue(topic: "wake/e", payload: bytes("c\(round)"), qos: .atLeastOnce)
+                try await inbox.wait(for: 3 * round + 3)
+            }
+        }
+        try await step { try await subscriber.unsubscribe(["wake/#"]) }
+        #expect(inbox.messages.count == 15)
+        #expect(slowest < .milliseconds(500), "a packet waited for the network thread's poll timeout: \(slowest)")
+        await publisher.disconnect()
+        await subscriber.disconnect()
+    }
+}
