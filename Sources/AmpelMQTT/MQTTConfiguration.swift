@@ -53,6 +53,18 @@ public struct MQTTConfiguration: Sendable, Hashable {
         case dropNewest
     }
 
+    /// How the operating system schedules the client's network thread.
+    public enum NetworkThreadPolicy: Sendable, Hashable {
+        /// Linux `SCHED_BATCH`: waking the network thread (a publish while it sleeps, data from
+        /// the broker) does not preempt the thread that is running; it runs at once on an idle
+        /// CPU, otherwise at the next scheduler tick. Fewer context switches under load
+        /// (docs/mqtt-client.md); the default.
+        case batch
+        /// The normal class (`SCHED_OTHER`): a woken network thread may preempt at once, for the
+        /// lowest latency on a saturated machine at the cost of throughput.
+        case normal
+    }
+
     public var host: String
     public var port: Int
     /// The client identifier. Must be unique per broker; a second client with the same id
@@ -86,6 +98,8 @@ public struct MQTTConfiguration: Sendable, Hashable {
     /// ``overflowPolicy`` drops some.
     public var incomingBufferSize: Int = 10_000
     public var overflowPolicy: OverflowPolicy = .dropOldest
+    /// Scheduling class of the network thread; see ``NetworkThreadPolicy``.
+    public var networkThreadPolicy: NetworkThreadPolicy = .batch
 
     /// A configuration for `host:port` with the defaults described on the type.
     public init(host: String, port: Int = 1883, clientID: String) {

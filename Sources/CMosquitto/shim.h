@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <time.h>
 #include <stdint.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -71,5 +73,15 @@ static inline int ampel_wake_poll(int socket, int want_write, int wake_fd, int t
         while (read(wake_fd, buffer, sizeof buffer) > 0) {}
     }
     return count;
+}
+/* Puts the calling thread in Linux's SCHED_BATCH class (see MosquittoSession.networkThreadMain):
+ * its wake-ups no longer preempt the running thread. Returns 0, or -1 with errno. */
+static inline int ampel_thread_batch_scheduling(void) {
+#ifdef __linux__
+    struct sched_param param = { .sched_priority = 0 };
+    return sched_setscheduler(0, 3 /* SCHED_BATCH */, &param);
+#else
+    return 0;
+#endif
 }
 #endif

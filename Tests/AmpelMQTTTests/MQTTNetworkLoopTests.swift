@@ -1,4 +1,5 @@
 import AmpelTestSupport
+import Foundation
 import Testing
 
 @testable import AmpelMQTT
@@ -49,5 +50,38 @@ struct MQTTNetworkLoopTests {
         #expect(slowest < .milliseconds(500), "a packet waited for the network thread's poll timeout: \(slowest)")
         await publisher.disconnect()
         await subscriber.disconnect()
+    }
+}
+
+/// The scheduling class of the network thread (SCHED_BATCH by default, SCHED_OTHER on request).
+@Suite("Network thread scheduling", .timeLimit(.minutes(1)))
+struct MQTTNetworkThreadPolicyTests {
+    /// Linux scheduling policy (field 41 of /proc/self/task/<tid>/stat) of the thread named `name`.
+    private func policy(ofThreadNamed name: String) -> Int? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard comm == name, let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // Fields after "pid (comm)" start with field 3 (state); the policy is field 41.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 38 ? Int(fields[38]) : nil
+        }
+        return nil
+    }
+
+    @Test(arguments: [(MQTTConfiguration.NetworkThreadPolicy.batch, 3), (.normal, 0)])
+    func networkThreadRunsInTheConfiguredClass(_ setting: MQTTConfiguration.NetworkThreadPolicy, _ expected: Int) async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let id = setting == .batch ? "pol-batch" : "pol-normal"
+        var configuration = broker.configuration(id)
+        configuration.networkThreadPolicy = setting
+        let client = MQTTClient(configuration: configuration)
+        try await client.connect()
+        #expect(policy(ofThreadNamed: "mqtt-\(id)") == expected)  // 3 = SCHED_BATCH, 0 = SCHED_OTHER
+        await client.disconnect()
     }
 }
