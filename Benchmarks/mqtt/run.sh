@@ -55,7 +55,8 @@ for run in $(seq 1 "$RUNS"); do
     for qos in 0 1; do
         count=$COUNT0; [ "$qos" = 1 ] && count=$COUNT1
         # Alternate which implementation goes first so drift on a shared machine hits both.
-        if [ $((run % 2)) = 1 ]; then order="c swift swift-handler"; else order="swift-handler swift c"; fi
+        # swift-handler-normal: the same with both network threads in the normal scheduling class.
+        if [ $((run % 2)) = 1 ]; then order="c swift swift-handler swift-handler-normal"; else order="swift-handler-normal swift-handler swift c"; fi
         # QoS 1 also as the C client publishes: all handed over at once (MQTTClient.enqueue).
         [ "$qos" = 1 ] && order="$order swift-enqueue"
         for impl in $order; do
@@ -64,6 +65,8 @@ for run in $(seq 1 "$RUNS"); do
                 "$out/mqtt_bench" 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" | tee -a "$results"
             elif [ "$impl" = swift ]; then
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" stream | tee -a "$results"
+            elif [ "$impl" = swift-handler-normal ]; then
+                "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}n" handler normal | tee -a "$results"
             elif [ "$impl" = swift-enqueue ]; then
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}e" enqueue | tee -a "$results"
             else
@@ -96,6 +99,8 @@ print("| QoS | Swift client (subscriber; publisher) | messages | C publish/s | S
 print("|---|---|---|---|---|---|---|---|---|")
 for qos in (0, 1):
     impls = (("swift", "`messages` (AsyncSequence); `publish`"), ("swift-handler", "message handler; `publish`"))
+    if ("swift-handler-normal", qos) in rows:
+        impls += (("swift-handler-normal", "message handler; `publish`; network threads SCHED_OTHER"),)
     if qos == 1 and ("swift-enqueue", 1) in rows:
         impls += (("swift-enqueue", "message handler; publisher `enqueue` + last `publish`"),)
     for impl, name in impls:
@@ -110,11 +115,13 @@ print()
 print("| publisher | µs per call (median) | runs | Swift/C |")
 print("|---|---|---|---|")
 c_cpu = median("c", 0, "publish_cpu_us")
-for impl, name in (("c", "C (libmosquitto)"), ("swift", "Swift, `messages` subscriber"), ("swift-handler", "Swift, handler subscriber")):
+for impl, name in (("c", "C (libmosquitto)"), ("swift", "Swift, `messages` subscriber"), ("swift-handler", "Swift, handler subscriber"),
+                   ("swift-handler-normal", "Swift, handler subscriber, SCHED_OTHER")):
+    if (impl, 0) not in rows: continue
     values = [float(r["publish_cpu_us"]) for r in rows[(impl, 0)] if r.get("publish_cpu_us", "nan") != "nan"]
     if values:
         m = statistics.median(values)
         print("| %s | %.3f | %s | %.2f |" % (name, m, " ".join("%.3f" % v for v in values), m / c_cpu))
 print()
-print("Publish/s per run (QoS 0): " + "; ".join("%s %s" % (impl, " ".join(r["publish_rate"] for r in rows[(impl, 0)])) for impl in ("c", "swift", "swift-handler")))
+print("Publish/s per run (QoS 0): " + "; ".join("%s %s" % (impl, " ".join(r["publish_rate"] for r in rows[(impl, 0)])) for impl in ("c", "swift", "swift-handler", "swift-handler-normal") if (impl, 0) in rows))
 PY

@@ -15,28 +15,32 @@ import Glibc
 /// releases on each PUBACK by itself, as the C client's queue does, instead of waiting for a
 /// Swift task to be woken and publish the next one.
 ///
-///     AmpelBenchmarks mqtt <host> <port> <qos> <count> <size> <tag> [stream|handler]
+///     AmpelBenchmarks mqtt <host> <port> <qos> <count> <size> <tag> [stream|handler|enqueue] [normal]
 ///
 /// The subscriber receives through ``MQTTClient/messages`` (`stream`, the default: a Swift task
 /// consumes an `AsyncSequence`, woken per message when it keeps up) or through a message
 /// handler (`handler`: counted on the network thread, as the C client counts in its callback).
-/// Both run in the same process as the publisher and share the two cores with it.
+/// Both run in the same process as the publisher and share the two cores with it. `normal`
+/// runs both clients' network threads in the normal scheduling class instead of the default
+/// SCHED_BATCH (``MQTTConfiguration/NetworkThreadPolicy``), to show what that choice is worth.
 ///
 /// Prints one line: `impl=swift|swift-handler qos=.. count=.. size=.. publish_s=.. publish_rate=.. receive_s=.. receive_rate=..
 /// publish_cpu_us=..` (the last: CPU time of the publishing thread per call, QoS 0 only).
 enum MQTTBenchmark {
     static func main(_ arguments: [String]) async {
-        guard arguments.count == 6 || arguments.count == 7, let port = Int(arguments[1]), let qosValue = Int(arguments[2]),
+        guard (6...8).contains(arguments.count), let port = Int(arguments[1]), let qosValue = Int(arguments[2]),
             let qos = MQTTQoS(rawValue: qosValue), let count = Int(arguments[3]), count > 0, let size = Int(arguments[4]),
-            arguments.count == 6 || ["stream", "handler", "enqueue"].contains(arguments[6])
+            arguments.count == 6 || ["stream", "handler", "enqueue"].contains(arguments[6]),
+            arguments.count < 8 || arguments[7] == "normal"
         else {
-            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag> [stream|handler|enqueue]")
+            print("usage: AmpelBenchmarks mqtt <host> <port> <qos 0|1> <count> <size> <tag> [stream|handler|enqueue] [normal]")
             exit(2)
         }
         do {
             let result = try await run(host: arguments[0], port: port, qos: qos, count: count, size: size, tag: arguments[5],
-                                       handler: arguments.count == 7 && arguments[6] != "stream",
-                                       enqueue: arguments.count == 7 && arguments[6] == "enqueue")
+                                       handler: arguments.count >= 7 && arguments[6] != "stream",
+                                       enqueue: arguments.count >= 7 && arguments[6] == "enqueue",
+                                       policy: arguments.count == 8 ? .normal : .batch)
             print(result)
         } catch {
             print("error: \(error)")
@@ -45,7 +49,8 @@ enum MQTTBenchmark {
     }
 
     static func run(
-        host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String, handler: Bool, enqueue: Bool
+        host: String, port: Int, qos: MQTTQoS, count: Int, size: Int, tag: String, handler: Bool, enqueue: Bool,
+        policy: MQTTConfiguration.NetworkThreadPolicy
     ) async throws -> String {
         let topic = "bench/swift/\(tag)"
         func configuration(_ role: String) -> MQTTConfiguration {
@@ -54,6 +59,7 @@ enum MQTTBenchmark {
             configuration.receiveMaximum = 100
             // Room for every message: the benchmark measures throughput, not the overflow policy.
             configuration.incomingBufferSize = count
+            configuration.networkThreadPolicy = policy
             return configuration
         }
         // Handler mode: the network thread counts and signals the last message.
@@ -134,7 +140,8 @@ enum MQTTBenchmark {
 
         let publishSeconds = seconds(published - start)
         let receiveSeconds = seconds(receivedAt - start)
-        return "impl=\(enqueue ? "swift-enqueue" : handler ? "swift-handler" : "swift") qos=\(qos.rawValue) count=\(count) size=\(size) "
+        let impl = (enqueue ? "swift-enqueue" : handler ? "swift-handler" : "swift") + (policy == .normal ? "-normal" : "")
+        return "impl=\(impl) qos=\(qos.rawValue) count=\(count) size=\(size) "
             + "publish_s=\(format(publishSeconds, 4)) publish_rate=\(format(Double(count) / publishSeconds, 0)) "
             + "receive_s=\(format(receiveSeconds, 4)) receive_rate=\(format(Double(count) / receiveSeconds, 0)) "
             + "publish_cpu_us=\(publishCPU.isNaN ? "nan" : format(publishCPU, 3))"

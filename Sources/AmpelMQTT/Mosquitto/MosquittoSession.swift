@@ -16,7 +16,7 @@ import Synchronization
 ///   callbacks and never stop the loop.
 /// - Swift tasks call publish/subscribe/unsubscribe/disconnect from any thread; with
 ///   `mosquitto_threaded_set(true)` these only queue a packet, and we wake the network thread
-///   if it is asleep (``loopOnce(_:timeoutMilliseconds:)`` says why not libmosquitto's way).
+///   if it is asleep (``loopOnce(_:timeoutMilliseconds:_:)`` says why not libmosquitto's way).
 final class MosquittoSession: Sendable {
     enum Phase: Sendable {
         case idle
@@ -89,9 +89,8 @@ final class MosquittoSession: Sendable {
     /// against the network thread's connect: libmosquitto 2.0 drops packets queued while
     /// `mosquitto_connect*` resets the connection. Open only between CONNACK and the loss of
     /// the connection; while closed, QoS 1/2 publishes wait in `offline`. It also holds the
-    /// ack waiters: the acknowledgement callback takes it, which is safe because libmosquitto
-    /// calls callbacks only from the network thread's loop, never from inside a publish or
-    /// subscribe call, and holds none of the locks those calls take while calling back.
+    /// ack waiters, which the network thread matches to the answers it collected
+    /// (``deliverAnswers(_:)``), between loop steps and never inside a callback.
     /// Lock order: gate, then state; never state, then gate.
     let gate = Mutex(Gate())
     /// Woken by `disconnect()` to cut a reconnect backoff short.
@@ -106,7 +105,7 @@ final class MosquittoSession: Sendable {
 
     /// Tasks waiting in `gate.acks`, plus sends about to register one: raised *before* the
     /// libmosquitto call that produces the answer, lowered when a waiter leaves. While it is 0
-    /// no answer can have a waiter, so the acknowledgement callback skips the gate lock; with
+    /// no answer can have a waiter, so the acknowledgement callback does not even note it; with
     /// QoS 0 or `enqueue` traffic the network thread and the publishers then never meet on a lock.
     let possibleWaiters = Atomic<Int>(0)
     /// Answers read but not yet handed over, for ``deliverAnswers(_:)``. Only the network
