@@ -51,6 +51,25 @@ struct MQTTNetworkLoopTests {
         await publisher.disconnect()
         await subscriber.disconnect()
     }
+
+    /// The loop's keep-alive step (`mosquitto_loop_misc`): an idle client pings on time and the
+    /// broker keeps it (it drops a client silent for 1.5 keep-alive periods).
+    @Test func anIdleClientKeepsItsConnectionWithPings() async throws {
+        let broker = try await MosquittoBroker.start(.init(verboseLog: true))
+        defer { broker.stop() }
+        var configuration = broker.configuration("ka-idle")
+        configuration.keepAlive = .seconds(5)
+        let client = MQTTClient(configuration: configuration)
+        let events = EventCollector(client)
+        try await client.connect()
+        // Two pings of an otherwise silent client: 10 s, well past the broker's 7.5 s limit.
+        try await broker.waitForLog("Received PINGREQ from ka-idle", count: 2, timeout: .seconds(20))
+        try await client.publish(topic: "ka/still-here", payload: bytes("x"), qos: .atLeastOnce)
+        #expect(disconnections(events.events) == 0)
+        #expect(client.counters.reconnects == 0)
+        #expect(!broker.log.contains { $0.contains("exceeded timeout") })
+        await client.disconnect()
+    }
 }
 
 /// The scheduling class of the network thread (SCHED_BATCH by default, SCHED_OTHER on request).
