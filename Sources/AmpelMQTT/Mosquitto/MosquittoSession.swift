@@ -831,16 +831,18 @@ final class MosquittoSession: Sendable {
     ) -> Int32 {
         let socket = mosquitto_socket(mosq)
         guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
-        networkIdle.store(true, ordering: .sequentiallyConsistent)
         var readable: Int32 = 0
-        let holding = answers.withLock { !$0.isEmpty }
-        var count = ampel_wake_poll(
-            socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, holding ? 0 : timeoutMilliseconds, &readable)
-        if count == 0 && holding {
-            deliverAnswers(&spare)
-            count = ampel_wake_poll(socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
+        var count: Int32
+        if answers.withLock({ !$0.isEmpty }) {
+            // Answers are waiting: hand them over now unless there is more to read or write.
+            count = poll(mosq, socket, timeoutMilliseconds: 0, &readable)
+            if count == 0 {
+                deliverAnswers(&spare)
+                count = poll(mosq, socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
+            }
+        } else {
+            count = poll(mosq, socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
         }
-        networkIdle.store(false, ordering: .sequentiallyConsistent)
         if count < 0 {
             return errno == EINTR ? MOSQ_ERR_SUCCESS.rawValue : MOSQ_ERR_ERRNO.rawValue
         }
@@ -861,6 +863,18 @@ final class MosquittoSession: Sendable {
 
     /// See ``loopOnce(_:timeoutMilliseconds:_:)``.
     static let answerBatch = 64
+
+    /// Waits for the socket (readable; writable too if a packet is queued) or a wake-up. A wait
+    /// that may block raises the idle flag first and takes the last look at the outgoing queue
+    /// after it, so that a packet queued from now on comes with a wake-up.
+    private func poll(_ mosq: OpaquePointer, _ socket: Int32, timeoutMilliseconds: Int32, _ readable: inout Int32) -> Int32 {
+        guard timeoutMilliseconds > 0 else {
+            return ampel_wake_poll(socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, 0, &readable)
+        }
+        networkIdle.store(true, ordering: .sequentiallyConsistent)
+        defer { networkIdle.store(false, ordering: .sequentiallyConsistent) }
+        return ampel_wake_poll(socket, mosquitto_want_write(mosq) ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
+    }
 
     /// Called after queueing a packet from any thread: wakes the network thread if it sleeps.
     @inline(__always)
