@@ -4,6 +4,7 @@
 #include <mqtt_protocol.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <time.h>
@@ -35,6 +36,10 @@ static inline int ampel_wake_create(int *write_fd) {
 #else
     int fds[2];
     if (pipe(fds) != 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
     *write_fd = fds[1];
     return fds[0];
 #endif
@@ -74,7 +79,8 @@ static inline int ampel_wake_poll(int socket, int want_write, int wake_fd, int t
     }
     return count;
 }
-/* Puts the calling thread in Linux's SCHED_BATCH class (see MosquittoSession.networkThreadMain):
+
+/* Puts the calling thread in Linux's SCHED_BATCH class (see MosquittoSession.applySchedulingPolicy):
  * its wake-ups no longer preempt the running thread. Returns 0, or -1 with errno. */
 static inline int ampel_thread_batch_scheduling(void) {
 #ifdef __linux__
