@@ -245,12 +245,3 @@ struct MQTTLifecycleTests {
         await watcher.disconnect()
     }
 }
-
-/// Names of this process's threads (Linux: /proc/self/task/*/comm, 15 characters at most).
-func threadNames() -> [String] {
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.compactMap { task in
-        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}

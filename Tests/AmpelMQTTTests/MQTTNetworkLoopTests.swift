@@ -77,18 +77,13 @@ struct MQTTNetworkLoopTests {
 struct MQTTNetworkThreadPolicyTests {
     /// Linux scheduling policy (field 41 of /proc/self/task/<tid>/stat) of the thread named `name`.
     private func policy(ofThreadNamed name: String) -> Int? {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        for task in tasks {
-            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard comm == name, let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { continue }
-            // Fields after "pid (comm)" start with field 3 (state); the policy is field 41.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 38 ? Int(fields[38]) : nil
-        }
-        return nil
+        guard let tid = threads().first(where: { $0.name == name })?.tid,
+            let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after "pid (comm)" start with field 3 (state); the policy is field 41.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 38 ? Int(fields[38]) : nil
     }
 
     @Test(arguments: [(MQTTConfiguration.NetworkThreadPolicy.batch, 3), (.normal, 0)])

@@ -186,3 +186,16 @@ func resumeSession(_ configuration: MQTTConfiguration) async throws -> (client: 
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 func text(_ message: MQTTMessage) -> String { String(decoding: message.payload, as: UTF8.self) }
+
+/// This process's threads (Linux: /proc/self/task/<tid>), each with its name (`comm`, 15
+/// characters at most).
+func threads() -> [(tid: String, name: String)] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.compactMap { task in
+        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))
+            .map { (task, $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}
+
+/// Names of this process's threads.
+func threadNames() -> [String] { threads().map(\.name) }
