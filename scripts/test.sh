@@ -39,7 +39,9 @@ for target in "${targets[@]}"; do
     status=1
   fi
 done
-passed=$(grep -cE '^✔ Test .* passed after' "$log" || true)
-failed=$(grep -E '^✘ Test .* failed after' "$log" | grep -vc 'Test run with' || true)
+# Counted per occurrence, not per line: tests of a target run in parallel, and one's result can
+# land in the middle of another's output line.
+passed=$(grep -oE '✔ Test [^◇✔✘]* passed after' "$log" | grep -vc 'Test run with' || true)
+failed=$(grep -oE '✘ Test [^◇✔✘]* failed after' "$log" | grep -vc 'Test run with' || true)
 echo "tests: $passed passed, $failed failed"
 exit $status
