@@ -58,6 +58,8 @@ let package = Package(
             resources: [.copy("Resources/rki")],
             swiftSettings: strict
         ),
+        // The Linux calls (thread names, scheduling classes, malloc tuning, eventfd wake-ups).
+        .target(name: "CAmpelLinux"),
         // libmosquitto, seen only by AmpelMQTT.
         .systemLibrary(
             name: "CMosquitto",
@@ -67,7 +69,7 @@ let package = Package(
         .target(
             name: "AmpelMQTT",
             dependencies: [
-                "CMosquitto",
+                "CMosquitto", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -76,7 +78,7 @@ let package = Package(
         .target(
             name: "AmpelDaemon",
             dependencies: [
-                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp",
+                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),

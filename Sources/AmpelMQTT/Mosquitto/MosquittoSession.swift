@@ -1,3 +1,4 @@
+import CAmpelLinux
 import CMosquitto
 import Foundation
 import Logging
@@ -358,7 +359,7 @@ final class MosquittoSession: Sendable {
             if start {
                 let name = "mqtt-" + String(decoding: configuration.clientID.utf8.prefix(10), as: UTF8.self)
                 let thread = Thread { [self] in
-                    ampel_mqtt_set_thread_name(name)
+                    ampel_thread_set_name(name)
                     self.applySchedulingPolicy()
                     self.networkThreadMain()
                 }
@@ -754,7 +755,7 @@ final class MosquittoSession: Sendable {
     /// on an idle CPU, and otherwise at the next tick or when the running thread blocks.
     private func applySchedulingPolicy() {
         guard configuration.networkThreadPolicy == .batch else { return }
-        if ampel_thread_batch_scheduling() != 0 {
+        if ampel_thread_use_batch_class() != 0 {
             logger.debug("MQTT network thread stays in the normal scheduling class", metadata: ["error": "\(String(cString: strerror(errno)))"])
         }
     }

@@ -1,0 +1,116 @@
+#define _GNU_SOURCE
+#include "CAmpelLinux.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+void ampel_thread_set_name(const char *name) {
+#ifdef __linux__
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+#else
+    (void)name;
+#endif
+}
+
+#ifdef __linux__
+static int use_class(int policy) {
+    struct sched_param param = { .sched_priority = 0 };
+    return sched_setscheduler(0, policy, &param);
+}
+#endif
+
+int ampel_thread_use_batch_class(void) {
+#ifdef __linux__
+    return use_class(SCHED_BATCH);
+#else
+    return 0;
+#endif
+}
+
+int ampel_thread_use_idle_class(void) {
+#ifdef __linux__
+    return use_class(SCHED_IDLE);
+#else
+    return 0;
+#endif
+}
+
+void ampel_malloc_limit_arenas(int arenas) {
+#ifdef __GLIBC__
+    mallopt(M_ARENA_MAX, arenas);
+#else
+    (void)arenas;
+#endif
+}
+
+void ampel_malloc_fix_mmap_threshold(int bytes) {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+    (void)bytes;
+#endif
+}
+
+void ampel_malloc_trim(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+int ampel_wake_create(int *write_fd) {
+#ifdef __linux__
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    *write_fd = fd;
+    return fd;
+#else
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
+    *write_fd = fds[1];
+    return fds[0];
+#endif
+}
+
+void ampel_wake_signal(int write_fd) {
+#ifdef __linux__
+    uint64_t one = 1;
+    ssize_t rc = write(write_fd, &one, sizeof one);
+#else
+    char one = 1;
+    ssize_t rc = write(write_fd, &one, 1);
+#endif
+    (void)rc;
+}
+
+void ampel_wake_close(int read_fd, int write_fd) {
+    close(read_fd);
+    if (write_fd != read_fd) close(write_fd);
+}
+
+int ampel_wake_poll(int socket, int want_write, int wake_fd, int timeout_ms, int *readable) {
+    struct pollfd fds[2] = {
+        { .fd = socket, .events = (short)(POLLIN | (want_write ? POLLOUT : 0)), .revents = 0 },
+        { .fd = wake_fd, .events = POLLIN, .revents = 0 },
+    };
+    int count = poll(fds, 2, timeout_ms);
+    *readable = count > 0 && (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    if (count > 0 && (fds[1].revents & POLLIN)) {
+        char buffer[64];
+        while (read(wake_fd, buffer, sizeof buffer) > 0) {}
+    }
+    return count;
+}

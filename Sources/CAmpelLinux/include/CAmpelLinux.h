@@ -1,0 +1,38 @@
+#ifndef AMPEL_CAMPELLINUX_H
+#define AMPEL_CAMPELLINUX_H
+/* The Linux calls Ampel makes that Swift's Glibc module does not reach (<malloc.h>, eventfd,
+ * prctl) or reaches only with magic numbers (scheduling classes). One small reviewed place,
+ * the way swift-nio keeps CNIOLinux; every function is a no-op or a portable fallback elsewhere. */
+#include <stddef.h>
+
+/* Names the calling thread (15 bytes at most on Linux), so that it shows up in top -H, gdb and
+ * /proc/<pid>/task/<tid>/comm. */
+void ampel_thread_set_name(const char *name);
+
+/* Scheduling classes for the calling thread. Return 0, or -1 with errno set. */
+/* SCHED_BATCH: waking this thread no longer preempts the thread that woke it. */
+int ampel_thread_use_batch_class(void);
+/* SCHED_IDLE: runs only on CPU time no normal thread wants; cannot be left without privileges. */
+int ampel_thread_use_idle_class(void);
+
+/* glibc's malloc tuning (<malloc.h>); no-ops with other C libraries. */
+/* Caps the number of malloc arenas (M_ARENA_MAX). */
+void ampel_malloc_limit_arenas(int arenas);
+/* Fixes the size from which blocks get their own mapping (M_MMAP_THRESHOLD); fixing it also
+ * stops glibc from raising it after the first such block is freed. */
+void ampel_malloc_fix_mmap_threshold(int bytes);
+/* Returns free heap pages to the system (malloc_trim(0)). */
+void ampel_malloc_trim(void);
+
+/* A wake-up descriptor for a thread that sleeps in poll: an eventfd on Linux, the read end of a
+ * pipe elsewhere (write end in *write_fd). Non-blocking, close-on-exec. Returns -1 on failure. */
+int ampel_wake_create(int *write_fd);
+/* Wakes a thread blocked in ampel_wake_poll. Never blocks (a full counter or pipe wakes anyway). */
+void ampel_wake_signal(int write_fd);
+/* Closes what ampel_wake_create opened. */
+void ampel_wake_close(int read_fd, int write_fd);
+/* Waits until `socket` is readable (or writable, if want_write), `wake_fd` was signalled, or
+ * `timeout_ms` passed, and consumes every pending wake-up. Returns poll's result (-1 with errno
+ * set); *readable tells whether the socket has data, an error or a hang-up to read. */
+int ampel_wake_poll(int socket, int want_write, int wake_fd, int timeout_ms, int *readable);
+#endif
