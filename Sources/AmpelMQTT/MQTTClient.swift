@@ -20,12 +20,12 @@ import Logging
 public final class MQTTClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: MQTTConfiguration
-    let session: MosquittoSession  // internal: tests look at the network thread
+    let session: MQTTSession  // internal: tests look at the network thread
 
     /// Creates a client; nothing happens on the network until ``connect()``.
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt")) {
         self.configuration = configuration
-        self.session = MosquittoSession(configuration: configuration, logger: logger, handler: nil)
+        self.session = MQTTSession(configuration: configuration, logger: logger, handler: nil)
     }
 
     /// Creates a client that hands every received message to `handler` instead of ``messages``.
@@ -38,7 +38,7 @@ public final class MQTTClient: Sendable {
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "ampel.mqtt"),
                 handler: @escaping @Sendable (MQTTMessage) -> Void) {
         self.configuration = configuration
-        self.session = MosquittoSession(configuration: configuration, logger: logger, handler: handler)
+        self.session = MQTTSession(configuration: configuration, logger: logger, handler: handler)
     }
 
     deinit {

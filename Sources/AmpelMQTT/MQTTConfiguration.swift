@@ -98,6 +98,10 @@ public struct MQTTConfiguration: Sendable, Hashable {
     /// ``overflowPolicy`` drops some.
     public var incomingBufferSize: Int = 10_000
     public var overflowPolicy: OverflowPolicy = .dropOldest
+    /// QoS 1/2 publishes kept while disconnected, sent in order after the reconnect; a publish
+    /// beyond this fails with ``MQTTError/Code/offlineQueueFull`` instead of growing memory
+    /// without bound during a long broker outage.
+    public var offlineQueueLimit: Int = 100_000
     /// Scheduling class of the network thread; see ``NetworkThreadPolicy``.
     public var networkThreadPolicy: NetworkThreadPolicy = .batch
 
@@ -142,6 +146,7 @@ public struct MQTTConfiguration: Sendable, Hashable {
         if !(1...65535).contains(maxInflight) { throw bad("maxInflight must be in 1...65535") }
         if !(1...65535).contains(receiveMaximum) { throw bad("receiveMaximum must be in 1...65535") }
         if incomingBufferSize < 1 { throw bad("incomingBufferSize must be at least 1") }
+        if offlineQueueLimit < 1 { throw bad("offlineQueueLimit must be at least 1") }
         if password != nil && username == nil { throw bad("a password needs a username") }
         if let tls, (tls.certFile == nil) != (tls.keyFile == nil) {
             throw bad("TLS client certificate and key must be given together")

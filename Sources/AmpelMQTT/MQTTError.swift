@@ -62,6 +62,9 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let alreadyConnected = Code(rawValue: 1005)
         /// A topic or topic filter is not valid MQTT.
         public static let invalidTopic = Code(rawValue: 1006)
+        /// A publish while disconnected found ``MQTTConfiguration/offlineQueueLimit`` messages
+        /// already waiting for the connection.
+        public static let offlineQueueFull = Code(rawValue: 1007)
 
         public var description: String {
             switch self {
@@ -72,6 +75,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
             case .cancelled: return "cancelled"
             case .alreadyConnected: return "already connected"
             case .invalidTopic: return "invalid topic"
+            case .offlineQueueFull: return "offline queue full"
             default: return String(cString: mosquitto_strerror(rawValue))
             }
         }

@@ -11,7 +11,7 @@ struct MQTTNetworkLoopTests {
     /// Waits until the client's network thread has gone to sleep in `poll`.
     private func networkThreadAsleep(_ client: MQTTClient) async throws {
         try await withTimeout(.seconds(5), "network thread asleep") {
-            while !client.session.networkIdle.load(ordering: .sequentiallyConsistent) { await Task.yield() }
+            while !client.session.loop.idle.load(ordering: .sequentiallyConsistent) { await Task.yield() }
         }
     }
 

@@ -1,0 +1,467 @@
+import Logging
+import Synchronization
+
+/// Carries out the ``SessionStateMachine``'s decisions: the client's operations (any thread)
+/// and the network thread's reports meet here, on one lock.
+///
+/// A packet whose answer a task awaits is handed to libmosquitto under that lock, and the
+/// waiter registered in the same hold: the network thread matches answers under it too, so an
+/// answer can never arrive before its waiter. Continuations are resumed and events yielded
+/// after the lock is released.
+final class MQTTSession: Sendable {
+    typealias AckWaiter = UnsafeContinuation<AckResult, Never>
+    /// The `connect()` call waiting for CONNACK, and `disconnect()` calls waiting for the
+    /// network thread's exit (resumed with `.success(false)`).
+    typealias Waiter = CheckedContinuation<Result<Bool, MQTTError>, Never>
+
+    let configuration: MQTTConfiguration
+    let logger: Logger
+    let mosquitto: MosquittoClient
+    let loop: NetworkLoop
+    private let machine: Mutex<SessionStateMachine<AckWaiter, Waiter>>
+
+    let messageStream: AsyncStream<MQTTMessage>
+    private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+    /// Set: received messages go here, on the network thread, instead of `messageStream`.
+    private let handler: (@Sendable (MQTTMessage) -> Void)?
+    let eventStream: AsyncStream<MQTTConnectionEvent>
+    private let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
+
+    /// Tasks waiting for an answer, plus sends about to register one: raised *before* the
+    /// libmosquitto call that produces the answer, lowered when a waiter leaves. While it is 0
+    /// no answer can have a waiter, so the network thread does not even note answers; with QoS 0
+    /// or `enqueue` traffic the network thread and the publishers then never meet on a lock.
+    let possibleWaiters = Atomic<Int>(0)
+    /// Hands out the tokens by which a cancelled publish or request finds its wait (from 1).
+    private let nextToken = Atomic<UInt64>(0)
+    private let sentCount = Atomic<Int>(0)
+    private let acknowledgedCount = Atomic<Int>(0)
+    private let receivedCount = Atomic<Int>(0)
+    private let droppedCount = Atomic<Int>(0)
+    private let reconnectCount = Atomic<Int>(0)
+
+    init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+        mosquitto = MosquittoClient(configuration: configuration)
+        machine = Mutex(
+            SessionStateMachine(
+                backoff: MQTTBackoff(minimum: configuration.reconnectMinDelay, maximum: configuration.reconnectMaxDelay),
+                offlineLimit: configuration.offlineQueueLimit))
+        let policy: AsyncStream<MQTTMessage>.Continuation.BufferingPolicy =
+            switch configuration.overflowPolicy {
+            case .dropOldest: .bufferingNewest(max(configuration.incomingBufferSize, 1))
+            case .dropNewest: .bufferingOldest(max(configuration.incomingBufferSize, 1))
+            }
+        (messageStream, messageContinuation) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: policy)
+        (eventStream, eventContinuation) = AsyncStream.makeStream(
+            of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
+        loop = NetworkLoop(mosquitto: mosquitto, configuration: configuration)
+        loop.attach(self)
+        mosquitto.install(loop)
+    }
+
+    deinit {
+        messageContinuation.finish()
+        eventContinuation.finish()
+    }
+
+    private var brokerName: String { "\(configuration.host):\(configuration.port)" }
+
+    // MARK: - Connecting
+
+    func connect() async throws(MQTTError) {
+        if let error = mosquitto.setupError ?? loop.setupError { throw error }
+        try configuration.validate()
+        let result: Result<Bool, MQTTError> = await withCheckedContinuation { continuation in
+            switch machine.withLock({ $0.connect(continuation) }) {
+            case .startNetworkThread: loop.start()
+            case .fail(let error): continuation.resume(returning: .failure(error))
+            }
+        }
+        _ = try result.get()
+    }
+
+    /// CONNACK accepted (network thread, between loop steps): restore the subscriptions if the
+    /// broker did not keep the session, send what was published while offline, in order, and
+    /// let publishers call libmosquitto directly again, all in one lock hold so that no new
+    /// publish overtakes a queued one.
+    func connectionEstablished(sessionPresent: Bool) {
+        var failed: [(AckWaiter, MQTTError)] = []
+        var resubscribed: [(filters: [String], rc: Int32)] = []
+        let established = machine.withLock { machine -> SessionStateMachine<AckWaiter, Waiter>.Established? in
+            guard let established = machine.connectionEstablished(sessionPresent: sessionPresent) else { return nil }
+            for qos in MQTTQoS.allCases {
+                let filters = established.resubscribe.filter { $0.qos == qos }.map(\.filter)
+                // Its SUBACK finds no waiter and is dropped.
+                if !filters.isEmpty { resubscribed.append((filters, mosquitto.subscribe(filters, qos: qos).rc)) }
+            }
+            for entry in established.offline {
+                if entry.waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
+                let (rc, mid) = mosquitto.publish(entry.message)
+                guard let waiter = entry.waiter else { continue }
+                if rc == MosquittoResult.success || rc == MosquittoResult.noConnection {
+                    machine.sent(mid: mid, token: entry.token, waiter: waiter)
+                } else {
+                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                    failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
+                }
+            }
+            return established
+        }
+        for (filters, rc) in resubscribed {
+            if rc == MosquittoResult.success {
+                logger.info("MQTT re-subscribed", metadata: ["filters": "\(filters)"])
+            } else {
+                logger.error("MQTT re-subscribe failed", metadata: ["filters": "\(filters)", "error": "\(MosquittoLibrary.describe(rc))"])
+            }
+        }
+        for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
+        guard let established else { return }
+        if !established.first { reconnectCount.add(1, ordering: .relaxed) }
+        logger.info(
+            established.first ? "MQTT connected" : "MQTT reconnected",
+            metadata: ["broker": "\(brokerName)", "sessionPresent": "\(sessionPresent)"])
+        eventContinuation.yield(.connected(sessionPresent: sessionPresent))
+        established.connectWaiter?.resume(returning: .success(sessionPresent))
+    }
+
+    /// A connection ended or an attempt failed (network thread). Returns the delay before the
+    /// next attempt, or nil when the thread is to end.
+    func connectionEnded(_ error: MQTTError) -> Duration? {
+        let decision = machine.withLock { $0.connectionEnded(error, jitter: Double.random(in: 0.5...1.0)) }
+        switch decision {
+        case .reconnect(let delay, let lost):
+            if let lost { reportLoss(lost) }
+            logger.debug("MQTT reconnecting", metadata: ["delay": "\(delay)"])
+            return delay
+        case .stop(let failedConnect, let lost):
+            if let lost { reportLoss(lost) }
+            if let (waiter, error) = failedConnect { waiter.resume(returning: .failure(error)) }
+            return nil
+        }
+    }
+
+    private func reportLoss(_ reason: MQTTError) {
+        logger.notice("MQTT connection lost", metadata: ["broker": "\(brokerName)", "reason": "\(reason.message)"])
+        eventContinuation.yield(.disconnected(reason: reason))
+    }
+
+    // MARK: - Publishing
+
+    func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
+        // Hot path: no checks of our own before the call; libmosquitto validates the topic, and
+        // the readable reason is worked out only when it refuses.
+        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+        if qos == .atMostOnce {
+            try sendQoS0(message)
+            return
+        }
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }  // before it may wait offline
+        // Drawn before anything can be cancelled: the cancellation handler finds the wait by it.
+        let token = nextToken.add(1, ordering: .relaxed).newValue
+        let result: AckResult = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: AckWaiter) in
+                if let immediate = submit(message, token: token, waiter: continuation) {
+                    continuation.resume(returning: immediate)
+                }
+            }
+        } onCancel: {
+            cancelWait(token)
+        }
+        switch result {
+        case .published(let reason) where reason < 0x80:
+            acknowledgedCount.add(1, ordering: .relaxed)
+        case .published(let reason):
+            throw MQTTError(
+                code: .rejected, reasonCode: Int(reason),
+                message: "broker rejected publish to '\(topic)': \(MosquittoLibrary.describeReason(reason))")
+        case .failed(let error):
+            throw error
+        case .subscribed, .unsubscribed:
+            throw MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
+        }
+    }
+
+    /// Sends or queues an awaited QoS 1/2 publish; returns the answer if there is one already
+    /// (refused, closed, cancelled), nil when `waiter` now waits in the state machine.
+    private func submit(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter) -> AckResult? {
+        enum Outcome { case waiting, failed(MQTTError), refused(Int32), sentCancelled(Int32), queuedCancelled }
+        let outcome: Outcome = machine.withLock { machine in
+            // Checked under the lock, which the cancellation handler takes too: either it ran
+            // before (and this sees the flag) or it finds the waiter.
+            let cancelled = Task.isCancelled
+            switch machine.publish(message, token: token, waiter: cancelled ? nil : waiter) {
+            case .queued:
+                return cancelled ? .queuedCancelled : .waiting
+            case .offlineQueueFull:
+                return .failed(SessionErrors.offlineQueueFull(message.topic, limit: configuration.offlineQueueLimit))
+            case .closed:
+                return .failed(SessionErrors.closed)
+            case .send:
+                possibleWaiters.add(1, ordering: .sequentiallyConsistent)
+                let (rc, mid) = mosquitto.publish(message)
+                loop.wakeIfIdle()
+                // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
+                // message queued and sends it after the reconnect.
+                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
+                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                    return .refused(rc)
+                }
+                if cancelled {
+                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                    return .sentCancelled(mid)
+                }
+                machine.sent(mid: mid, token: token, waiter: waiter)
+                return .waiting
+            }
+        }
+        switch outcome {
+        case .waiting:
+            sentCount.add(1, ordering: .relaxed)
+            return nil
+        case .failed(let error):
+            return .failed(error)
+        case .refused(let rc):
+            return .failed(publishFailure(rc, topic: message.topic, qos: message.qos))
+        case .sentCancelled(let mid):
+            sentCount.add(1, ordering: .relaxed)
+            return .failed(SessionErrors.cancelled(mid))
+        case .queuedCancelled:
+            sentCount.add(1, ordering: .relaxed)
+            return .failed(SessionErrors.cancelled(nil))
+        }
+    }
+
+    /// libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
+    private func sendQoS0(_ message: OutgoingMessage) throws(MQTTError) {
+        let rc: Int32 = machine.withLock { machine in
+            guard machine.isConnected else { return MosquittoResult.noConnection }
+            let rc = mosquitto.publish(message).rc
+            loop.wakeIfIdle()
+            return rc
+        }
+        guard rc == MosquittoResult.success else { throw publishFailure(rc, topic: message.topic, qos: .atMostOnce) }
+        sentCount.add(1, ordering: .relaxed)
+    }
+
+    /// Hands a publish over in call order without waiting for PUBACK (see ``MQTTClient/enqueue``).
+    func enqueue(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) throws(MQTTError) {
+        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+        if qos == .atMostOnce {
+            try sendQoS0(message)
+            return
+        }
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
+        enum Outcome { case handedOver, refused(Int32), full, closed }
+        let outcome: Outcome = machine.withLock { machine in
+            switch machine.publish(message, token: 0, waiter: nil) {
+            case .queued: return .handedOver
+            case .offlineQueueFull: return .full
+            case .closed: return .closed
+            case .send:
+                let rc = mosquitto.publish(message).rc
+                loop.wakeIfIdle()
+                // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
+                return rc == MosquittoResult.success || rc == MosquittoResult.noConnection ? .handedOver : .refused(rc)
+            }
+        }
+        switch outcome {
+        case .handedOver: sentCount.add(1, ordering: .relaxed)
+        case .refused(let rc): throw publishFailure(rc, topic: topic, qos: qos)
+        case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
+        case .closed: throw SessionErrors.closed
+        }
+    }
+
+    /// The message to hand to libmosquitto; message expiry needs MQTT 5.
+    private func outgoing(
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?
+    ) throws(MQTTError) -> OutgoingMessage {
+        var expirySeconds: UInt32?
+        if let messageExpiry {
+            guard configuration.protocolVersion == .v5 else {
+                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
+            }
+            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
+        }
+        return OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+    }
+
+    /// Why a publish was refused, in words: closed client, bad topic, no connection. Takes the
+    /// lock: never call it while holding it.
+    private func publishFailure(_ rc: Int32, topic: String, qos: MQTTQoS) -> MQTTError {
+        if machine.withLock({ $0.isClosed }) { return SessionErrors.closed }
+        if rc == MosquittoResult.invalid || rc == MosquittoResult.malformedUTF8 {
+            return MQTTTopicFilter.validateTopicName(topic)
+                ?? MQTTError(code: .invalidTopic, message: "invalid topic '\(topic)': not accepted by libmosquitto (invalid UTF-8?)")
+        }
+        if rc == MosquittoResult.noConnection && qos == .atMostOnce {
+            return .mosquitto(rc, "publish (QoS 0) to '\(topic)' not sent (libmosquitto would drop it)")
+        }
+        return .mosquitto(rc, "publish to '\(topic)' rejected")
+    }
+
+    // MARK: - Answers and cancellation
+
+    /// Resumes the tasks waiting for these answers (network thread, in batches): one lock hold
+    /// for all of them instead of one per PUBACK, and the resumed tasks enqueued in one burst,
+    /// which wakes a pool thread once for the lot rather than once per message.
+    func resume(answers: [(mid: Int32, result: AckResult)]) {
+        let ready: [(AckWaiter, AckResult)] = machine.withLock { machine in
+            answers.compactMap { answer in machine.answered(mid: answer.mid).map { ($0, answer.result) } }
+        }
+        if ready.isEmpty { return }
+        possibleWaiters.subtract(ready.count, ordering: .sequentiallyConsistent)
+        for (waiter, result) in ready { waiter.resume(returning: result) }
+    }
+
+    /// The task with `token` was cancelled: stop its wait, wherever it is (offline or sent).
+    private func cancelWait(_ token: UInt64) {
+        guard let (waiter, mid) = machine.withLock({ $0.cancel(token: token) }) else { return }
+        if mid != nil { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+        waiter.resume(returning: .failed(SessionErrors.cancelled(mid)))
+    }
+
+    // MARK: - Receiving
+
+    /// A message arrived (network thread).
+    func receive(_ message: MQTTMessage) {
+        receivedCount.add(1, ordering: .relaxed)
+        if let handler {
+            handler(message)
+            return
+        }
+        if case .dropped = messageContinuation.yield(message) { droppedCount.add(1, ordering: .relaxed) }
+    }
+
+    // MARK: - Subscriptions
+
+    func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTQoS] {
+        if filters.isEmpty { return [] }
+        for (filter, _) in filters { _ = try MQTTTopicFilter(filter) }
+        // One SUBSCRIBE per QoS (subscribe_multiple takes a single QoS), answers in input order.
+        var granted = [MQTTQoS?](repeating: nil, count: filters.count)
+        var failure: MQTTError?
+        for qos in MQTTQoS.allCases {
+            let indices = filters.indices.filter { filters[$0].1 == qos }
+            if indices.isEmpty { continue }
+            let names = indices.map { filters[$0].0 }
+            switch try await request("subscribe to \(names)", { mosquitto.subscribe(names, qos: qos) }) {
+            case .subscribed(let codes):
+                for (position, index) in indices.enumerated() {
+                    let code = position < codes.count ? codes[position] : 0x80
+                    if let qos = MQTTQoS(rawValue: Int(code)) {
+                        granted[index] = qos
+                    } else if failure == nil {
+                        failure = MQTTError(
+                            code: .rejected, reasonCode: Int(code),
+                            message: "broker refused subscription to '\(filters[index].0)': \(MosquittoLibrary.describeReason(code))")
+                    }
+                }
+            case .failed(let error):
+                if failure == nil { failure = error }
+            case .published, .unsubscribed:
+                if failure == nil { failure = MQTTError(code: .protocolError, message: "subscribe answered by a wrong acknowledgement") }
+            }
+        }
+        let accepted = filters.indices.filter { granted[$0] != nil }.map {
+            SessionStateMachine<AckWaiter, Waiter>.Subscription(filter: filters[$0].0, qos: filters[$0].1)
+        }
+        machine.withLock { $0.subscribed(accepted) }
+        if let failure { throw failure }
+        return granted.map { $0 ?? .atMostOnce }
+    }
+
+    func unsubscribe(_ filters: [String]) async throws(MQTTError) {
+        if filters.isEmpty { return }
+        for filter in filters { _ = try MQTTTopicFilter(filter) }
+        machine.withLock { $0.unsubscribed(filters) }
+        if case .failed(let error) = try await request("unsubscribe from \(filters)", { mosquitto.unsubscribe(filters) }) {
+            throw error
+        }
+    }
+
+    /// Sends a packet that the broker acknowledges (SUBSCRIBE, UNSUBSCRIBE) and waits for the
+    /// answer; the waiter is registered in the same lock hold as the send. Cancellation stops
+    /// the wait (the packet may still go out).
+    private func request(_ what: String, _ send: () -> (rc: Int32, mid: Int32)) async throws(MQTTError) -> AckResult {
+        switch machine.withLock({ $0.requestDecision }) {
+        case .closed: throw SessionErrors.closed
+        case .notConnected: throw MQTTError(code: .noConnection, message: "not connected to \(brokerName)")
+        case .send: break
+        }
+        let token = nextToken.add(1, ordering: .relaxed).newValue
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: AckWaiter) in
+                let immediate: AckResult? = machine.withLock { machine in
+                    switch machine.requestDecision {
+                    case .closed: return .failed(SessionErrors.closed)
+                    case .notConnected: return .failed(.mosquitto(MosquittoResult.noConnection, what))
+                    case .send: break
+                    }
+                    possibleWaiters.add(1, ordering: .sequentiallyConsistent)
+                    let (rc, mid) = send()
+                    loop.wakeIfIdle()
+                    guard rc == MosquittoResult.success, !Task.isCancelled else {
+                        possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
+                        return .failed(rc == MosquittoResult.success ? SessionErrors.cancelled(mid) : .mosquitto(rc, what))
+                    }
+                    machine.sent(mid: mid, token: token, waiter: continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            cancelWait(token)
+        }
+    }
+
+    // MARK: - Stopping
+
+    /// Clean shutdown: DISCONNECT (so the broker discards the Will), stop the thread, fail waiters.
+    func disconnect() async {
+        _ = await withCheckedContinuation { (continuation: Waiter) in
+            switch machine.withLock({ $0.disconnect(continuation) }) {
+            case .stopNetworkThread: loop.requestStop()
+            case .wait: break
+            case .closedNow(let closed): finish(closed)
+            case .alreadyClosed: continuation.resume(returning: .success(false))
+            }
+        }
+    }
+
+    /// The owning MQTTClient went away without `disconnect()`: the same steps, without waiting.
+    /// The network thread keeps the session alive until it has exited.
+    func shutdownFromDeinit() {
+        switch machine.withLock({ $0.disconnect(nil) }) {
+        case .stopNetworkThread: loop.requestStop()
+        case .closedNow(let closed): finish(closed)
+        case .wait, .alreadyClosed: break
+        }
+    }
+
+    /// The network thread ended.
+    func networkThreadExited() {
+        if let closed = machine.withLock({ $0.networkThreadExited() }) { finish(closed) }
+    }
+
+    private func finish(_ closed: SessionStateMachine<AckWaiter, Waiter>.Closed) {
+        possibleWaiters.store(0, ordering: .sequentiallyConsistent)
+        for waiter in closed.failed { waiter.resume(returning: .failed(SessionErrors.closed)) }
+        closed.connectWaiter?.resume(returning: .failure(SessionErrors.closed))
+        messageContinuation.finish()
+        eventContinuation.finish()
+        for waiter in closed.exitWaiters { waiter.resume(returning: .success(false)) }
+    }
+
+    var counters: MQTTCounters {
+        MQTTCounters(
+            sent: sentCount.load(ordering: .relaxed),
+            acknowledged: acknowledgedCount.load(ordering: .relaxed),
+            received: receivedCount.load(ordering: .relaxed),
+            droppedOnOverflow: droppedCount.load(ordering: .relaxed),
+            reconnects: reconnectCount.load(ordering: .relaxed))
+    }
+}

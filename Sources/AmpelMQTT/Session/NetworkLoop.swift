@@ -1,0 +1,277 @@
+import CAmpelLinux
+import Logging
+import Foundation
+import Synchronization
+
+/// The client's network thread: connects, runs the read/write/keep-alive steps, waits out the
+/// reconnect backoff, and reports to ``MQTTSession`` what happened on the connection.
+///
+/// libmosquitto's own `mosquitto_loop_start` is not used: its reconnect path re-sends the
+/// CONNECT without our MQTT 5 session-expiry property, and `mosquitto_connect_async` has no
+/// MQTT 5 variant. This thread calls the blocking connect each time instead.
+///
+/// libmosquitto's callbacks arrive here, on this thread, inside the loop steps; they only copy
+/// and record (``ConnectionRecord``, the answer batch). What they report is acted on between
+/// loop steps, never inside a callback.
+final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
+    /// What the callbacks noted about the current connection.
+    struct ConnectionRecord {
+        var connack: (reason: Int32, sessionPresent: Bool)?
+        var disconnectReason: Int32?
+        /// Last warning/error libmosquitto logged, to explain TLS and socket failures.
+        var lastLogError: String?
+    }
+
+    /// The session that owns this loop; set once by ``attach(_:)``, before the thread starts.
+    /// Unowned: the session owns the loop, and the thread's closure holds the session.
+    private(set) unowned(unsafe) var session: MQTTSession!
+    let mosquitto: MosquittoClient
+    let configuration: MQTTConfiguration
+
+    let record = Mutex(ConnectionRecord())
+    /// Answers read but not yet handed over, for ``deliverAnswers(_:)``. Only this thread
+    /// touches it (the lock is never contended).
+    let answers = Mutex<[(mid: Int32, result: AckResult)]>([])
+    /// Set by `disconnect()`; read once per loop step.
+    let stopRequested = Atomic<Bool>(false)
+    /// Whether this thread is in, or about to enter, `poll` and needs a wake-up to notice a
+    /// packet queued by another thread.
+    let idle = Atomic<Bool>(false)
+    /// The wake-up descriptor (eventfd).
+    let wakeReadFD: Int32
+    let wakeWriteFD: Int32
+    /// Cuts a reconnect backoff short when the client stops.
+    let backoffWakeup = DispatchSemaphore(value: 0)
+    /// This thread saw the stop request and sent DISCONNECT (only this thread touches it).
+    private var stopNoticed = false
+
+    /// See ``loopOnce(timeoutMilliseconds:_:)``.
+    static let answerBatch = 64
+    /// How long a stopping connection may take to write its DISCONNECT.
+    static let disconnectGrace: Duration = .seconds(2)
+
+    init(mosquitto: MosquittoClient, configuration: MQTTConfiguration) {
+        self.mosquitto = mosquitto
+        self.configuration = configuration
+        var writeFD: Int32 = -1
+        wakeReadFD = ampel_wake_create(&writeFD)
+        wakeWriteFD = writeFD
+    }
+
+    func attach(_ session: MQTTSession) {
+        self.session = session
+    }
+
+    deinit {
+        if wakeReadFD >= 0 { ampel_wake_close(wakeReadFD, wakeWriteFD) }
+    }
+
+    var setupError: MQTTError? {
+        wakeReadFD < 0
+            ? MQTTError(code: .system, message: "cannot create the MQTT network thread's wake-up descriptor: \(String(cString: strerror(errno)))")
+            : nil
+    }
+
+    func start() {
+        let name = "mqtt-" + String(decoding: configuration.clientID.utf8.prefix(10), as: UTF8.self)
+        let thread = Thread { [session, self] in
+            ampel_thread_set_name(name)
+            self.applySchedulingPolicy()
+            self.run()
+            withExtendedLifetime(session) {}
+        }
+        thread.start()
+    }
+
+    /// Asks the thread to stop: it sends DISCONNECT if connected, ends its backoff, and exits.
+    func requestStop() {
+        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        backoffWakeup.signal()
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if idle.load(ordering: .relaxed) { ampel_wake_signal(wakeWriteFD) }
+    }
+
+    /// Puts this thread in the configured scheduling class.
+    ///
+    /// `.batch` (SCHED_BATCH on Linux): a wake-up of this thread no longer preempts the thread
+    /// that caused it. Without it, a publisher that queues a packet while this thread sleeps
+    /// wakes it, and on a busy machine the woken thread takes the publisher's CPU at once
+    /// (docs/mqtt-client.md has the measurement). A woken batch thread still runs at once on an
+    /// idle CPU, and otherwise at the next tick or when the running thread blocks.
+    private func applySchedulingPolicy() {
+        guard configuration.networkThreadPolicy == .batch else { return }
+        if ampel_thread_use_batch_class() != 0 {
+            session.logger.debug(
+                "MQTT network thread stays in the normal scheduling class", metadata: ["error": "\(String(cString: strerror(errno)))"])
+        }
+    }
+
+    private func run() {
+        while !stopRequested.load(ordering: .sequentiallyConsistent) {
+            let error = runOneConnection()
+            guard let delay = session.connectionEnded(error) else { break }
+            let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+            _ = backoffWakeup.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        }
+        session.networkThreadExited()
+    }
+
+    // MARK: - One connection
+
+    /// One TCP/TLS connection from connect to loss. Returns why it ended.
+    private func runOneConnection() -> MQTTError {
+        record.withLock { $0 = ConnectionRecord() }
+        mosquitto.setLogCallback(enabled: true)
+        let (rc, connectErrno) = mosquitto.connect(host: configuration.host, port: configuration.port, keepAlive: configuration.keepAlive)
+        guard rc == MosquittoResult.success else {
+            return MosquittoClient.connectError(
+                rc, errno: connectErrno, host: configuration.host, port: configuration.port,
+                logLine: record.withLock { $0.lastLogError })
+        }
+        var loopRC = MosquittoResult.success
+        var established = false
+        var stopDeadline: ContinuousClock.Instant?
+        var spare: [(mid: Int32, result: AckResult)] = []
+        defer { deliverAnswers(&spare) }
+        while loopRC == MosquittoResult.success {
+            loopRC = loopOnce(timeoutMilliseconds: 1000, &spare)
+            if !established, let connack = record.withLock({ $0.connack }), connack.reason == 0 {
+                established = true
+                mosquitto.setLogCallback(enabled: false)
+                session.connectionEstablished(sessionPresent: connack.sessionPresent)
+            }
+            if stopRequested.load(ordering: .relaxed) {
+                let now = ContinuousClock.now
+                if stopDeadline == nil {
+                    stopNoticed = true
+                    stopDeadline = now + Self.disconnectGrace
+                    mosquitto.disconnect()
+                }
+                if let stopDeadline, now > stopDeadline { break }
+            }
+        }
+        let ended = record.withLock { $0 }
+        if let connack = ended.connack, connack.reason != 0 {
+            return MQTTError(
+                code: .connectionRefused, reasonCode: Int(connack.reason),
+                message: "connection refused by broker \(configuration.host):\(configuration.port): \(mosquitto.connackText(connack.reason))")
+        }
+        if stopRequested.load(ordering: .relaxed) { return SessionErrors.requestedDisconnect }
+        var message = "connection to \(configuration.host):\(configuration.port) ended: \(MosquittoLibrary.describe(loopRC))"
+        if let reason = ended.disconnectReason, configuration.protocolVersion == .v5, reason >= 0x80 {
+            message += " (broker: \(MosquittoLibrary.describeReason(reason)))"
+        }
+        if let line = ended.lastLogError { message += " (\(line))" }
+        let code = loopRC == MosquittoResult.success ? MQTTError.Code.connectionLost : MQTTError.Code(rawValue: loopRC)
+        return MQTTError(code: code, reasonCode: ended.disconnectReason.map(Int.init), message: message)
+    }
+
+    /// One iteration: what `mosquitto_loop(mosq, timeout, 1)` does, with our own wake-up.
+    ///
+    /// libmosquitto writes a byte into an internal socket pair for every packet any thread
+    /// queues, and `mosquitto_loop` selects on it and reads back one byte per iteration. Under
+    /// load that pair never empties, so its network thread spins through `select` without ever
+    /// sleeping, and every byte written while it does sleep costs the publisher a kernel
+    /// wake-up. Here the pair is left alone (once full, its writes fail at once); the thread
+    /// polls the socket and an eventfd that publishers signal only when it is idle
+    /// (``wakeIfIdle()``), drains every wake-up at once, and then does the same read, write and
+    /// keep-alive steps as `mosquitto_loop`, through the same public calls, which also handle TLS.
+    ///
+    /// The idle flag is raised before the last look at the outgoing queue; a publisher queues
+    /// first and then reads the flag, both with a full fence between, so either this thread
+    /// sees the packet (and polls for writing) or the publisher sees the flag (and wakes it).
+    ///
+    /// Acknowledgements read here are handed to their waiting tasks in batches: when
+    /// ``answerBatch`` have come together, and whenever nothing more is ready to read or write,
+    /// before the thread sleeps. Resuming a task wakes a sleeping pool thread (a futex call on
+    /// each side); one wake-up then serves the whole batch, while a lone publish still gets its
+    /// answer without delay.
+    private func loopOnce(timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)]) -> Int32 {
+        let socket = mosquitto.socket
+        guard socket >= 0 else { return MosquittoResult.noConnection }
+        var readable: Int32 = 0
+        var count: Int32
+        if answers.withLock({ !$0.isEmpty }) {
+            // Answers are waiting: hand them over now unless there is more to read or write.
+            count = poll(socket, timeoutMilliseconds: 0, &readable)
+            if count == 0 {
+                deliverAnswers(&spare)
+                count = poll(socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
+            }
+        } else {
+            count = poll(socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
+        }
+        if count < 0 {
+            return errno == EINTR ? MosquittoResult.success : MosquittoResult.errno
+        }
+        if readable != 0 {
+            let rc = mosquitto.loopRead()
+            if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
+            if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare) }
+        }
+        // Whatever is queued now (by other threads while this one polled, or by the read above:
+        // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
+        // keeps the rest for the next iteration.
+        if mosquitto.wantsWrite {
+            let rc = mosquitto.loopWrite()
+            if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
+        }
+        return mosquitto.loopMisc()
+    }
+
+    /// Waits for the socket (readable; writable too if a packet is queued) or a wake-up. A wait
+    /// that may block raises the idle flag first and takes the last look at the outgoing queue
+    /// after it, so that a packet queued from now on comes with a wake-up.
+    private func poll(_ socket: Int32, timeoutMilliseconds: Int32, _ readable: inout Int32) -> Int32 {
+        guard timeoutMilliseconds > 0 else {
+            return ampel_wake_poll(socket, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, 0, &readable)
+        }
+        idle.store(true, ordering: .sequentiallyConsistent)
+        defer { idle.store(false, ordering: .sequentiallyConsistent) }
+        // A stop requested just before the flag went up found no sleeper to wake: notice it now.
+        if !stopNoticed && stopRequested.load(ordering: .sequentiallyConsistent) { return 0 }
+        return ampel_wake_poll(socket, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
+    }
+
+    /// Called by any thread after queueing a packet: wakes this thread if it sleeps.
+    @inline(__always)
+    func wakeIfIdle() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if idle.load(ordering: .relaxed), idle.exchange(false, ordering: .sequentiallyConsistent) {
+            ampel_wake_signal(wakeWriteFD)
+        }
+    }
+
+    /// Hands the answers collected so far to the session; `spare` is this thread's empty
+    /// buffer, swapped in to keep the capacity.
+    private func deliverAnswers(_ spare: inout [(mid: Int32, result: AckResult)]) {
+        answers.withLock { swap(&$0, &spare) }
+        if spare.isEmpty { return }
+        session.resume(answers: spare)
+        spare.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - MosquittoCallbacks (this thread, inside a loop step)
+
+    func connack(reason: Int32, sessionPresent: Bool) {
+        record.withLock { $0.connack = (reason, sessionPresent) }
+    }
+
+    func disconnected(reason: Int32) {
+        record.withLock { $0.disconnectReason = reason }
+    }
+
+    /// Notes an answer if anybody may wait for one (see ``MQTTSession/possibleWaiters``).
+    func answered(mid: Int32, _ result: AckResult) {
+        guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        answers.withLock { $0.append((mid, result)) }
+    }
+
+    func received(_ message: MQTTMessage) {
+        session.receive(message)
+    }
+
+    func logged(_ line: String) {
+        record.withLock { $0.lastLogError = line }
+    }
+}
