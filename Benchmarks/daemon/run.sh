@@ -14,6 +14,11 @@
 #  3. memory: VmRSS of a freshly started daemon after 100,000 devices reported once.
 # Prints a Markdown section (machine, command, medians) and keeps the raw lines in
 # benchmarks-out/daemon/. If this build has no `ampel run` yet, measures the relay alone.
+#
+#   BASELINE_BIN=$(Benchmarks/build-baseline.sh REV) Benchmarks/daemon/run.sh   # before/after
+#
+# With BASELINE_BIN, the `ampel` of an earlier revision is measured in the same rotation as a
+# third target (`baseline`); only one daemon runs at a time, each with its own state directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
@@ -42,6 +47,12 @@ bench=$bin/AmpelBenchmarks
 ampel=$bin/ampel
 have_daemon=1
 [[ $("$ampel" run --help 2>&1) == *--broker* ]] || have_daemon=0
+baseline_ampel=""
+if [ -n "${BASELINE_BIN:-}" ]; then
+  baseline_ampel=$BASELINE_BIN/ampel
+  [ -x "$baseline_ampel" ] || { echo "no ampel in BASELINE_BIN=$BASELINE_BIN" >&2; exit 1; }
+fi
+running=""  # which daemon runs now: daemon or baseline
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-daemon-bench.XXXXXX")
 daemon_pid=""; relay_pid=""
@@ -57,10 +68,10 @@ port=$(free_port)
 start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
-start_daemon() { # STATE_DIR
+start_daemon() { # STATE_DIR [BINARY]
   # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
-  "$ampel" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" \
+  "${2:-$ampel}" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" \
     >>"$out/daemon.log" 2>&1 &
   daemon_pid=$!
   # Ready when its retained bridge state says online (event: the message arrives).
@@ -80,34 +91,54 @@ wait_for_line "$out/relay.log" '^relay ready' 30 "$relay_pid" || { cat "$out/rel
 targets="relay"
 if [ $have_daemon = 1 ]; then
   start_daemon "$tmp/state"
+  running=daemon
   targets="daemon relay"
+  [ -n "$baseline_ampel" ] && targets="daemon baseline relay"
 else
   echo "NOTE: this build of ampel has no 'run' command: measuring the relay alone" >&2
 fi
 
 results="$out/results.txt"
 : >"$results"
+# Runs one measurement against TARGET (daemon, baseline or relay); the baseline is measured as
+# a daemon and labelled afterwards.
+measure() { # TARGET ARGS...
+  local target=$1; shift
+  if [ "$target" = relay ]; then
+    "$bench" daemon "$@" --port "$port" --target relay 2>>"$out/bench.log" | tee -a "$results"
+    return
+  fi
+  if [ "$running" != "$target" ]; then
+    stop_pid "$daemon_pid"; daemon_pid=""
+    if [ "$target" = baseline ]; then start_daemon "$tmp/state-baseline" "$baseline_ampel"; else start_daemon "$tmp/state"; fi
+    running=$target
+  fi
+  "$bench" daemon "$@" --port "$port" --target daemon 2>>"$out/bench.log" \
+    | sed "s/target=daemon/target=$target/" | tee -a "$results"
+}
+
 for run in $(seq 1 "$RUNS"); do
+  order=$targets
+  # Alternate the order, so that drift on a shared machine hits every target alike.
+  [ $((run % 2)) = 0 ] && order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
   for qos in 0 1; do
-    order=$targets
-    [ $((run % 2)) = 0 ] && [ $have_daemon = 1 ] && order="relay daemon"
     for target in $order; do
-      "$bench" daemon throughput --port "$port" --target "$target" --qos "$qos" \
-        --devices "$DEVICES" --count "$COUNT" --window "$WINDOW" 2>>"$out/bench.log" | tee -a "$results"
+      measure "$target" throughput --qos "$qos" --devices "$DEVICES" --count "$COUNT" --window "$WINDOW"
     done
   done
-  for target in $targets; do
-    "$bench" daemon latency --port "$port" --target "$target" --qos 1 --rate "$RATE" \
-      --seconds "$LAT_SECONDS" 2>>"$out/bench.log" | tee -a "$results"
+  for target in $order; do
+    measure "$target" latency --qos 1 --rate "$RATE" --seconds "$LAT_SECONDS"
   done
 done
 
 # Memory: a fresh daemon (new state directory), then RSS_DEVICES devices once each.
 if [ $have_daemon = 1 ]; then
-  stop_pid "$daemon_pid"; daemon_pid=""
-  start_daemon "$tmp/state-rss"
-  "$bench" daemon rss --port "$port" --target daemon --pid "$daemon_pid" --devices "$RSS_DEVICES" \
-    --window "$WINDOW" 2>>"$out/bench.log" | tee -a "$results"
+  for target in daemon $([ -n "$baseline_ampel" ] && echo baseline); do
+    stop_pid "$daemon_pid"; daemon_pid=""
+    if [ "$target" = baseline ]; then start_daemon "$tmp/state-rss-baseline" "$baseline_ampel"; else start_daemon "$tmp/state-rss"; fi
+    "$bench" daemon rss --port "$port" --target daemon --pid "$daemon_pid" --devices "$RSS_DEVICES" \
+      --window "$WINDOW" 2>>"$out/bench.log" | sed "s/^mode=rss /mode=rss which=$target /" | tee -a "$results"
+  done
 fi
 
 python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$WINDOW" "$RATE" "$LAT_SECONDS" "$have_daemon" <<'PY'
@@ -131,13 +162,15 @@ print("Command: `Benchmarks/daemon/run.sh` (RUNS=%s: medians of %s runs; through
       "%s in flight; latency: %s fixes/s for %s s, QoS 1)" % (runs, runs, count, devices, window, rate, lat_seconds))
 print()
 targets = ["daemon", "relay"] if have_daemon == "1" else ["relay"]
+if have_daemon == "1" and pick("throughput", "baseline"):
+    targets = ["daemon", "baseline", "relay"]
 print("| QoS | " + " | ".join("%s msg/s" % t for t in targets) + (" | daemon/relay (goal >= 0.9) |" if have_daemon == "1" else " |"))
 print("|---|" + "---|" * len(targets) + ("---|" if have_daemon == "1" else ""))
 for qos in (0, 1):
     values = [med(pick("throughput", t, qos), "rate") for t in targets]
     line = "| %d | " % qos + " | ".join("%.0f" % v for v in values)
     if have_daemon == "1":
-        line += " | %.2f" % (values[0] / values[1])
+        line += " | %.2f" % (values[0] / values[-1])
     print(line + " |")
 print()
 print("| latency at %s msg/s, QoS 1 | p50 ms | p90 ms | p99 ms (goal < 2) | max ms |" % rate)
@@ -145,14 +178,19 @@ print("|---|---|---|---|---|")
 for t in targets:
     rs = pick("latency", t)
     print("| %s | %.3f | %.3f | %.3f | %.3f |" % (t, med(rs, "p50_ms"), med(rs, "p90_ms"), med(rs, "p99_ms"), med(rs, "max_ms")))
-rss = [r for r in rows if r["mode"] == "rss"]
-if rss:
-    r = rss[-1]
+if "baseline" in targets:
+    print()
+    print("Before/after (this build against BASELINE_BIN, same run): throughput QoS 0 %.2f, QoS 1 %.2f; "
+          "p99 latency %.3f ms against %.3f ms" % (
+              med(pick("throughput", "daemon", 0), "rate") / med(pick("throughput", "baseline", 0), "rate"),
+              med(pick("throughput", "daemon", 1), "rate") / med(pick("throughput", "baseline", 1), "rate"),
+              med(pick("latency", "daemon"), "p99_ms"), med(pick("latency", "baseline"), "p99_ms")))
+for r in [r for r in rows if r["mode"] == "rss"]:
     print()
     def mem(kb):  # VmRSS is in KiB; show MiB and 10^6 bytes, so "60 MB" cannot be read two ways
         return "%.1f MiB (%.1f MB)" % (int(kb) / 1024, int(kb) * 1024 / 1e6)
     settled = ("; %s %s s later" % (mem(r["rss_settled_kb"]), r["settle_s"])) if "rss_settled_kb" in r else ""
-    print("Memory: daemon VmRSS %s after %s devices (goal < 60 MB; %s right after start%s, peak VmHWM %s; "
-          "%s s to take them in)" % (mem(r["rss_kb"]), r["devices"], mem(r["rss_before_kb"]), settled,
+    print("Memory, %s: VmRSS %s after %s devices (goal < 60 MB; %s right after start%s, peak VmHWM %s; "
+          "%s s to take them in)" % (r.get("which", "daemon"), mem(r["rss_kb"]), r["devices"], mem(r["rss_before_kb"]), settled,
                                      mem(r["hwm_kb"]), r["seconds"]))
 PY

@@ -4,6 +4,10 @@
 #
 #   Benchmarks/mqtt/run.sh            # defaults below; override with env vars
 #   RUNS=3 COUNT0=100000 Benchmarks/mqtt/run.sh
+#   BASELINE_BIN=$(Benchmarks/build-baseline.sh REV) Benchmarks/mqtt/run.sh   # before/after
+#
+# With BASELINE_BIN, the Swift client of an earlier revision (its AmpelBenchmarks binary) runs
+# in the same rotation, and a before/after table compares the two builds row by row.
 #
 # Prints a Markdown section (machine, command, medians) and keeps raw lines in
 # benchmarks-out/mqtt/. Needs: gcc, libmosquitto-dev, mosquitto, swift, python3.
@@ -20,6 +24,11 @@ mkdir -p "$out"
 gcc -O2 -Wall -o "$out/mqtt_bench" Benchmarks/mqtt/mqtt_bench.c -lmosquitto -lpthread
 swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 swift_bench="$(swift build -c release --static-swift-stdlib --show-bin-path)/AmpelBenchmarks"
+baseline_bench=""
+if [ -n "${BASELINE_BIN:-}" ]; then
+    baseline_bench="$BASELINE_BIN/AmpelBenchmarks"
+    [ -x "$baseline_bench" ] || { echo "no AmpelBenchmarks in BASELINE_BIN=$BASELINE_BIN" >&2; exit 1; }
+fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 conf="$out/mosquitto.conf"
@@ -59,6 +68,9 @@ for run in $(seq 1 "$RUNS"); do
         if [ $((run % 2)) = 1 ]; then order="c swift swift-handler swift-handler-normal"; else order="swift-handler-normal swift-handler swift c"; fi
         # QoS 1 also as the C client publishes: all handed over at once (MQTTClient.enqueue).
         [ "$qos" = 1 ] && order="$order swift-enqueue"
+        if [ -n "$baseline_bench" ]; then
+            if [ $((run % 2)) = 1 ]; then order="baseline $order"; else order="$order baseline"; fi
+        fi
         for impl in $order; do
             tag="r${run}q${qos}"
             if [ "$impl" = c ]; then
@@ -67,6 +79,12 @@ for run in $(seq 1 "$RUNS"); do
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "$tag" stream | tee -a "$results"
             elif [ "$impl" = swift-handler-normal ]; then
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}n" handler normal | tee -a "$results"
+            elif [ "$impl" = baseline ]; then
+                # The earlier build, as the same three subscriber/publisher kinds.
+                for kind in stream handler $([ "$qos" = 1 ] && echo enqueue); do
+                    "$baseline_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}b" "$kind" \
+                        | sed 's/impl=/impl=baseline-/' | tee -a "$results"
+                done
             elif [ "$impl" = swift-enqueue ]; then
                 "$swift_bench" mqtt 127.0.0.1 "$port" "$qos" "$count" "$SIZE" "${tag}e" enqueue | tee -a "$results"
             else
@@ -122,6 +140,18 @@ for impl, name in (("c", "C (libmosquitto)"), ("swift", "Swift, `messages` subsc
     if values:
         m = statistics.median(values)
         print("| %s | %.3f | %s | %.2f |" % (name, m, " ".join("%.3f" % v for v in values), m / c_cpu))
+if ("baseline-swift", 0) in rows:
+    print()
+    print("Before/after, this build against BASELINE_BIN in the same run (1.00 = unchanged):")
+    print()
+    print("| QoS | Swift client | baseline publish/s | publish/s | after/before | baseline receive/s | receive/s | after/before |")
+    print("|---|---|---|---|---|---|---|---|")
+    for qos in (0, 1):
+        for impl, name in (("swift", "`messages`; `publish`"), ("swift-handler", "handler; `publish`"), ("swift-enqueue", "handler; `enqueue`")):
+            if (impl, qos) not in rows or ("baseline-" + impl, qos) not in rows: continue
+            bp, ap = median("baseline-" + impl, qos, "publish_rate"), median(impl, qos, "publish_rate")
+            br, ar = median("baseline-" + impl, qos, "receive_rate"), median(impl, qos, "receive_rate")
+            print("| %d | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |" % (qos, name, bp, ap, ap / bp, br, ar, ar / br))
 print()
 print("Publish/s per run (QoS 0): " + "; ".join("%s %s" % (impl, " ".join(r["publish_rate"] for r in rows[(impl, 0)])) for impl in ("c", "swift", "swift-handler", "swift-handler-normal") if (impl, 0) in rows))
 PY

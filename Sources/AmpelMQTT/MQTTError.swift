@@ -103,3 +103,21 @@ extension MQTTError {
         MQTTError(code: Code(rawValue: rc), message: "\(context): \(String(cString: mosquitto_strerror(rc)))")
     }
 }
+
+/// Errors the session reports in more than one place.
+enum SessionErrors {
+    static let closed = MQTTError(code: .closed, message: "the MQTT client was disconnected and cannot be used again")
+    static let requestedDisconnect = MQTTError(code: .success, message: "disconnected by the client")
+
+    static func cancelled(_ mid: Int32?) -> MQTTError {
+        MQTTError(
+            code: .cancelled,
+            message: "stopped waiting for the acknowledgement of message \(mid ?? 0); it may still be delivered")
+    }
+
+    static func offlineQueueFull(_ topic: String, limit: Int) -> MQTTError {
+        MQTTError(
+            code: .offlineQueueFull,
+            message: "publish to '\(topic)' refused: \(limit) messages already wait for the connection (offlineQueueLimit)")
+    }
+}

@@ -12,8 +12,8 @@ struct SessionStateMachineTests {
         Machine(backoff: MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: offlineLimit)
     }
 
-    private func message(_ topic: String, qos: MQTTQoS = .atLeastOnce) -> OutgoingMessage {
-        OutgoingMessage(topic: topic, payload: Array(topic.utf8), qos: qos, retain: false, expirySeconds: nil)
+    private func message(_ topic: String, qos: MQTTQoS = .atLeastOnce) -> OutgoingPublish {
+        OutgoingPublish(topic: topic, payload: Array(topic.utf8), qos: qos, retain: false, expirySeconds: nil)
     }
 
     private let lost = MQTTError(code: .connectionLost, message: "lost")

@@ -18,7 +18,7 @@ final class MQTTSession: Sendable {
     let logger: Logger
     let mosquitto: MosquittoClient
     let loop: NetworkLoop
-    private let machine: Mutex<SessionStateMachine<AckWaiter, Waiter>>
+    let machine: Mutex<SessionStateMachine<AckWaiter, Waiter>>
 
     let messageStream: AsyncStream<MQTTMessage>
     private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
@@ -33,7 +33,7 @@ final class MQTTSession: Sendable {
     /// or `enqueue` traffic the network thread and the publishers then never meet on a lock.
     let possibleWaiters = Atomic<Int>(0)
     /// Hands out the tokens by which a cancelled publish or request finds its wait (from 1).
-    private let nextToken = Atomic<UInt64>(0)
+    let nextToken = Atomic<UInt64>(0)
     private let sentCount = Atomic<Int>(0)
     private let acknowledgedCount = Atomic<Int>(0)
     private let receivedCount = Atomic<Int>(0)
@@ -67,7 +67,7 @@ final class MQTTSession: Sendable {
         eventContinuation.finish()
     }
 
-    private var brokerName: String { "\(configuration.host):\(configuration.port)" }
+    var brokerName: String { "\(configuration.host):\(configuration.port)" }
 
     // MARK: - Connecting
 
@@ -186,7 +186,7 @@ final class MQTTSession: Sendable {
 
     /// Sends or queues an awaited QoS 1/2 publish; returns the answer if there is one already
     /// (refused, closed, cancelled), nil when `waiter` now waits in the state machine.
-    private func submit(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter) -> AckResult? {
+    private func submit(_ message: OutgoingPublish, token: UInt64, waiter: AckWaiter) -> AckResult? {
         enum Outcome { case waiting, failed(MQTTError), refused(Int32), sentCancelled(Int32), queuedCancelled }
         let outcome: Outcome = machine.withLock { machine in
             // Checked under the lock, which the cancellation handler takes too: either it ran
@@ -235,7 +235,7 @@ final class MQTTSession: Sendable {
     }
 
     /// libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
-    private func sendQoS0(_ message: OutgoingMessage) throws(MQTTError) {
+    private func sendQoS0(_ message: OutgoingPublish) throws(MQTTError) {
         let rc: Int32 = machine.withLock { machine in
             guard machine.isConnected else { return MosquittoResult.noConnection }
             let rc = mosquitto.publish(message).rc
@@ -278,7 +278,7 @@ final class MQTTSession: Sendable {
     /// The message to hand to libmosquitto; message expiry needs MQTT 5.
     private func outgoing(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?
-    ) throws(MQTTError) -> OutgoingMessage {
+    ) throws(MQTTError) -> OutgoingPublish {
         var expirySeconds: UInt32?
         if let messageExpiry {
             guard configuration.protocolVersion == .v5 else {
@@ -286,7 +286,7 @@ final class MQTTSession: Sendable {
             }
             expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
         }
-        return OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
+        return OutgoingPublish(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
     }
 
     /// Why a publish was refused, in words: closed client, bad topic, no connection. Takes the
@@ -318,7 +318,7 @@ final class MQTTSession: Sendable {
     }
 
     /// The task with `token` was cancelled: stop its wait, wherever it is (offline or sent).
-    private func cancelWait(_ token: UInt64) {
+    func cancelWait(_ token: UInt64) {
         guard let (waiter, mid) = machine.withLock({ $0.cancel(token: token) }) else { return }
         if mid != nil { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
         waiter.resume(returning: .failed(SessionErrors.cancelled(mid)))
@@ -334,88 +334,6 @@ final class MQTTSession: Sendable {
             return
         }
         if case .dropped = messageContinuation.yield(message) { droppedCount.add(1, ordering: .relaxed) }
-    }
-
-    // MARK: - Subscriptions
-
-    func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTQoS] {
-        if filters.isEmpty { return [] }
-        for (filter, _) in filters { _ = try MQTTTopicFilter(filter) }
-        // One SUBSCRIBE per QoS (subscribe_multiple takes a single QoS), answers in input order.
-        var granted = [MQTTQoS?](repeating: nil, count: filters.count)
-        var failure: MQTTError?
-        for qos in MQTTQoS.allCases {
-            let indices = filters.indices.filter { filters[$0].1 == qos }
-            if indices.isEmpty { continue }
-            let names = indices.map { filters[$0].0 }
-            switch try await request("subscribe to \(names)", { mosquitto.subscribe(names, qos: qos) }) {
-            case .subscribed(let codes):
-                for (position, index) in indices.enumerated() {
-                    let code = position < codes.count ? codes[position] : 0x80
-                    if let qos = MQTTQoS(rawValue: Int(code)) {
-                        granted[index] = qos
-                    } else if failure == nil {
-                        failure = MQTTError(
-                            code: .rejected, reasonCode: Int(code),
-                            message: "broker refused subscription to '\(filters[index].0)': \(MosquittoLibrary.describeReason(code))")
-                    }
-                }
-            case .failed(let error):
-                if failure == nil { failure = error }
-            case .published, .unsubscribed:
-                if failure == nil { failure = MQTTError(code: .protocolError, message: "subscribe answered by a wrong acknowledgement") }
-            }
-        }
-        let accepted = filters.indices.filter { granted[$0] != nil }.map {
-            SessionStateMachine<AckWaiter, Waiter>.Subscription(filter: filters[$0].0, qos: filters[$0].1)
-        }
-        machine.withLock { $0.subscribed(accepted) }
-        if let failure { throw failure }
-        return granted.map { $0 ?? .atMostOnce }
-    }
-
-    func unsubscribe(_ filters: [String]) async throws(MQTTError) {
-        if filters.isEmpty { return }
-        for filter in filters { _ = try MQTTTopicFilter(filter) }
-        machine.withLock { $0.unsubscribed(filters) }
-        if case .failed(let error) = try await request("unsubscribe from \(filters)", { mosquitto.unsubscribe(filters) }) {
-            throw error
-        }
-    }
-
-    /// Sends a packet that the broker acknowledges (SUBSCRIBE, UNSUBSCRIBE) and waits for the
-    /// answer; the waiter is registered in the same lock hold as the send. Cancellation stops
-    /// the wait (the packet may still go out).
-    private func request(_ what: String, _ send: () -> (rc: Int32, mid: Int32)) async throws(MQTTError) -> AckResult {
-        switch machine.withLock({ $0.requestDecision }) {
-        case .closed: throw SessionErrors.closed
-        case .notConnected: throw MQTTError(code: .noConnection, message: "not connected to \(brokerName)")
-        case .send: break
-        }
-        let token = nextToken.add(1, ordering: .relaxed).newValue
-        return await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: AckWaiter) in
-                let immediate: AckResult? = machine.withLock { machine in
-                    switch machine.requestDecision {
-                    case .closed: return .failed(SessionErrors.closed)
-                    case .notConnected: return .failed(.mosquitto(MosquittoResult.noConnection, what))
-                    case .send: break
-                    }
-                    possibleWaiters.add(1, ordering: .sequentiallyConsistent)
-                    let (rc, mid) = send()
-                    loop.wakeIfIdle()
-                    guard rc == MosquittoResult.success, !Task.isCancelled else {
-                        possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-                        return .failed(rc == MosquittoResult.success ? SessionErrors.cancelled(mid) : .mosquitto(rc, what))
-                    }
-                    machine.sent(mid: mid, token: token, waiter: continuation)
-                    return nil
-                }
-                if let immediate { continuation.resume(returning: immediate) }
-            }
-        } onCancel: {
-            cancelWait(token)
-        }
     }
 
     // MARK: - Stopping

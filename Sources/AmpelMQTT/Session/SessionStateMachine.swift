@@ -25,7 +25,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     struct Queued {
         /// The publishing task's token (0 for `enqueue`, which nobody cancels).
         var token: UInt64
-        var message: OutgoingMessage
+        var message: OutgoingPublish
         /// Nil once the publishing task stopped waiting (cancelled); the message is still sent.
         var waiter: AckWaiter?
     }
@@ -200,7 +200,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
 
     /// A QoS 1/2 publish (QoS 0 is only ever sent while ``isConnected``: libmosquitto drops it
     /// while disconnected, and queueing it here would promise what QoS 0 does not).
-    mutating func publish(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter?) -> PublishDecision {
+    mutating func publish(_ message: OutgoingPublish, token: UInt64, waiter: AckWaiter?) -> PublishDecision {
         switch state {
         case .connected:
             return .send
@@ -394,45 +394,5 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         case .modifying:
             preconditionFailure("SessionStateMachine: event while modifying")
         }
-    }
-}
-
-/// A message as it is handed to libmosquitto.
-struct OutgoingMessage: Sendable {
-    var topic: String
-    var payload: [UInt8]
-    var qos: MQTTQoS
-    var retain: Bool
-    /// MQTT 5 message expiry in whole seconds.
-    var expirySeconds: UInt32?
-}
-
-/// The answer to one packet the client sent with a message id.
-enum AckResult: Sendable {
-    /// PUBACK/PUBCOMP with its reason code (0 or 0x10 = success, >= 0x80 = failure).
-    case published(reason: Int32)
-    /// SUBACK with the granted QoS or failure code per filter.
-    case subscribed(granted: [Int32])
-    /// UNSUBACK.
-    case unsubscribed
-    /// No answer will come (client closed, task cancelled).
-    case failed(MQTTError)
-}
-
-/// Errors the session reports in more than one place.
-enum SessionErrors {
-    static let closed = MQTTError(code: .closed, message: "the MQTT client was disconnected and cannot be used again")
-    static let requestedDisconnect = MQTTError(code: .success, message: "disconnected by the client")
-
-    static func cancelled(_ mid: Int32?) -> MQTTError {
-        MQTTError(
-            code: .cancelled,
-            message: "stopped waiting for the acknowledgement of message \(mid ?? 0); it may still be delivered")
-    }
-
-    static func offlineQueueFull(_ topic: String, limit: Int) -> MQTTError {
-        MQTTError(
-            code: .offlineQueueFull,
-            message: "publish to '\(topic)' refused: \(limit) messages already wait for the connection (offlineQueueLimit)")
     }
 }
