@@ -131,7 +131,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AmpelDaemonTests",
-            dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport"]
+            dependencies: [
+                "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "AmpelCLITests", dependencies: ["AmpelTestSupport"]),
     ]

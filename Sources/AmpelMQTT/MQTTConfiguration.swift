@@ -155,12 +155,28 @@ public struct MQTTConfiguration: Sendable, Hashable {
 /// A parsed broker URL: `mqtt://[user[:pass]@]host[:port]` (default port 1883) or
 /// `mqtts://...` (TLS, default port 8883). IPv6 hosts are written in brackets (`[::1]`).
 /// User and password may be percent-encoded.
-public struct MQTTBrokerURL: Sendable, Hashable {
+///
+/// `ampel run` and `ampel lamp` both parse `--broker` with this type, so one URL means the same
+/// broker to both. The ``description`` leaves the credentials out: it is meant for logs.
+public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
     public var username: String?
     public var password: String?
     public var usesTLS: Bool
+
+    public init(host: String, port: Int, usesTLS: Bool, username: String? = nil, password: String? = nil) {
+        self.host = host
+        self.port = port
+        self.usesTLS = usesTLS
+        self.username = username
+        self.password = password
+    }
+
+    /// `mqtt://host:port` or `mqtts://host:port`, IPv6 hosts in brackets; never the credentials.
+    public var description: String {
+        "\(usesTLS ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
 
     /// - Throws: ``MQTTError`` with code ``MQTTError/Code/invalidURL`` and a message naming the problem.
     public init(_ string: String) throws(MQTTError) {
