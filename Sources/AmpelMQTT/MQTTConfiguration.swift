@@ -220,7 +220,8 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
         var portText: Substring?
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw bad("unclosed '[' in IPv6 host") }
-            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            // A zone written as URLs encode it (RFC 6874: `[fe80::1%25eth0]`) is the resolver's `fe80::1%eth0`.
+            host = String(rest[rest.index(after: rest.startIndex)..<close]).replacing("%25", with: "%")
             let after = rest[rest.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else { throw bad("unexpected text after IPv6 host") }
@@ -233,9 +234,14 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
             host = String(rest)
         }
         if host.isEmpty { throw bad("empty host") }
+        // Only what a resolver can look up: a host that no lookup can find would otherwise
+        // pass here and fail later on every reconnect attempt, far from the typo.
         let bracketed = rest.hasPrefix("[")
-        if host.contains(where: { $0 == " " || $0 == "@" || ($0 == ":" && !bracketed) }) {
-            throw bad("bad character in host '\(host)'")
+        let allowed: (Character) -> Bool = bracketed
+            ? { $0.isASCII && ($0.isLetter || $0.isNumber || ":.%-_".contains($0)) }  // IPv6, optionally with a zone
+            : { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
+        if !host.allSatisfy(allowed) {
+            throw bad("bad character in host '\(host)' (a host name is ASCII letters, digits, '-', '.' and '_'; an IPv6 address goes in brackets)")
         }
         if let portText {
             guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
