@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "AmpelCoreTests", dependencies: ["AmpelCore"]),
         .testTarget(name: "AmpelLampTests", dependencies: ["AmpelLamp", "AmpelCore"]),
         .testTarget(name: "AmpelDomainTests", dependencies: ["AmpelDomain", "AmpelCore"]),
-        .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo", "AmpelTestSupport"]),
+        .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo"]),
         .testTarget(
             name: "AmpelDataTests",
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],
@@ -131,8 +131,16 @@ let package = Package(
         ),
         .testTarget(
             name: "AmpelDaemonTests",
-            dependencies: ["AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport"]
+            dependencies: [
+                "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
-        .testTarget(name: "AmpelCLITests", dependencies: ["AmpelTestSupport"]),
+        // Every test that runs the built `ampel` binary, one file per command, fixtures next to them.
+        .testTarget(
+            name: "AmpelCLITests",
+            dependencies: ["AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
     ]
 )

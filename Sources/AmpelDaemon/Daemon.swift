@@ -77,7 +77,7 @@ public actor AmpelDaemon: Service {
         let topics = Topics(base: configuration.baseTopic)
         return SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
-            devices: configuration.devices, alertExpiry: UInt32(configuration.alerts.expiry), lamps: configuration.lamps,
+            devices: configuration.devices, alertExpiry: UInt32(configuration.alerts.expiry.components.seconds), lamps: configuration.lamps,
             discovery: configuration.homeAssistant.discovery
                 ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil)
     }

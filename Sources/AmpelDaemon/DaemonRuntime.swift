@@ -22,12 +22,12 @@ public enum DaemonRuntime {
             let c = configuration
             var lines = [
                 "broker: \(c.broker)",
-                "client id: \(c.mqtt.clientID) (MQTT \(c.mqtt.protocolVersion))",
+                "client id: \(c.mqtt.clientID) (MQTT \(c.mqtt.protocolVersion.configurationName))",
                 "base topic: \(c.baseTopic)",
                 "state dir: \(c.stateDirectory)",
                 "language: \(c.language.rawValue)",
                 "rule set: \(ruleSet.id)",
-                "data: \(c.data.source.rawValue)\(c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh) s, max age \(c.data.maxAge) s",
+                "data: \(c.data.source.rawValue)\(c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh.components.seconds) s, max age \(c.data.maxAge.components.seconds) s",
                 "inputs: owntracks \(c.inputs.owntracks.map(\.filter)), plain \(c.inputs.plain.map(\.filter)), traccar \(c.inputs.traccar.map(\.filter))",
                 "devices configured: \(c.devices.count)",
                 "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix)" : "off")",

@@ -48,14 +48,14 @@ public final class MQTTTransport: DaemonTransport {
     public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker
         var mqtt = MQTTConfiguration(host: broker.host, port: broker.port, clientID: configuration.mqtt.clientID)
-        mqtt.protocolVersion = configuration.mqtt.protocolVersion == "3.1.1" ? .v311 : .v5
-        mqtt.keepAlive = .seconds(configuration.mqtt.keepAlive)
+        mqtt.protocolVersion = configuration.mqtt.protocolVersion
+        mqtt.keepAlive = configuration.mqtt.keepAlive
         mqtt.cleanStart = false
-        mqtt.sessionExpiry = .seconds(max(1, configuration.mqtt.sessionExpiry))
+        mqtt.sessionExpiry = max(.seconds(1), configuration.mqtt.sessionExpiry)
         mqtt.username = configuration.mqtt.username ?? broker.username
         mqtt.password = configuration.mqtt.password ?? broker.password
-        if broker.tls {
-            let ca = configuration.mqtt.caFile ?? "/etc/ssl/certs/ca-certificates.crt"
+        if broker.usesTLS {
+            let ca = configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile
             mqtt.tls = .init(caFile: ca, certFile: configuration.mqtt.certFile, keyFile: configuration.mqtt.keyFile)
         }
         let topics = Topics(base: configuration.baseTopic)

@@ -5,7 +5,7 @@ import Foundation
 /// The data layer (``IncidenceStore`` + ``Refresher``) as the daemon's ``DatasetFeed``.
 ///
 /// The store starts from the cache (live source) or the source itself (bundled snapshot or
-/// history); the refresher checks again every `data.refresh` seconds. Every event of the
+/// history); the refresher checks again every `data.refresh`. Every event of the
 /// refresher becomes one ``FeedState`` read from the store, so the daemon always sees the
 /// data in force with its staleness and the last error.
 public final class RefresherFeed: DatasetFeed {
@@ -35,8 +35,8 @@ public final class RefresherFeed: DatasetFeed {
             source = HistorySource(day: data.date)
         }
         let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: .bavaria,
-                                   maximumAge: .seconds(data.maxAge))
-        return RefresherFeed(store: store, interval: .seconds(data.refresh))
+                                   maximumAge: data.maxAge)
+        return RefresherFeed(store: store, interval: data.refresh)
     }
 
     func state() async -> FeedState? {

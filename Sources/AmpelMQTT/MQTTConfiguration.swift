@@ -160,12 +160,28 @@ public struct MQTTConfiguration: Sendable, Hashable {
 /// A parsed broker URL: `mqtt://[user[:pass]@]host[:port]` (default port 1883) or
 /// `mqtts://...` (TLS, default port 8883). IPv6 hosts are written in brackets (`[::1]`).
 /// User and password may be percent-encoded.
-public struct MQTTBrokerURL: Sendable, Hashable {
+///
+/// `ampel run` and `ampel lamp` both parse `--broker` with this type, so one URL means the same
+/// broker to both. The ``description`` leaves the credentials out: it is meant for logs.
+public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
     public var username: String?
     public var password: String?
     public var usesTLS: Bool
+
+    public init(host: String, port: Int, usesTLS: Bool, username: String? = nil, password: String? = nil) {
+        self.host = host
+        self.port = port
+        self.usesTLS = usesTLS
+        self.username = username
+        self.password = password
+    }
+
+    /// `mqtt://host:port` or `mqtts://host:port`, IPv6 hosts in brackets; never the credentials.
+    public var description: String {
+        "\(usesTLS ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
 
     /// - Throws: ``MQTTError`` with code ``MQTTError/Code/invalidURL`` and a message naming the problem.
     public init(_ string: String) throws(MQTTError) {
@@ -209,7 +225,8 @@ public struct MQTTBrokerURL: Sendable, Hashable {
         var portText: Substring?
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw bad("unclosed '[' in IPv6 host") }
-            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            // A zone written as URLs encode it (RFC 6874: `[fe80::1%25eth0]`) is the resolver's `fe80::1%eth0`.
+            host = String(rest[rest.index(after: rest.startIndex)..<close]).replacing("%25", with: "%")
             let after = rest[rest.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else { throw bad("unexpected text after IPv6 host") }
@@ -222,9 +239,14 @@ public struct MQTTBrokerURL: Sendable, Hashable {
             host = String(rest)
         }
         if host.isEmpty { throw bad("empty host") }
+        // Only what a resolver can look up: a host that no lookup can find would otherwise
+        // pass here and fail later on every reconnect attempt, far from the typo.
         let bracketed = rest.hasPrefix("[")
-        if host.contains(where: { $0 == " " || $0 == "@" || ($0 == ":" && !bracketed) }) {
-            throw bad("bad character in host '\(host)'")
+        let allowed: (Character) -> Bool = bracketed
+            ? { $0.isASCII && ($0.isLetter || $0.isNumber || ":.%-_".contains($0)) }  // IPv6, optionally with a zone
+            : { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
+        if !host.allSatisfy(allowed) {
+            throw bad("bad character in host '\(host)' (a host name is ASCII letters, digits, '-', '.' and '_'; an IPv6 address goes in brackets)")
         }
         if let portText {
             guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),

@@ -1,4 +1,5 @@
 import AmpelCore
+import AmpelDaemon
 import AmpelLamp
 import AmpelMQTT
 import ArgumentParser
@@ -23,7 +24,7 @@ struct Lamp: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The MQTT broker, mqtt://host:port or mqtts://host:port.")
+    @Option(help: "The MQTT broker: mqtt://host:port, or mqtts://host:port for TLS (verified with the system CAs).")
     var broker: String = "mqtt://localhost:1883"
 
     @Option(help: "Follow this district (AGS, e.g. 09162).")
@@ -43,6 +44,16 @@ struct Lamp: AsyncParsableCommand {
             throw ValidationError("Give exactly one of --district AGS or --device KEY.")
         }
         _ = try makeTopics()
+        _ = try brokerURL()
+    }
+
+    /// `--broker` as ``MQTTBrokerURL`` reads it, like `ampel run`'s `--broker` and `broker` key.
+    private func brokerURL() throws -> MQTTBrokerURL {
+        do {
+            return try MQTTBrokerURL(broker)
+        } catch {
+            throw ValidationError("Bad --broker: \(error.message)")
+        }
     }
 
     private func makeTopics() throws -> LampTopics {
@@ -62,11 +73,12 @@ struct Lamp: AsyncParsableCommand {
 
     func run() async throws {
         let topics = try makeTopics()
-        let configuration: MQTTConfiguration
-        do {
-            configuration = try MQTTConfiguration(url: broker, clientID: "ampel-lamp-\(UInt32.random(in: 0...UInt32.max))")
-        } catch {
-            throw ValidationError("Bad --broker '\(broker)': \(error)")
+        let url = try brokerURL()
+        var configuration = MQTTConfiguration(host: url.host, port: url.port, clientID: "ampel-lamp-\(UInt32.random(in: 0...UInt32.max))")
+        configuration.username = url.username
+        configuration.password = url.password
+        if url.usesTLS {
+            configuration.tls = .init(caFile: DaemonConfiguration.MQTTSettings.systemCAFile)
         }
         // Connection notices would scribble over the drawn lamp; the lamp shows the link itself.
         var logger = Logger(label: "ampel.lamp.mqtt")
@@ -77,13 +89,13 @@ struct Lamp: AsyncParsableCommand {
             _ = try await client.subscribe(topics.subscriptions.map { (String(decoding: $0, as: UTF8.self), MQTTQoS.atLeastOnce) })
         } catch {
             await client.disconnect()
-            FileHandle.standardError.write(Data("ampel lamp: cannot follow \(broker): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("ampel lamp: cannot follow \(url): \(error)\n".utf8))
             throw ExitCode(1)
         }
 
         let output: any LampOutput = json
             ? JSONLampOutput()
-            : TerminalLampOutput(caption: "\(district.map { "district \($0)" } ?? "device \(device ?? "")") · \(broker)")
+            : TerminalLampOutput(caption: "\(district.map { "district \($0)" } ?? "device \(device ?? "")") · \(url)")
         let events = AsyncStream<LampEvent>.makeStream(bufferingPolicy: .unbounded)
         let clock = ContinuousClock()
         let start = clock.now

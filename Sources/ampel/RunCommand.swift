@@ -60,7 +60,7 @@ struct Run: AsyncParsableCommand {
                                                refresh: refresh, lang: lang, logLevel: logLevel)
             let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
             // Before anything creates a logger, so every part logs at the configured level.
-            let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+            let level = configuration.logLevel
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level

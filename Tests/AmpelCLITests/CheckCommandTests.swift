@@ -103,39 +103,43 @@ import Testing
     }
 }
 
-@Suite struct DistrictsAndRulesCommandTests {
-    @Test func districtsListsAllBavarianDistrictsSortedByIncidence() async throws {
-        let out = try await AmpelBinary.run(["districts", "--date", "2020-10-15", "--json"])
-        #expect(out.exitCode == 0)
-        let rows = try #require(JSONSerialization.jsonObject(with: out.stdout) as? [[String: Any]])
-        #expect(rows.count == 96)
-        let incidences = rows.compactMap { $0["incidence"] as? Double }
-        #expect(incidences == incidences.sorted(by: >))
-        #expect(Set(rows.compactMap { $0["phase"] as? String }).count >= 3)
-        let byName = try await AmpelBinary.run(["districts", "--date", "2020-10-15", "--sort", "name", "--json"])
-        let names = try #require(JSONSerialization.jsonObject(with: byName.stdout) as? [[String: Any]]).compactMap { $0["name"] as? String }
-        #expect(names == names.sorted { $0.lowercased() < $1.lowercased() })
+/// `ampel check` and `ampel districts` on the live source (`--source rki`, `--url`) against the
+/// loopback RKI server, and on a snapshot file.
+@Suite struct CheckWithDataSourceTests {
+    @Test func checkAndDistrictsReadTheLiveSource() async throws {
+        try await withServer(serving: "2020-11-23") { server in
+            let raw = try rawBavarianIncidences(day: "2020-11-23")
+            let check = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--json"])
+            #expect(check.status == 0, "\(check.stderr)")
+            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+            #expect((signal["incidence"] as? NSNumber)?.doubleValue == raw["09162"])
+            #expect(signal["dataDate"] as? String == "2020-11-23")
+            #expect(signal["phase"] as? String == expectedPhase(raw["09162"]!))
+
+            // --url alone implies --source rki.
+            let districts = try await runAmpel(["districts", "--url", server.queryURL, "--json"])
+            #expect(districts.status == 0, "\(districts.stderr)")
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(districts.stdout.utf8)) as? [[String: Any]])
+            #expect(rows.count == 96)
+            for row in rows {
+                let ags = try #require(row["ags"] as? String)
+                #expect(row["phase"] as? String == expectedPhase(raw[ags]!), "\(ags)")
+            }
+            #expect(server.requestCount == 2)
+
+            server.inject(.renamedField(from: "cases7_per_100k", to: "inzidenz"))
+            let broken = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL])
+            #expect(broken.status == 1)
+            #expect(broken.stderr.contains("cases7_per_100k"), "\(broken.stderr)")
+
+            let conflict = try await runAmpel(["check", "--district", "09162", "--source", "history", "--url", server.queryURL])
+            #expect(conflict.status == 64)
+        }
     }
 
-    @Test func rulesShowsBoundsAndTexts() async throws {
-        let out = try await AmpelBinary.run(["rules", "--json", "--lang", "en"])
-        let object = try #require(JSONSerialization.jsonObject(with: out.stdout) as? [String: Any])
-        let phases = try #require(object["phases"] as? [[String: Any]])
-        #expect(phases.compactMap { $0["id"] as? String } == ["green", "yellow", "red", "darkred"])
-        #expect(phases[1]["lower"] as? Double == 35)
-        #expect(phases[1]["lowerInclusive"] as? Bool == true)
-        #expect(phases[2]["upper"] as? Double == 100)
-        let initial = try await AmpelBinary.run(["rules", "--rules", "bavaria-initial", "--json"])
-        let initialPhases = try #require((JSONSerialization.jsonObject(with: initial.stdout) as? [String: Any])?["phases"] as? [[String: Any]])
-        #expect(initialPhases.count == 3)
-    }
-
-    @Test func aBrokenRuleSetFileIsRejectedWithItsReason() async throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString).json")
-        defer { try? FileManager.default.removeItem(at: url) }
-        try Data(##"{"id":"x","name":{"de":"x","en":"x"},"languages":["de","en"],"phases":[{"id":"green","color":"#00FF00","lower":null,"upper":{"value":35,"inclusive":true}},{"id":"yellow","color":"#FFFF00","lower":{"value":35,"inclusive":true},"upper":null}],"always":{"de":["a"],"en":["a"]},"outside":{"color":"#808080","title":{"de":"a","en":"a"},"rules":{"de":[],"en":[]}}}"##.utf8).write(to: url)
-        let out = try await AmpelBinary.run(["rules", "--rules", url.path])
-        #expect(out.exitCode != 0)
-        #expect(out.stderrText.contains("rule set"))
+    @Test func snapshotFilesAreAcceptedByTheCLI() async throws {
+        let check = try await runAmpel(["check", "--district", "09162", "--snapshot", RecordedRKI.url(day: "2020-10-15").path, "--json"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("\"dataDate\":\"2020-10-15\""))
     }
 }

@@ -122,24 +122,6 @@ enum LampTestError: Error, CustomStringConvertible {
     }
 }
 
-/// The built `ampel` binary: next to the test bundle, or `AMPEL_BINARY`.
-func ampelBinaryURL() throws -> URL {
-    if let path = ProcessInfo.processInfo.environment["AMPEL_BINARY"] {
-        return URL(fileURLWithPath: path)
-    }
-    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("ampel")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    // `swift test` from the package root: .build/debug/ampel.
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let fallback = root.appendingPathComponent(".build/debug/ampel")
-    if FileManager.default.isExecutableFile(atPath: fallback.path) { return fallback }
-    throw LampTestError.missing("the ampel binary (build it with swift build, or set AMPEL_BINARY)")
-}
-
 /// Finds an executable on PATH or in the usual places.
 func findExecutable(_ name: String) throws -> URL {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
@@ -243,7 +225,7 @@ final class LampProcess: Sendable {
     private init(_ arguments: [String]) throws {
         let output = LineQueue(), errors = LineQueue(), exited = LineQueue()
         child = try ChildProcess(
-            try ampelBinaryURL().path, arguments, output: .read { output.append($0) }, errors: .read { errors.append($0) },
+            try AmpelBinary.url().path, arguments, output: .read { output.append($0) }, errors: .read { errors.append($0) },
             onExit: { status in exited.append(Data("\(status.terminationStatus)\n".utf8)) })
         self.output = output
         self.errors = errors

@@ -1,6 +1,8 @@
 import Foundation
 @testable import AmpelDaemon
 import AmpelDomain
+import AmpelMQTT
+import Logging
 import Testing
 
 @Suite("Configuration")
@@ -21,10 +23,15 @@ struct ConfigurationTests {
     @Test("no file means defaults: local broker, bundled snapshot, the standard inputs, discovery on")
     func defaults() throws {
         let config = try load(nil)
-        #expect(config.broker == BrokerURL(host: "localhost", port: 1883, tls: false))
+        #expect(config.broker == MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false))
         #expect(config.data.source == .snapshot)
-        #expect(config.data.refresh == 600)
-        #expect(config.data.maxAge == 48 * 3600)
+        #expect(config.data.refresh == .seconds(600))
+        #expect(config.data.maxAge == .seconds(48 * 3600))
+        #expect(config.logLevel == .info)
+        #expect(config.mqtt.protocolVersion == .v5)
+        #expect(config.mqtt.keepAlive == .seconds(60))
+        #expect(config.mqtt.sessionExpiry == .seconds(7 * 86_400))
+        #expect(config.alerts.expiry == .seconds(3600))
         #expect(config.inputs.owntracks.map(\.filter) == ["owntracks/+/+"])
         #expect(config.inputs.plain.map(\.filter) == ["ampel/location/+"])
         #expect(config.inputs.traccar.isEmpty)
@@ -87,23 +94,24 @@ struct ConfigurationTests {
     @Test("every key of a full file is read")
     func fullFile() throws {
         let config = try load(Self.full)
-        #expect(config.broker == BrokerURL(host: "broker.example", port: 8884, tls: true))
+        #expect(config.broker == MQTTBrokerURL(host: "broker.example", port: 8884, usesTLS: true))
         #expect(config.stateDirectory == "/var/lib/ampel")
         #expect(config.language == .de)
-        #expect(config.logLevel == "debug")
+        #expect(config.logLevel == .debug)
         #expect(config.rules == "bavaria-initial")
         #expect(config.mqtt.clientID == "ampel-prod")
         #expect(config.mqtt.username == "ampel")
-        #expect(config.mqtt.keepAlive == 30)
-        #expect(config.mqtt.protocolVersion == "3.1.1")
-        #expect(config.mqtt.sessionExpiry == 2 * 86_400)
+        #expect(config.mqtt.keepAlive == .seconds(30))
+        #expect(config.mqtt.protocolVersion == .v311)
+        #expect(config.mqtt.sessionExpiry == .seconds(2 * 86_400))
         #expect(config.data.source == .rki)
         #expect(config.data.url == "http://127.0.0.1:8080/query")
-        #expect(config.data.refresh == 600)
+        #expect(config.data.refresh == .seconds(600))
+        #expect(config.data.maxAge == .seconds(48 * 3600))
         #expect(config.inputs.plain.map(\.filter) == ["ampel/location/+", "cars/+"])
         #expect(config.inputs.traccar.map(\.filter) == ["traccar/positions"])
         #expect(config.inputs.maxPayload == 8192)
-        #expect(config.alerts.expiry == 1800)
+        #expect(config.alerts.expiry == .seconds(1800))
         #expect(config.devices["alice/phone"] == .init(lang: .de, name: "Alice"))
         #expect(config.devices["car"] == .init())
         #expect(!config.homeAssistant.discovery)
@@ -169,27 +177,27 @@ struct ConfigurationTests {
         let yaml = "broker: mqtt://file:1883\nlang: de\ndata:\n  refresh: 5m\n  source: history\n"
         let fromFile = try load(yaml)
         #expect(fromFile.broker.host == "file")
-        #expect(fromFile.data.refresh == 300)
+        #expect(fromFile.data.refresh == .seconds(300))
 
         let env = ["AMPEL_BROKER": "mqtt://env:1884", "AMPEL_REFRESH": "90", "AMPEL_LANG": "en", "AMPEL_STATE_DIR": "/tmp/s",
                    "AMPEL_SOURCE": "snapshot", "AMPEL_DATE": "2020-11-05", "AMPEL_LOG_LEVEL": "warning", "AMPEL_URL": "http://127.0.0.1:9/q",
                    "AMPEL_MQTT_PASSWORD": "secret"]
         let fromEnv = try load(yaml, env: env)
-        #expect(fromEnv.broker == BrokerURL(host: "env", port: 1884, tls: false))
-        #expect(fromEnv.data.refresh == 90)
+        #expect(fromEnv.broker == MQTTBrokerURL(host: "env", port: 1884, usesTLS: false))
+        #expect(fromEnv.data.refresh == .seconds(90))
         #expect(fromEnv.language == .en)
         #expect(fromEnv.stateDirectory == "/tmp/s")
         #expect(fromEnv.data.source == .snapshot)
         #expect(fromEnv.data.date == Day(iso: "2020-11-05"))
-        #expect(fromEnv.logLevel == "warning")
+        #expect(fromEnv.logLevel == .warning)
         #expect(fromEnv.data.url == "http://127.0.0.1:9/q")
         #expect(fromEnv.mqtt.password == "secret")
 
         let flags = ConfigurationOverrides(broker: "mqtts://flag", source: "rki", refresh: "10m", lang: "de")
         let fromFlags = try load(yaml, env: env, flags: flags)
-        #expect(fromFlags.broker == BrokerURL(host: "flag", port: 8883, tls: true))
+        #expect(fromFlags.broker == MQTTBrokerURL(host: "flag", port: 8883, usesTLS: true))
         #expect(fromFlags.data.source == .rki)
-        #expect(fromFlags.data.refresh == 600)
+        #expect(fromFlags.data.refresh == .seconds(600))
         #expect(fromFlags.language == .de)
         #expect(fromFlags.stateDirectory == "/tmp/s")
     }
@@ -206,18 +214,29 @@ struct ConfigurationTests {
 
     @Test("durations: seconds or a unit", arguments: [("600", 600), ("10m", 600), ("30s", 30), ("48h", 172_800), ("2d", 172_800), (" 5M ", 300)])
     func durations(text: String, seconds: Int) throws {
-        #expect(try DaemonConfiguration.duration(text) == seconds)
+        #expect(try DaemonConfiguration.duration(text) == .seconds(seconds))
     }
 
-    @Test("broker URLs: schemes, default ports, credentials")
+    @Test("the file, flags and variables take the broker URL as MQTTBrokerURL reads it")
     func brokerURLs() throws {
-        #expect(try BrokerURL(parsing: "mqtt://h") == BrokerURL(host: "h", port: 1883, tls: false))
-        #expect(try BrokerURL(parsing: "mqtts://h") == BrokerURL(host: "h", port: 8883, tls: true))
-        #expect(try BrokerURL(parsing: "mqtt://u:p@h:1") == BrokerURL(host: "h", port: 1, tls: false, username: "u", password: "p"))
-        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "localhost:1883") }
-        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "mqtt://h:70000") }
-        #expect(throws: ConfigurationError.Problem.self) { try BrokerURL(parsing: "mqtt://h/path") }
-        #expect(BrokerURL(host: "h", port: 8883, tls: true).description == "mqtts://h:8883")
+        #expect(try load("broker: mqtt://u:p@h:1\n").broker == MQTTBrokerURL(host: "h", port: 1, usesTLS: false, username: "u", password: "p"))
+        #expect(try load(nil, flags: .init(broker: "mqtts://[::1]")).broker == MQTTBrokerURL(host: "::1", port: 8883, usesTLS: true))
+        let bad = error("broker: localhost:1883\n")
+        #expect(bad?.key == "broker")
+        #expect(bad?.line == 1)
+        #expect(bad?.message.contains("invalid broker URL 'localhost:1883'") == true)
+        #expect(error(nil, env: ["AMPEL_BROKER": "mqtt://h:"])?.key == "AMPEL_BROKER")
+        #expect(MQTTBrokerURL(host: "h", port: 8883, usesTLS: true, username: "u", password: "secret").description == "mqtts://h:8883")
+    }
+
+    @Test("log levels and protocol versions become the libraries' types", arguments: [
+        ("log_level: TRACE\nmqtt:\n  protocol: '5.0'\n", Logger.Level.trace, MQTTConfiguration.ProtocolVersion.v5),
+        ("log_level: critical\nmqtt:\n  protocol: 311\n", .critical, .v311),
+    ])
+    func typedValues(yaml: String, level: Logger.Level, version: MQTTConfiguration.ProtocolVersion) throws {
+        let config = try load(yaml)
+        #expect(config.logLevel == level)
+        #expect(config.mqtt.protocolVersion == version)
     }
 
     @Test("systemd's STATE_DIRECTORY is the default state directory")
@@ -242,7 +261,7 @@ struct ExampleAndIntakeTests {
     func example() throws {
         let text = try String(contentsOf: Self.repository.appendingPathComponent("deploy/ampel.example.yaml"), encoding: .utf8)
         let config = try DaemonConfiguration.load(yaml: text)
-        #expect(config.broker == BrokerURL(host: "mqtt.example.org", port: 8883, tls: true))
+        #expect(config.broker == MQTTBrokerURL(host: "mqtt.example.org", port: 8883, usesTLS: true))
         #expect(config.data.source == .rki)
         #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
         #expect(config.lamps[0].follows == .district("09162"))

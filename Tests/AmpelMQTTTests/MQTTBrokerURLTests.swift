@@ -43,6 +43,8 @@ struct MQTTBrokerURLTests {
         "broker.local", "http://broker", "mqtt://", "mqtt://:1883", "mqtt://host:0", "mqtt://host:65536",
         "mqtt://host:abc", "mqtt://host:", "mqtt://host/topic", "mqtt://host?x=1", "mqtt://@host",
         "mqtt://[::1", "mqtt://a:b:1883", "mqtt://us%zzer@host", "mqtt://host:-1", "mqtt://ho st",
+        // A fragment, an empty user before a password, and host names no resolver can look up.
+        "mqtt://host#x", "mqtt://:secret@host", "mqtt://bro<ker", "mqtt://b\u{FC}cher.example", "mqtt://host|x", "mqtt://[::1<]",
     ])
     func badURLsGiveAClearError(_ text: String) {
         do {
@@ -53,6 +55,22 @@ struct MQTTBrokerURLTests {
             #expect(error.message.contains(text))
             #expect(error.message.contains("expected mqtt://"))
         }
+    }
+
+    @Test func schemesHostsAndPasswordsAUserWouldWrite() throws {
+        #expect(try MQTTBrokerURL("MQTT://Broker-1.example_net:1884") == MQTTBrokerURL(host: "Broker-1.example_net", port: 1884, usesTLS: false))
+        #expect(try MQTTBrokerURL("tcp://h").usesTLS == false)
+        #expect(try MQTTBrokerURL("ssl://h").usesTLS)
+        #expect(try MQTTBrokerURL("tls://h:1").port == 1)
+        // The last '@' ends the user info: a password may contain '@' unencoded.
+        #expect(try MQTTBrokerURL("mqtt://u:p@ss@h").password == "p@ss")
+        #expect(try MQTTBrokerURL("mqtt://[fe80::1%eth0]:1884").host == "fe80::1%eth0")
+        #expect(try MQTTBrokerURL("mqtt://[fe80::1%25eth0]").host == "fe80::1%eth0")
+    }
+
+    @Test func descriptionNamesTheBrokerWithoutCredentials() throws {
+        #expect(try MQTTBrokerURL("mqtts://u:secret@h").description == "mqtts://h:8883")
+        #expect(try MQTTBrokerURL("mqtt://[::1]").description == "mqtt://[::1]:1883")
     }
 
     @Test func configurationFromURL() throws {

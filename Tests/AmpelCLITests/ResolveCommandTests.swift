@@ -1,3 +1,4 @@
+import AmpelGeo
 import AmpelTestSupport
 import Foundation
 import Testing
@@ -35,7 +36,7 @@ import Testing
 
     @Test func streamsLargeInput() async throws {
         // 200,000 lines across many read chunks; every line must come back in order.
-        var rng = SeededGenerator(seed: 1)
+        var rng = SplitMix64(seed: 1)
         var input = ""
         var expected: [String] = []
         let places = [("48.1374,11.5755", "09162"), ("47.8005,13.0443", ""), ("48.3985,9.9917", "08421")]
@@ -50,18 +51,12 @@ import Testing
     }
 
     @Test func userGeometry() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-geo-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let good = dir.appendingPathComponent("squares.geojson")
-        try Fixtures.fourSquares.write(to: good)
-        let run = try await AmpelBinary.run(["resolve", "--geometry", good.path], stdin: Data("0.5,0.5\n1.5,1.5\n5,5\n".utf8))
+        let run = try await AmpelBinary.run(["resolve", "--geometry", fixture("four-squares.geojson").path],
+                                            stdin: Data("0.5,0.5\n1.5,1.5\n5,5\n".utf8))
         #expect(run.exitCode == 0)
         #expect(run.stdoutLines == ["09001", "09004", ""])
 
-        let bad = dir.appendingPathComponent("open.geojson")
-        try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"AGS":"09001"},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1]]]}}]}"#.utf8).write(to: bad)
-        let failed = try await AmpelBinary.run(["resolve", "--geometry", bad.path], stdin: Data("0.5,0.5\n".utf8))
+        let failed = try await AmpelBinary.run(["resolve", "--geometry", fixture("open-ring.geojson").path], stdin: Data("0.5,0.5\n".utf8))
         #expect(failed.exitCode != 0)
         #expect(failed.stderrText.contains("ring is not closed"))
         #expect(failed.stdout.isEmpty)

@@ -4,7 +4,7 @@ import AmpelTestSupport
 import Foundation
 import Testing
 
-/// `ampel fetch`, `check` and `districts` with `--source rki`: the built binary against the loopback server.
+/// `ampel fetch`: the built binary against the loopback RKI server, its cache and its exit codes.
 @Suite struct FetchCommandTests {
     @Test func fetchValidatesCachesAndSummarises() async throws {
         let directory = try temporaryDirectory()
@@ -22,7 +22,7 @@ import Testing
             #expect(server.requestCount == 3, "412 districts in pages of 200")
             #expect(server.requests.allSatisfy { $0.userAgent?.hasPrefix("ampel/") == true })
             let cached = try #require(try DatasetCache(directory: directory).load())
-            #expect(cached.dataset.date == day("2020-11-05"))
+            #expect(cached.dataset.date == Day(iso: "2020-11-05"))
             #expect(cached.dataset.districts.count == 412)
 
             let again = try await runAmpel(["fetch", "--url", server.queryURL, "--state-dir", directory.path, "--json"])
@@ -38,7 +38,7 @@ import Testing
             let older = try await runAmpel(["fetch", "--url", server.queryURL, "--state-dir", directory.path])
             #expect(older.status == 3)
             #expect(older.stderr.contains("(outdated)"), "\(older.stderr)")
-            #expect(try DatasetCache(directory: directory).load()?.dataset.date == day("2020-11-05"))
+            #expect(try DatasetCache(directory: directory).load()?.dataset.date == Day(iso: "2020-11-05"))
 
             // A newer one is taken and reports the phase changes.
             try server.serve(contentsOf: RecordedRKI.url(day: "2020-11-23"))
@@ -49,7 +49,7 @@ import Testing
             let after = try rawBavarianIncidences(day: "2020-11-23")
             let expected = raw.keys.filter { expectedPhase(raw[$0]!) != expectedPhase(after[$0]!) }.sorted()
             #expect(update["changedDistricts"] as? [String] == expected)
-            #expect(try DatasetCache(directory: directory).load()?.dataset.date == day("2020-11-23"))
+            #expect(try DatasetCache(directory: directory).load()?.dataset.date == Day(iso: "2020-11-23"))
         }
     }
 
@@ -83,61 +83,4 @@ import Testing
             #expect(badURL.stderr.contains("http(s) URL"))
         }
     }
-
-    @Test func checkAndDistrictsReadTheLiveSource() async throws {
-        try await withServer(serving: "2020-11-23") { server in
-            let raw = try rawBavarianIncidences(day: "2020-11-23")
-            let check = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--json"])
-            #expect(check.status == 0, "\(check.stderr)")
-            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
-            #expect((signal["incidence"] as? NSNumber)?.doubleValue == raw["09162"])
-            #expect(signal["dataDate"] as? String == "2020-11-23")
-            #expect(signal["phase"] as? String == expectedPhase(raw["09162"]!))
-
-            // --url alone implies --source rki.
-            let districts = try await runAmpel(["districts", "--url", server.queryURL, "--json"])
-            #expect(districts.status == 0, "\(districts.stderr)")
-            let rows = try #require(try JSONSerialization.jsonObject(with: Data(districts.stdout.utf8)) as? [[String: Any]])
-            #expect(rows.count == 96)
-            for row in rows {
-                let ags = try #require(row["ags"] as? String)
-                #expect(row["phase"] as? String == expectedPhase(raw[ags]!), "\(ags)")
-            }
-            #expect(server.requestCount == 2)
-
-            server.inject(.renamedField(from: "cases7_per_100k", to: "inzidenz"))
-            let broken = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL])
-            #expect(broken.status == 1)
-            #expect(broken.stderr.contains("cases7_per_100k"), "\(broken.stderr)")
-
-            let conflict = try await runAmpel(["check", "--district", "09162", "--source", "history", "--url", server.queryURL])
-            #expect(conflict.status == 64)
-        }
-    }
-
-    @Test func snapshotFilesAreAcceptedByTheCLI() async throws {
-        let check = try await runAmpel(["check", "--district", "09162", "--snapshot", RecordedRKI.url(day: "2020-10-15").path, "--json"])
-        #expect(check.status == 0, "\(check.stderr)")
-        #expect(check.stdout.contains("\"dataDate\":\"2020-10-15\""))
-    }
-}
-
-// MARK: - Running the built binary
-
-/// What one run of the binary produced.
-private struct AmpelRun {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-/// Runs the built `ampel` (located by ``AmpelBinary``) in English without colours.
-private func runAmpel(_ arguments: [String]) async throws -> AmpelRun {
-    var environment = ProcessInfo.processInfo.environment
-    environment["NO_COLOR"] = "1"
-    environment["LANG"] = "en_US.UTF-8"
-    environment["LC_ALL"] = nil
-    environment["LC_MESSAGES"] = nil
-    let output = try await AmpelBinary.run(arguments, environment: environment)
-    return AmpelRun(status: output.exitCode, stdout: output.stdoutText, stderr: output.stderrText)
 }

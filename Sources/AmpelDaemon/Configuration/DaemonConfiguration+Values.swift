@@ -1,0 +1,95 @@
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+
+// The value parsers: one text in, one typed value or a ``ConfigurationError/Problem`` out.
+// The YAML reader and the flags and variables share them, so `10m` means the same in the file
+// and in `--refresh`, and a bad value reads the same wherever it was given.
+
+extension DaemonConfiguration {
+    static func broker(_ text: String) throws(ConfigurationError.Problem) -> MQTTBrokerURL {
+        do {
+            return try MQTTBrokerURL(text)
+        } catch {
+            throw .init(error.message)
+        }
+    }
+
+    static func logLevel(_ text: String) throws(ConfigurationError.Problem) -> Logger.Level {
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            let names = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            throw .init("'\(text)' is not a log level (\(names))")
+        }
+        return level
+    }
+
+    static func protocolVersion(_ text: String) throws(ConfigurationError.Problem) -> MQTTConfiguration.ProtocolVersion {
+        switch text {
+        case "5", "5.0": return .v5
+        case "3.1.1", "311": return .v311
+        default: throw .init("'\(text)' is not an MQTT protocol version (5 or 3.1.1)")
+        }
+    }
+
+    static func language(_ text: String) throws(ConfigurationError.Problem) -> Language {
+        let primary = text.split(whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." }).first.map { $0.lowercased() } ?? ""
+        guard let language = Language(rawValue: primary) else { throw .init("'\(text)' is not a language Ampel speaks (de, en)") }
+        return language
+    }
+
+    static func dataSource(_ text: String) throws(ConfigurationError.Problem) -> DataSource {
+        guard let source = DataSource(rawValue: text.lowercased()) else {
+            throw .init("'\(text)' is not a data source (rki, snapshot, history)")
+        }
+        return source
+    }
+
+    static func day(_ text: String) throws(ConfigurationError.Problem) -> Day {
+        guard let day = Day(iso: text) else { throw .init("'\(text)' is not a day as YYYY-MM-DD") }
+        return day
+    }
+
+    static func httpURL(_ text: String) throws(ConfigurationError.Problem) -> String {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              url.host?.isEmpty == false else {
+            throw .init("'\(text)' is not an http:// or https:// URL")
+        }
+        return text
+    }
+
+    /// Whole seconds, or a number with `s`, `m`, `h` or `d`: `600`, `10m`, `48h`; at most 100 years.
+    ///
+    /// - Parameter minimum: the shortest accepted duration in seconds (`keepalive` needs 5).
+    static func duration(_ text: String, minimum: Int = 0) throws(ConfigurationError.Problem) -> Duration {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        var digits = Substring(trimmed)
+        var factor = 1
+        if let unit = trimmed.last, !unit.isNumber {
+            switch unit {
+            case "s": factor = 1
+            case "m": factor = 60
+            case "h": factor = 3600
+            case "d": factor = 86_400
+            default: throw .init("'\(text)' is not a duration (seconds, or a number with s, m, h or d: 10m)")
+            }
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+              let value = Int(digits), value <= 100 * 366 * 86_400 / factor else {
+            throw .init("'\(text)' is not a duration (seconds, or a number with s, m, h or d: 10m)")
+        }
+        guard value * factor >= minimum else { throw .init("'\(text)' is shorter than \(minimum) s") }
+        return .seconds(value * factor)
+    }
+}
+
+extension MQTTConfiguration.ProtocolVersion {
+    /// The version as the configuration writes it (`5`, `3.1.1`).
+    var configurationName: String {
+        switch self {
+        case .v5: "5"
+        case .v311: "3.1.1"
+        }
+    }
+}

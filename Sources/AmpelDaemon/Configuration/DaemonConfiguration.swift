@@ -1,0 +1,186 @@
+import AmpelDomain
+import AmpelMQTT
+import Logging
+
+/// Everything `ampel run` needs to know, from one YAML file, flags and `AMPEL_*` variables.
+///
+/// Every key, its default and its flag or variable is documented in `docs/configuration.md`.
+/// The values are typed: times are `Duration`s, the protocol version and the log level are the
+/// enums of the libraries that use them, so nothing downstream parses or converts again.
+/// Loading is pure (text in, value or error out), so a bad file is reported with its key and
+/// line before anything connects:
+///
+/// ```swift
+/// let config = try DaemonConfiguration.load(yaml: text, environment: env, flags: .init(broker: "mqtt://10.0.0.2:1883"))
+/// config.data.refresh      // .seconds(600)
+/// config.mqtt.protocolVersion  // .v5
+/// ```
+///
+/// - The YAML reader is in `DaemonConfiguration+YAML.swift`, the flags and variables in
+///   `DaemonConfiguration+Overrides.swift`, the value parsers both share in
+///   `DaemonConfiguration+Values.swift`.
+public struct DaemonConfiguration: Sendable, Hashable {
+    public var broker: MQTTBrokerURL = .localhost
+    public var mqtt = MQTTSettings()
+    /// The first level of every topic the daemon writes (`ampel`).
+    public var baseTopic = "ampel"
+    /// Where the daemon keeps its state and the last good dataset.
+    public var stateDirectory = DaemonConfiguration.defaultStateDirectory(environment: [:])
+    /// The language of district topics and of devices that ask for none.
+    public var language: Language = .en
+    public var logLevel: Logger.Level = .info
+    /// A bundled rule set name or the path of a rule-set JSON file.
+    public var rules = RuleSetCatalog.defaultName
+    public var data = DataSettings()
+    public var inputs = InputSettings()
+    public var alerts = AlertSettings()
+    /// Per-device settings, by device key.
+    public var devices: [String: DeviceSettings] = [:]
+    public var homeAssistant = HomeAssistantSettings()
+    public var lamps: [LampSettings] = []
+
+    public init() {}
+
+    /// The daemon's own MQTT session; the broker's address is ``DaemonConfiguration/broker``.
+    public struct MQTTSettings: Sendable, Hashable {
+        /// Fixed, so the broker keeps the daemon's session (and its QoS 1 locations) while it is away.
+        public var clientID = "ampel"
+        public var username: String?
+        public var password: String?
+        /// The CA bundle that verifies an `mqtts://` broker; `nil` means ``systemCAFile``.
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        public var keepAlive: Duration = .seconds(60)
+        /// MQTT 5 (the default) brings message expiry for alerts and session expiry.
+        public var protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
+        /// How long the broker keeps the session while the daemon is away (MQTT 5).
+        public var sessionExpiry: Duration = .seconds(7 * 86_400)
+
+        /// The system's CA bundle (Debian, Ubuntu): `mqtts://` works without a `ca_file` for a
+        /// broker with a certificate from a public CA, in `ampel run` as in `ampel lamp`.
+        public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
+    }
+
+    public enum DataSource: String, Sendable, Hashable, CaseIterable {
+        case rki, snapshot, history
+    }
+
+    public struct DataSettings: Sendable, Hashable {
+        public var source: DataSource = .snapshot
+        /// The RKI query URL (`rki` only); `nil` means the RKI's own service.
+        public var url: String?
+        /// For `snapshot` and `history`: the latest publication on or before this day.
+        public var date: Day?
+        /// Time between two checks for a new publication.
+        public var refresh: Duration = .seconds(600)
+        /// Data older than this is flagged `stale`.
+        public var maxAge: Duration = .seconds(48 * 3600)
+    }
+
+    public struct InputSettings: Sendable, Hashable {
+        public var owntracks = [TopicFilter("owntracks/+/+")!]
+        public var plain = [TopicFilter("ampel/location/+")!]
+        public var traccar: [TopicFilter] = []
+        /// Larger payloads are dropped unread.
+        public var maxPayload = 16_384
+    }
+
+    public struct AlertSettings: Sendable, Hashable {
+        /// MQTT 5 message expiry of alerts (an alert for a phase long past helps no one).
+        public var expiry: Duration = .seconds(3600)
+    }
+
+    public struct DeviceSettings: Sendable, Hashable {
+        public var lang: Language?
+        /// A display name for Home Assistant.
+        public var name: String?
+        public init(lang: Language? = nil, name: String? = nil) {
+            self.lang = lang
+            self.name = name
+        }
+    }
+
+    public struct HomeAssistantSettings: Sendable, Hashable {
+        public var discovery = true
+        public var prefix = "homeassistant"
+        /// Where Home Assistant announces `online` after its start; discovery is re-sent then.
+        public var statusTopic = "homeassistant/status"
+    }
+
+    /// The state directory when none is configured: systemd's `$STATE_DIRECTORY`, else `./ampel-state`.
+    public static func defaultStateDirectory(environment: [String: String]) -> String {
+        if let dir = environment["STATE_DIRECTORY"], !dir.isEmpty {
+            // systemd may pass several, separated by colons; the first is ours.
+            return String(dir.split(separator: ":").first ?? Substring(dir))
+        }
+        return "ampel-state"
+    }
+}
+
+/// One lamp: which driver, which topic, and what it follows.
+public struct LampSettings: Sendable, Hashable {
+    public enum Driver: String, Sendable, Hashable, CaseIterable {
+        /// `#RRGGBB` to the topic.
+        case plain
+        /// WLED: `<topic>/col`, `<topic>/api`; availability on `<topic>/status`.
+        case wled
+        /// Tasmota: `cmnd/<topic>/Color`, `cmnd/<topic>/Power`; availability on `tele/<topic>/LWT`.
+        case tasmota
+    }
+
+    public enum Follows: Sendable, Hashable {
+        case district(String)
+        case device(String)
+    }
+
+    public var name: String
+    public var driver: Driver
+    public var topic: String
+    public var follows: Follows
+    /// `plain` only: a topic on which the lamp reports that it is online.
+    public var availabilityTopic: String?
+    /// `plain` only: the payload meaning online (default `online`).
+    public var onlinePayload: String
+
+    public init(name: String, driver: Driver, topic: String, follows: Follows, availabilityTopic: String? = nil, onlinePayload: String = "online") {
+        self.name = name
+        self.driver = driver
+        self.topic = topic
+        self.follows = follows
+        self.availabilityTopic = availabilityTopic
+        self.onlinePayload = onlinePayload
+    }
+}
+
+extension MQTTBrokerURL {
+    /// The daemon's broker when none is configured.
+    public static let localhost = MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false)
+}
+
+/// A configuration that cannot be used: which key, where, and why.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The key as a dotted path (`mqtt.keepalive`, `lamps[0].driver`), or a flag (`--refresh`) or variable.
+    public let key: String
+    /// The line in the file (1-based), `nil` for flags, variables and a missing file.
+    public let line: Int?
+    public let message: String
+
+    public init(key: String, line: Int?, message: String) {
+        self.key = key
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String {
+        if let line { return "config line \(line): \(key): \(message)" }
+        return "\(key): \(message)"
+    }
+
+    /// A problem with a value before it is tied to a key: the value parsers throw it, the
+    /// YAML reader and the overrides add the key (and line).
+    public struct Problem: Error, Sendable, Hashable {
+        public let message: String
+        public init(_ message: String) { self.message = message }
+    }
+}
