@@ -5,6 +5,10 @@
 /// (its load factor is at most 3/4 and capacities are powers of two): 12.6 MB with 32-byte
 /// values. Here the buckets are 4 bytes and keys and values sit in arrays sized to the count:
 /// about 7 MB. Order is insertion order; removal moves the last element into the gap.
+///
+/// Kept over swift-collections' `OrderedDictionary`: for 100,000 devices it took 6.56 MiB of heap vs
+/// 7.00 here, but took the devices in 2.2 times slower and answered unknown keys 1.6 times slower
+/// (benchmark Benchmarks/structures).
 struct CompactMap<Value: Sendable>: Sendable {
     private(set) var keys: [String] = []
     private(set) var values: [Value] = []

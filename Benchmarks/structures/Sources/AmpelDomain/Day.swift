@@ -1,0 +1,1 @@
+../../../../Sources/AmpelDomain/Day.swift

@@ -1,0 +1,1 @@
+../../../../Sources/AmpelDaemon/InternetTime.swift
