@@ -8,10 +8,10 @@ public struct OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
     /// 0 or 1.
     public var qos: Int
     public var retain: Bool
-    /// MQTT 5 message expiry in seconds; `nil` for none.
-    public var expiry: UInt32?
+    /// MQTT 5 message expiry (whole seconds); `nil` for none.
+    public var expiry: Duration?
 
-    public init(topic: String, payload: [UInt8], qos: Int, retain: Bool, expiry: UInt32? = nil) {
+    public init(topic: String, payload: [UInt8], qos: Int, retain: Bool, expiry: Duration? = nil) {
         self.topic = topic
         self.payload = payload
         self.qos = qos
@@ -19,7 +19,7 @@ public struct OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
         self.expiry = expiry
     }
 
-    public init(topic: String, text: String, qos: Int, retain: Bool, expiry: UInt32? = nil) {
+    public init(topic: String, text: String, qos: Int, retain: Bool, expiry: Duration? = nil) {
         self.init(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain, expiry: expiry)
     }
 
@@ -36,7 +36,7 @@ public enum BridgeState {
 }
 
 /// `ampel/bridge/info`: what the daemon runs on and how it fares.
-public struct BridgeInfo: Codable, Sendable, Hashable {
+public struct BridgeInfo: Sendable, Hashable {
     public var version: String
     public var ruleSet: String
     public var source: String
@@ -60,26 +60,34 @@ public struct BridgeInfo: Codable, Sendable, Hashable {
         self.counters = counters
     }
 
-    enum CodingKeys: String, CodingKey {
-        case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(version, forKey: .version)
-        try c.encode(ruleSet, forKey: .ruleSet)
-        try c.encode(source, forKey: .source)
-        try c.encode(dataDate, forKey: .dataDate)
-        try c.encode(lastFetch, forKey: .lastFetch)
-        try c.encode(lastError, forKey: .lastError)
-        try c.encode(stale, forKey: .stale)
-        try c.encode(devices, forKey: .devices)
-        try c.encode(counters, forKey: .counters)
+    /// The payload: compact JSON, keys sorted, every key present (`null` where unknown).
+    public func json() -> [UInt8] {
+        var json = JSONWriter(capacity: 512)
+        json.raw(#"{"counters":"#)
+        counters.write(to: &json)
+        json.raw(#","dataDate":"#)
+        json.string(dataDate)
+        json.raw(#","devices":"#)
+        json.number(devices)
+        json.raw(#","lastError":"#)
+        json.string(lastError)
+        json.raw(#","lastFetch":"#)
+        json.string(lastFetch)
+        json.raw(#","ruleSet":"#)
+        json.string(ruleSet)
+        json.raw(#","source":"#)
+        json.string(source)
+        json.raw(#","stale":"#)
+        json.bool(stale)
+        json.raw(#","version":"#)
+        json.string(version)
+        json.raw("}")
+        return json.bytes
     }
 }
 
 /// What the daemon has seen, by kind: the numbers in `ampel/bridge/info`.
-public struct Counters: Codable, Sendable, Hashable {
+public struct Counters: Sendable, Hashable {
     /// Fixes accepted, by input kind.
     public var accepted: [String: Int] = [:]
     /// Messages skipped by type (OwnTracks `lwt`, `transition`, …).
@@ -96,6 +104,37 @@ public struct Counters: Codable, Sendable, Hashable {
 
     public var droppedTotal: Int { dropped.values.reduce(0, +) }
     public var acceptedTotal: Int { accepted.values.reduce(0, +) }
+
+    /// `{"accepted":{…},"alerts":…}`, keys sorted (the counted names are ASCII, so byte order is name order).
+    func write(to json: inout JSONWriter) {
+        func table(_ counts: [String: Int]) {
+            json.raw("{")
+            for (index, key) in counts.keys.sorted().enumerated() {
+                if index > 0 { json.raw(",") }
+                json.string(key)
+                json.raw(":")
+                json.number(counts[key] ?? 0)
+            }
+            json.raw("}")
+        }
+        json.raw(#"{"accepted":"#)
+        table(accepted)
+        json.raw(#","alerts":"#)
+        json.number(alerts)
+        json.raw(#","datasetsApplied":"#)
+        json.number(datasetsApplied)
+        json.raw(#","datasetsRejected":"#)
+        json.number(datasetsRejected)
+        json.raw(#","dropped":"#)
+        table(dropped)
+        json.raw(#","publishFailures":"#)
+        json.number(publishFailures)
+        json.raw(#","published":"#)
+        json.number(published)
+        json.raw(#","skipped":"#)
+        table(skipped)
+        json.raw("}")
+    }
 }
 
 enum Encode {

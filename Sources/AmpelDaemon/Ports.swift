@@ -1,16 +1,6 @@
 import AmpelDomain
+import AmpelMQTT
 import Foundation
-
-/// A message from the broker.
-public struct IncomingMessage: Sendable, Hashable {
-    public var topic: String
-    public var payload: [UInt8]
-
-    public init(topic: String, payload: [UInt8]) {
-        self.topic = topic
-        self.payload = payload
-    }
-}
 
 /// The broker as the daemon uses it: subscribe, publish, receive, leave.
 ///
@@ -19,7 +9,7 @@ public struct IncomingMessage: Sendable, Hashable {
 public protocol DaemonTransport: Sendable {
     /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
     /// Called once, before ``connect()``.
-    func deliver(to target: @escaping @Sendable (IncomingMessage) -> Void)
+    func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connect() async throws
     /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).

@@ -1,12 +1,11 @@
+import AmpelData
 import AmpelDomain
 import Foundation
 import Logging
 import Synchronization
 
-/// The engine's memory on disk: `state.json` in the state directory, written atomically.
-///
-/// Written to a temporary file, flushed to disk, then renamed over the old one: a crash or a
-/// power cut leaves either the old state or the new one, never half of each.
+/// The engine's memory on disk: `state.json` in the state directory, written with
+/// ``AtomicFile``: a crash or a power cut leaves either the old state or the new one.
 public struct StateStore: Sendable {
     public let directory: String
     public var path: String { directory + "/state.json" }
@@ -37,71 +36,61 @@ public struct StateStore: Sendable {
         }
     }
 
-    /// Writes `state` atomically (temporary file, fsync, rename, fsync of the directory).
+    /// Writes `state` with ``AtomicFile``, mode `0o600`: the file holds every device's position.
     ///
     /// The JSON is written record by record in 64 KiB chunks rather than built in memory:
     /// with 100,000 devices an encoder's intermediate tree would cost far more than the
     /// devices themselves. ``load()`` reads it back with `JSONDecoder`.
     public func save(_ state: PersistedState) throws(StateStoreError) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { throw StateStoreError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        let writer = ChunkWriter(fd: fd)
-        writer.append(#"{"version":\#(state.version),"districts":{"#)
-        var first = true
-        for (ags, phase) in state.districts {
-            if !first { writer.append(",") }
-            first = false
-            writer.string(ags)
-            writer.append(":")
-            writer.string(phase)
-        }
-        writer.append(#"},"devices":{"#)
-        first = true
-        state.devices.forEach { key, record in
-            if !first { writer.append(",\n") }
-            first = false
-            writer.string(key)
-            writer.append(#":{"lat":\#(record.lat),"lon":\#(record.lon),"tst":\#(record.tst),"lang":"#)
-            writer.optionalString(record.lang)
-            writer.append(#","district":"#)
-            if let district = record.district {
-                writer.append(#"{"ags":"#)
-                writer.string(district.ags)
-                writer.append(#","name":"#)
-                writer.string(district.name)
-                writer.append(#","state":"#)
-                writer.string(district.state)
-                writer.append(#","type":"#)
-                writer.optionalString(district.type)
-                writer.append("}")
-            } else {
-                writer.append("null")
+        do {
+            try AtomicFile(path: path, mode: 0o600).write { output in
+                var json = JSONWriter(capacity: 1 << 17)
+                func flushIfFull() {
+                    guard json.bytes.count >= 1 << 16 else { return }
+                    output.append(json.bytes)
+                    json.removeAll()
+                }
+                json.raw(#"{"version":"#)
+                json.number(state.version)
+                json.raw(#","districts":{"#)
+                var first = true
+                for (ags, phase) in state.districts {
+                    if !first { json.raw(",") }
+                    first = false
+                    json.string(ags)
+                    json.raw(":")
+                    json.string(phase)
+                }
+                json.raw(#"},"devices":{"#)
+                first = true
+                state.devices.forEach { key, record in
+                    if !first { json.raw(",\n") }
+                    first = false
+                    json.string(key)
+                    json.raw(#":{"lat":"#)
+                    json.number(record.lat)
+                    json.raw(#","lon":"#)
+                    json.number(record.lon)
+                    json.raw(#","tst":"#)
+                    json.number(record.tst)
+                    json.raw(#","lang":"#)
+                    json.string(record.lang)
+                    json.raw(#","district":"#)
+                    json.optional(record.district) { $1.write(to: &$0) }
+                    json.raw(#","phase":"#)
+                    json.string(record.phase)
+                    json.raw(#","dataDate":"#)
+                    json.string(record.dataDate)
+                    json.raw(#","stale":"#)
+                    json.bool(record.stale)
+                    json.raw("}")
+                    flushIfFull()
+                }
+                json.raw("}}\n")
+                output.append(json.bytes)
             }
-            writer.append(#","phase":"#)
-            writer.string(record.phase)
-            writer.append(#","dataDate":"#)
-            writer.string(record.dataDate)
-            writer.append(record.stale ? #","stale":true}"# : #","stale":false}"#)
-        }
-        writer.append("}}\n")
-        writer.flush()
-        var failure = writer.failure
-        if failure == nil, fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
-        close(fd)
-        if let failure {
-            unlink(temporary)
-            throw StateStoreError("cannot write \(temporary): \(failure)")
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw StateStoreError("cannot replace \(path): \(reason)")
-        }
-        let dirfd = open(directory, O_RDONLY)
-        if dirfd >= 0 {
-            fsync(dirfd)
-            close(dirfd)
+        } catch {
+            throw StateStoreError("\(error)")
         }
     }
 
@@ -112,55 +101,6 @@ public struct StateStore: Sendable {
         } catch {
             throw StateStoreError("cannot create the state directory \(directory): \(error.localizedDescription)")
         }
-    }
-}
-
-/// Buffers JSON and writes it to a file descriptor in chunks; remembers the first error.
-final class ChunkWriter {
-    let fd: Int32
-    private var json = JSONWriter(capacity: 1 << 17)
-    private(set) var failure: String?
-
-    init(fd: Int32) {
-        self.fd = fd
-    }
-
-    func append(_ text: String) {
-        json.raw(text)
-        flushIfFull()
-    }
-
-    /// `text` as a JSON string literal.
-    func string(_ text: String) {
-        json.string(text)
-        flushIfFull()
-    }
-
-    /// A JSON string, or `null`.
-    func optionalString(_ text: String?) {
-        json.string(text)
-        flushIfFull()
-    }
-
-    private func flushIfFull() {
-        if json.bytes.count >= 1 << 16 { flush() }
-    }
-
-    func flush() {
-        guard failure == nil else { json.removeAll(); return }
-        json.bytes.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = String(cString: strerror(errno))
-                    return
-                }
-                offset += written
-            }
-        }
-        json.removeAll()
     }
 }
 
@@ -208,11 +148,11 @@ public struct RateLimiter: Sendable {
 /// goes on; the writer thread writes it with ``StateStore/save(_:)``. States handed over while a
 /// write runs replace each other, so a slow disk costs one write per interval, not a queue.
 ///
-/// The writer runs at the lowest CPU priority Linux has (`SCHED_IDLE`): with 100,000 devices a
-/// write is 20 MB of JSON, and on a small machine it must not take the CPU from the loop and the
-/// network thread while fixes are arriving (it ran at normal priority before and showed up in
-/// the latency tail). It still gets the CPU whenever the daemon is idle, and ``finish(_:)``
-/// waits for it at shutdown, when nothing else runs.
+/// The writer runs at the lowest CPU priority Linux has (`SCHED_IDLE`): with many devices a
+/// write is tens of megabytes of JSON, and on a small machine it must not take the CPU from the
+/// loop and the network thread while fixes are arriving (at normal priority it shows up in the
+/// latency tail). It still gets the CPU whenever the daemon is idle, and ``finish(_:)`` waits
+/// for it at shutdown, when nothing else runs.
 public final class StateSaver: Sendable {
     private struct Shared {
         var pending: PersistedState?

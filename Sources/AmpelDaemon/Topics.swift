@@ -21,6 +21,10 @@ public struct Topics: Sendable, Hashable {
 
 /// An MQTT topic filter (`owntracks/+/+`, `ampel/location/+`, `a/#`), validated and matched.
 ///
+/// It forwards to ``MQTTTopicFilter``; what it adds is only the failable initialiser the
+/// configuration reader and its tests call. Once they call `MQTTTopicFilter` (throwing), this
+/// type goes.
+///
 /// The levels a filter's wildcards match name the device: `owntracks/+/+` on
 /// `owntracks/alice/phone` gives `alice/phone`, so one rule serves every input.
 public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
@@ -42,9 +46,6 @@ public struct TopicFilter: Sendable, Hashable, CustomStringConvertible {
     /// match. A shared subscription matches the topics of its filter (the broker delivers
     /// `owntracks/alice/phone` to `$share/ampel/owntracks/+/+`).
     public func capture(_ topic: String) -> String? { mqtt.capture(topic) }
-
-    /// Whether `topic` matches.
-    public func matches(_ topic: String) -> Bool { capture(topic) != nil }
 }
 
 /// Rules for device keys: they become topic levels, so they must never carry a wildcard,

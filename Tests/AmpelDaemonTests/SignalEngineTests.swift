@@ -16,7 +16,7 @@ enum Fixtures {
                          language: Language = .en) -> SignalEngine.Settings {
         let topics = Topics()
         return SignalEngine.Settings(
-            ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: 3600, lamps: lamps,
+            ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: .seconds(3600), lamps: lamps,
             discovery: discovery ? Discovery(prefix: "homeassistant", topics: topics, version: "test", ruleSet: ruleSet) : nil)
     }
 
@@ -28,7 +28,7 @@ enum Fixtures {
 
 extension [SignalEngine.Action] {
     var published: [OutgoingMessage] {
-        compactMap { if case .publish(let m) = $0 { m } else { nil } }
+        compactMap { if case .publish(let m, _) = $0 { m } else { nil } }
     }
 
     func on(_ topic: String) -> [OutgoingMessage] { published.filter { $0.topic == topic } }
@@ -93,7 +93,7 @@ struct SignalEngineTests {
         #expect(alert["to"] as? String == "red")
         #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always"])
         let alertMessage = try #require(first.on("ampel/device/alice/phone/alert").first)
-        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == 3600)
+        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == .seconds(3600))
 
         let again = engine.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
         #expect(again.topics == ["ampel/device/alice/phone/state"])
@@ -158,6 +158,54 @@ struct SignalEngineTests {
         #expect(abroad["district"] is NSNull)
     }
 
+    @Test("a district of the region missing from the data gives no signal, as `ampel check` reports; it is not outside")
+    func missingDistrict() throws {
+        var districts = Fixtures.october.districts
+        districts["09162"] = nil
+        let partial = Dataset(date: Fixtures.october.date, source: "partial", districts: districts)
+        var (engine, _) = started(partial)
+        let actions = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(actions.published.isEmpty)
+        let problems = actions.compactMap { if case .problem(let message) = $0 { message } else { nil } }
+        #expect(problems.count == 1)
+        #expect(problems.first?.contains("09162") == true)
+        #expect(engine.devices["alice/phone"] == nil)
+        // The same district and data through the domain function `ampel check` uses: the same answer.
+        #expect(throws: SignalError.self) {
+            try Fixtures.ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: partial, region: .bavaria, language: .en)
+        }
+        // A district outside the region that the data does not know stays outside, named by the geometry.
+        let berlin = engine.event(.fix(fix("b"), place: .district(ags: "11000", name: "Berlin"), receivedAt: 0))
+        let state = try berlin.json("ampel/device/b/state")
+        #expect(state["phase"] as? String == "outside")
+        #expect((state["district"] as? [String: Any])?["state"] as? String == "Berlin")
+    }
+
+    @Test("every publish is labelled with what it is; alerts exactly on the alert topics")
+    func publishKinds() throws {
+        let lamp = LampSettings(name: "city", driver: .tasmota, topic: "signs/city", follows: .district("09162"))
+        var (engine, start) = started(settings: Fixtures.settings(lamps: [lamp]))
+        var actions = start + engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 0))
+        actions += engine.event(.data(Fixtures.november, stale: false))
+        var kinds: [SignalEngine.PublishKind: Int] = [:]
+        for action in actions {
+            guard case .publish(let message, let kind) = action else { continue }
+            kinds[kind, default: 0] += 1
+            let topic = message.topic
+            switch kind {
+            case .deviceState: #expect(topic.hasPrefix("ampel/device/") && topic.hasSuffix("/state"))
+            case .deviceAlert: #expect(topic.hasPrefix("ampel/device/") && topic.hasSuffix("/alert"))
+            case .districtState: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/state"))
+            case .districtPhase: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/phase"))
+            case .districtAlert: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/alert"))
+            case .lamp: #expect(topic.hasPrefix("cmnd/") || topic.hasPrefix("signs/"))
+            case .discovery: #expect(topic.hasPrefix("homeassistant/"))
+            }
+            #expect(kind.isAlert == topic.hasSuffix("/alert"))
+        }
+        #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery])
+    }
+
     @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")
     func newDataset() throws {
         var (engine, _) = started()
@@ -203,7 +251,7 @@ struct SignalEngineTests {
         // Same data after the restart: no alerts at all.
         var (_, same) = started(restored: saved)
         #expect(!same.topics.contains { $0.hasSuffix("/alert") })
-        same = same.filter { if case .publish(let m) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
+        same = same.filter { if case .publish(let m, _) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
         #expect(same.isEmpty)
 
         // New data while down: the district and the device hear of it at start.
@@ -356,7 +404,10 @@ struct StateStoreTests {
         }
         try store.save(many)
         #expect(try store.load() == many)
-        #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory) == ["state.json"])
+        // Positions are private: only the daemon's user may read them.
+        let mode = try FileManager.default.attributesOfItem(atPath: store.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
         #expect(throws: StateStoreError.self) { try store.load() }
     }
