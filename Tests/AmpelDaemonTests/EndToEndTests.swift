@@ -2,6 +2,7 @@
 import AmpelMQTT
 import AmpelTestSupport
 import Foundation
+import Logging
 import Testing
 
 /// The daemon in this process, a real mosquitto, real geometry and real RKI data.
@@ -194,6 +195,33 @@ struct EndToEndTests {
 
         await devices.close()
         try await daemon.stop()
+        await recorder.close()
+    }
+
+    @Test("the state file is read once, while the configuration is checked, and the daemon starts from that reading")
+    func stateReadOnce() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let recorder = try await Recorder.start(broker)
+        let directory = temporaryDirectory()
+        var state = PersistedState()
+        state.devices["kept"] = DeviceRecord(lat: 48.1374, lon: 11.5755, tst: 100, lang: nil,
+                                             district: .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
+                                             phase: "red", dataDate: "2020-10-15", stale: false)
+        try StateStore(directory: directory).save(state)
+        var flags = Self.october
+        flags.broker = broker.url
+        flags.stateDir = directory
+        let prepared = try DaemonRuntime.prepare(try DaemonConfiguration.load(yaml: "", environment: [:], flags: flags))
+        // Were the file read again at start, this would stop the daemon with an error.
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: StateStore(directory: directory).path))
+        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: Logger(label: "ampel.test"), flushInterval: .milliseconds(100))
+        let running = RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
+        defer { running.requestStop() }
+        let info = try await recorder.json("ampel/bridge/info")
+        #expect(info[path: "devices"] as? Int == 1)
+        try await running.stop()
+        #expect(try StateStore(directory: directory).load().devices["kept"]?.tst == 100)
         await recorder.close()
     }
 
