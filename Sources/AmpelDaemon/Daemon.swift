@@ -82,8 +82,8 @@ public actor AmpelDaemon: Service {
         let topics = Topics(base: configuration.baseTopic)
         return SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
-            // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
             devices: configuration.devices,
+            // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
             alertExpiry: configuration.mqtt.protocolVersion == "3.1.1" ? nil : .seconds(configuration.alerts.expiry),
             lamps: configuration.lamps,
             discovery: configuration.homeAssistant.discovery
@@ -202,8 +202,8 @@ public actor AmpelDaemon: Service {
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
     }
 
-    /// Connects, retrying while the broker is away with the client's backoff (0.5 s doubling to
-    /// 30 s, with jitter); `false` when a shutdown came first.
+    /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s
+    /// doubling to 30 s, with jitter); `false` when a shutdown came first.
     func connect() async throws -> Bool {
         let backoff = MQTTBackoff(minimum: .milliseconds(500), maximum: .seconds(30))
         var attempt = 1
