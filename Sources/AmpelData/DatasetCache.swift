@@ -1,20 +1,10 @@
 import AmpelDomain
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The last good dataset on disk, so that a restart without network still has data.
 ///
-/// One file, `incidence.json`, in a state directory. It is written atomically: the data
-/// goes to a temporary file in the same directory, which is flushed (`fsync`), renamed over
-/// the old file, and the directory is flushed too; a crash leaves either the old or the new
-/// file, never half of one. Only validated datasets are ever written. A file that cannot be
+/// One file, `incidence.json`, in a state directory, written with ``AtomicFile``: a crash
+/// leaves either the old or the new file, never half of one. Only validated datasets are ever written. A file that cannot be
 /// read back (truncated, edited, another format) is reported as a ``DataError`` and left
 /// alone; the caller falls back to the bundled data.
 ///
@@ -156,62 +146,18 @@ public struct DatasetCache: Sendable {
         try writeAtomically(data)
     }
 
-    /// Writes `data` to ``fileURL`` via a temporary file, `fsync`, `rename` and a directory `fsync`.
+    /// Writes `data` to ``fileURL`` with ``AtomicFile`` (mode `0o644`: the data is public),
+    /// creating the directory first.
     func writeAtomically(_ data: Data) throws(DataError) {
-        let dir = directory.path
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw DataError(.io, "cannot create the state directory '\(dir)': \(error.localizedDescription)")
+            throw DataError(.io, "cannot create the state directory '\(directory.path)': \(error.localizedDescription)")
         }
-        let target = fileURL.path
-        let temporary = directory.appendingPathComponent(".\(Self.fileName).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw DataError(.io, "cannot create '\(temporary)': \(Self.errnoText())")
+        do {
+            try AtomicFile(path: fileURL.path, mode: 0o644).write { output in data.withUnsafeBytes { output.append($0) } }
+        } catch {
+            throw DataError(.io, "\(error)")
         }
-        var ok = false
-        defer {
-            if !ok { unlink(temporary) }
-        }
-        let written = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += n
-            }
-            return true
-        }
-        guard written else {
-            let text = Self.errnoText()
-            close(fd)
-            throw DataError(.io, "cannot write '\(temporary)': \(text)")
-        }
-        guard fsync(fd) == 0 else {
-            let text = Self.errnoText()
-            close(fd)
-            throw DataError(.io, "cannot flush '\(temporary)': \(text)")
-        }
-        guard close(fd) == 0 else {
-            throw DataError(.io, "cannot close '\(temporary)': \(Self.errnoText())")
-        }
-        guard rename(temporary, target) == 0 else {
-            throw DataError(.io, "cannot replace '\(target)': \(Self.errnoText())")
-        }
-        ok = true
-        // Flush the directory entry too, so that the rename survives a power cut.
-        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 {
-            _ = fsync(dirFD)
-            close(dirFD)
-        }
-    }
-
-    static func errnoText() -> String {
-        String(cString: strerror(errno))
     }
 }

@@ -2,8 +2,8 @@
 /// sorted keys and unescaped slashes) writes the same values.
 ///
 /// The daemon writes a signal object for every location it accepts; `JSONEncoder` builds a
-/// tree of boxed values for each and spent more time on that than the daemon spent on all
-/// else. Callers write keys in sorted (byte) order themselves. The output is checked
+/// tree of boxed values for each, which would cost more than all the rest of the daemon's
+/// work on a fix. Callers write keys in sorted (byte) order themselves. The output is checked
 /// byte for byte against `JSONEncoder` in the tests (`JSONWriterTests`).
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8]
@@ -58,7 +58,7 @@ public struct JSONWriter: Sendable {
     }
 
     public mutating func string(_ text: String?) {
-        if let text { string(text) } else { null() }
+        optional(text) { $0.string($1) }
     }
 
     /// A finite number in its shortest round-trip form, without a trailing `.0`
@@ -71,7 +71,7 @@ public struct JSONWriter: Sendable {
     }
 
     public mutating func number(_ value: Double?) {
-        if let value { number(value) } else { null() }
+        optional(value) { $0.number($1) }
     }
 
     public mutating func number(_ value: Int) {
@@ -85,6 +85,12 @@ public struct JSONWriter: Sendable {
 
     public mutating func null() {
         raw("null")
+    }
+
+    /// `null` for `nil`, else what `write` writes: the one place Ampel's payloads and state
+    /// file spell an absent value, so every key is always present.
+    public mutating func optional<Value>(_ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
+        if let value { write(&self, value) } else { null() }
     }
 
     /// `["a","b"]`.
@@ -129,7 +135,8 @@ extension Signal {
         }
     }
 
-    /// The compact JSON of the signal contract (docs/signal.md), keys sorted, every key present;
+    /// The compact JSON of the signal contract (docs/signal.md), keys sorted, every key present
+    /// (`null` where a value does not apply);
     /// with `device`, the `ampel/device/<key>/state` payload (the signal plus `device`, `lat`,
     /// `lon`, `tst`).
     public func json(device: DeviceFields? = nil) -> [UInt8] {
@@ -145,7 +152,7 @@ extension Signal {
             json.string(device.device)
         }
         json.raw(#","district":"#)
-        if let district { district.write(to: &json) } else { json.null() }
+        json.optional(district) { $1.write(to: &$0) }
         json.raw(#","incidence":"#)
         json.number(incidence)
         json.raw(#","lang":"#)
@@ -185,7 +192,7 @@ extension Signal {
         json.raw(#","device":"#)
         json.string(device)
         json.raw(#","district":"#)
-        if let district { district.write(to: &json) } else { json.null() }
+        json.optional(district) { $1.write(to: &$0) }
         json.raw(#","from":"#)
         json.string(from)
         json.raw(#","incidence":"#)

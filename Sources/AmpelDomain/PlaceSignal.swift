@@ -12,7 +12,13 @@ public enum GermanState {
 }
 
 extension RuleSet {
-    /// The signal for a place known by its district, the one path from a position to a signal.
+    /// The signal for a place known by its district, the one path from a position to a signal:
+    /// `ampel check` and the daemon both take it.
+    ///
+    /// A district of `region` that the data does not know gets no signal (an error), not
+    /// `outside`: `outside` says the place is beyond the monitored region and its rules, which
+    /// would be wrong there. `ampel check` reports the error; the daemon logs it and publishes
+    /// nothing for that position.
     ///
     /// - Parameters:
     ///   - ags: the district the place lies in, `nil` for no German district (`outside`, district `null`).

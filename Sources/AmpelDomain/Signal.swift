@@ -2,9 +2,9 @@ import AmpelCore
 
 /// What Ampel tells a lamp, a display or a person about one place: the signal contract.
 ///
-/// Its JSON form (see `docs/signal.md`) is the output of `ampel check --json` and the
-/// payload of the daemon's `…/state` topics.
-public struct Signal: Sendable, Hashable, Codable {
+/// Its JSON form (see `docs/signal.md`), written by ``json(device:)``, is the output of
+/// `ampel check --json` and the payload of the daemon's `…/state` topics.
+public struct Signal: Sendable, Hashable {
     public struct DistrictRef: Sendable, Hashable, Codable {
         public let ags: String
         public let name: String
@@ -16,15 +16,6 @@ public struct Signal: Sendable, Hashable, Codable {
             self.name = name
             self.state = state
             self.type = type
-        }
-
-        /// Writes `type` as `null` when unknown, so the object always has the same keys.
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(ags, forKey: .ags)
-            try c.encode(name, forKey: .name)
-            try c.encode(state, forKey: .state)
-            try c.encode(type, forKey: .type)
         }
     }
 
@@ -101,28 +92,5 @@ extension RuleSet {
             always: always(language),
             stale: stale
         )
-    }
-}
-
-extension Signal {
-    enum CodingKeys: String, CodingKey {
-        case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale
-    }
-
-    /// Writes every key, with `null` for a missing district or incidence: consumers can rely
-    /// on the shape of the object.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(district, forKey: .district)
-        try c.encode(incidence, forKey: .incidence)
-        try c.encode(phase, forKey: .phase)
-        try c.encode(color, forKey: .color)
-        try c.encode(dataDate, forKey: .dataDate)
-        try c.encode(ruleSet, forKey: .ruleSet)
-        try c.encode(lang, forKey: .lang)
-        try c.encode(title, forKey: .title)
-        try c.encode(rules, forKey: .rules)
-        try c.encode(always, forKey: .always)
-        try c.encode(stale, forKey: .stale)
     }
 }

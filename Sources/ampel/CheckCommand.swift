@@ -81,7 +81,7 @@ struct Check: AsyncParsableCommand {
 
     func output(_ signal: Signal, ruleSet: RuleSet, language: Language) throws {
         if json {
-            print(try AmpelJSON.string(signal))
+            print(String(decoding: signal.json(), as: UTF8.self))
         } else {
             print(Terminal(noColor: noColor).render(signal, ruleSet: ruleSet, language: language))
         }

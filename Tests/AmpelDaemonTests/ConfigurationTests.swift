@@ -286,7 +286,7 @@ struct ExampleAndIntakeTests {
     @Test("intake: inputs by filter, lamp availability, Home Assistant status")
     func routing() throws {
         var config = DaemonConfiguration()
-        config.inputs.traccar = [TopicFilter("traccar/positions")!]
+        config.inputs.traccar = [try! MQTTTopicFilter("traccar/positions")]
         config.lamps = [
             LampSettings(name: "w", driver: .wled, topic: "wled/w", follows: .district("09162")),
             LampSettings(name: "t", driver: .tasmota, topic: "t1", follows: .district("09162")),

@@ -2,6 +2,7 @@
 import AmpelMQTT
 import AmpelTestSupport
 import Foundation
+import Logging
 import Testing
 
 /// The daemon in this process, a real mosquitto, real geometry and real RKI data.
@@ -15,9 +16,11 @@ struct EndToEndTests {
     @Test("OwnTracks and plain devices in different districts get the right state; outside Bavaria and Germany is outside")
     func devicesInDistricts() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let state = temporaryDirectory()
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
 
         // Districts are published at start.
@@ -48,8 +51,8 @@ struct EndToEndTests {
         let alert = try await recorder.json("ampel/device/alice/phone/alert")
         #expect(alert["from"] is NSNull)
         #expect(alert[path: "to"] as? String == "red")
-        // Retained: a late subscriber gets the state.
-        #expect(recorder.messages(on: "ampel/device/car/state").allSatisfy { !$0.retain })
+        // Retained: a subscriber that comes after the fact gets the state, flagged as retained
+        // (a live delivery never carries the flag, MQTT 3.1.1 §3.3.1.3).
         let late = try await Recorder.start(broker, filters: ["ampel/device/car/state"])
         let retained = try await late.first("retained car state") { $0.topic == "ampel/device/car/state" }
         #expect(retained.retain)
@@ -70,8 +73,10 @@ struct EndToEndTests {
     @Test("moving across a phase border yields exactly one alert, in the device's language")
     func crossing() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
 
         try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 100, lang: "de")
@@ -99,9 +104,11 @@ struct EndToEndTests {
     @Test("on MQTT 3.1.1 alerts go out without message expiry")
     func mqtt311() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
                                              yaml: "mqtt:\n  protocol: 3.1.1\n", flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("old", Places.muenchen.0, Places.muenchen.1)
         try await recorder.json("ampel/device/old/alert") { $0["to"] as? String == "red" }
@@ -113,9 +120,11 @@ struct EndToEndTests {
     @Test("bad payloads are counted by reason and change nothing")
     func badPayloads() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
                                              yaml: "inputs:\n  max_payload: 1024\n", flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10)
         // The alert follows the state: after it, nothing more is due for the car.
@@ -149,9 +158,11 @@ struct EndToEndTests {
     @Test("a restart keeps state: no duplicate alert, changes still announced, locations sent while down are processed")
     func restart() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let state = temporaryDirectory()
         var daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("dora", Places.muenchen.0, Places.muenchen.1, tst: 100)
         try await recorder.json("ampel/device/dora/alert") { $0["to"] as? String == "red" }
@@ -187,11 +198,39 @@ struct EndToEndTests {
         await recorder.close()
     }
 
+    @Test("the state file is read once, while the configuration is checked, and the daemon starts from that reading")
+    func stateReadOnce() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let recorder = try await Recorder.start(broker)
+        let directory = temporaryDirectory()
+        var state = PersistedState()
+        state.devices["kept"] = DeviceRecord(lat: 48.1374, lon: 11.5755, tst: 100, lang: nil,
+                                             district: .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
+                                             phase: "red", dataDate: "2020-10-15", stale: false)
+        try StateStore(directory: directory).save(state)
+        var flags = Self.october
+        flags.broker = broker.url
+        flags.stateDir = directory
+        let prepared = try DaemonRuntime.prepare(try DaemonConfiguration.load(yaml: "", environment: [:], flags: flags))
+        // Were the file read again at start, this would stop the daemon with an error.
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: StateStore(directory: directory).path))
+        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: Logger(label: "ampel.test"), flushInterval: .milliseconds(100))
+        let running = RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
+        defer { running.requestStop() }
+        let info = try await recorder.json("ampel/bridge/info")
+        #expect(info[path: "devices"] as? Int == 1)
+        try await running.stop()
+        #expect(try StateStore(directory: directory).load().devices["kept"]?.tst == 100)
+        await recorder.close()
+    }
+
     @Test("a new RKI publication changes district phases, lamp colours and device alerts")
     func newPublication() async throws {
         let server = try await HTTPFixtureServer.start()
         try server.serve(contentsOf: RecordedRKI.url(day: "2020-10-15"))
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let yaml = """
         data:
@@ -208,6 +247,7 @@ struct EndToEndTests {
         """
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml,
                                              flags: .init(source: "rki", url: server.queryURL, refresh: "1"))
+        defer { daemon.requestStop() }
         // The first fetch replaces the bundled stand-in with 2020-10-15.
         try await recorder.json("ampel/bridge/info") { $0["dataDate"] as? String == "2020-10-15" && $0["source"] as? String == "rki" }
         try await recorder.text("ampel/district/09162/phase", equals: "red")
@@ -224,11 +264,18 @@ struct EndToEndTests {
         try await recorder.text("wled/city/col", since: mark, equals: "#8B0000")
         try await recorder.text("wled/city/api", since: mark, equals: "T=1&FX=1")
         try await recorder.text("cmnd/carlamp/Color", since: mark, equals: "#8B0000")
-        // A lamp that comes back online gets its colour again; lamp commands are never retained.
+        // A lamp that comes back online gets its colour again.
         let online = recorder.mark
         try await devices.send("wled/city/status", "online")
         try await recorder.text("wled/city/col", since: online, equals: "#8B0000")
-        #expect(recorder.messages(since: 0).filter { $0.topic.hasPrefix("wled/city/") || $0.topic.hasPrefix("cmnd/") }.allSatisfy { !$0.retain })
+        // Lamp commands are never retained: a subscriber that comes after them gets none. The
+        // broker hands a new subscription its retained messages before anything published
+        // after the subscribe, so once the sentinel is in, every retained command would be too.
+        let late = try await Recorder.start(broker, filters: ["wled/#", "cmnd/#"])
+        try await devices.send("cmnd/sentinel", "after the subscribe")
+        try await late.first("sentinel") { $0.topic == "cmnd/sentinel" }
+        #expect(late.messages(since: 0).filter { $0.retain }.map(\.topic) == [])
+        await late.close()
         let alert = try await recorder.json("ampel/device/car/alert", since: mark)
         #expect(alert[path: "from"] as? String == "green")
         #expect(alert[path: "to"] as? String == "darkred")
@@ -243,9 +290,11 @@ struct EndToEndTests {
     @Test("a daemon started before its broker keeps trying and comes online when the broker does")
     func brokerLate() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         await broker.kill()
         let (logger, lines) = LogCapture.make()
         let daemon = try RunningDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october, logger: logger)
+        defer { daemon.requestStop() }
         // Wait for the first failed attempt, so the retry is what gets it online.
         for await line in lines where line.contains("cannot connect to the broker") { break }
         try await broker.restart()
@@ -258,8 +307,10 @@ struct EndToEndTests {
     @Test("the broker killed and restarted mid-stream loses no QoS 1 location")
     func brokerRestart() async throws {
         let broker = try await MosquittoBroker.start(.init(persistent: true))
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         let count = 40
         // Publishes run concurrently with the kill; each returns when the broker acknowledged,
@@ -284,10 +335,12 @@ struct EndToEndTests {
     @Test("a stop while the broker is gone writes the state and ends without waiting for the broker")
     func stopWithoutBroker() async throws {
         let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
         let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
         let directory = temporaryDirectory()
         let (logger, lines) = LogCapture.make()
         let daemon = try RunningDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
+        defer { daemon.requestStop() }
         try await recorder.first("bridge online") {
             $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
         }

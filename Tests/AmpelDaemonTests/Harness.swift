@@ -170,6 +170,12 @@ struct RunningDaemon {
         return RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
     }
 
+    /// Asks the daemon to stop as SIGTERM would, without waiting: for `defer`, so that a test
+    /// that fails half-way leaves no daemon running behind it. A second stop does nothing.
+    func requestStop() {
+        daemon.stop()
+    }
+
     /// Stops as SIGTERM would, and waits until it has published offline and disconnected.
     func stop() async throws {
         daemon.stop()

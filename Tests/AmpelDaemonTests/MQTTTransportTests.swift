@@ -4,10 +4,10 @@ import AmpelTestSupport
 import Logging
 import Testing
 
-/// The transport hands messages from the network thread to the daemon's queue. A first
-/// version kept the target closure directly in a `Mutex`: every message then wrapped it in two
-/// more re-abstraction thunks, so delivery got slower with each message and overflowed the
-/// stack after some 10^5 messages. This pushes enough messages through to see that.
+/// The transport hands messages from the network thread to the daemon's queue. A target
+/// closure kept directly in a `Mutex` is wrapped in two more re-abstraction thunks on every
+/// message, so delivery gets slower with each message and overflows the stack after some 10^5
+/// messages. This pushes enough messages through to see that.
 @Suite("MQTT transport", .timeLimit(.minutes(2)))
 struct MQTTTransportTests {
     @Test("50,000 messages reach the daemon's queue in order, at a steady cost")
@@ -17,7 +17,7 @@ struct MQTTTransportTests {
         var configuration = MQTTConfiguration(host: broker.host, port: broker.port, clientID: "transport-test")
         configuration.receiveMaximum = 1000
         let transport = MQTTTransport(configuration: configuration, logger: Logger(label: "test"))
-        let (stream, continuation) = AsyncStream<IncomingMessage>.makeStream()
+        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
         transport.deliver { continuation.yield($0) }
         try await transport.connect()
         try await transport.subscribe(["t/#"])

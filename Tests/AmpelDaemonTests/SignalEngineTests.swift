@@ -16,7 +16,7 @@ enum Fixtures {
                          language: Language = .en) -> SignalEngine.Settings {
         let topics = Topics()
         return SignalEngine.Settings(
-            ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: 3600, lamps: lamps,
+            ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: .seconds(3600), lamps: lamps,
             discovery: discovery ? Discovery(prefix: "homeassistant", topics: topics, version: "test", ruleSet: ruleSet) : nil)
     }
 
@@ -28,7 +28,7 @@ enum Fixtures {
 
 extension [SignalEngine.Action] {
     var published: [OutgoingMessage] {
-        compactMap { if case .publish(let m) = $0 { m } else { nil } }
+        compactMap { if case .publish(let m, _) = $0 { m } else { nil } }
     }
 
     func on(_ topic: String) -> [OutgoingMessage] { published.filter { $0.topic == topic } }
@@ -93,7 +93,7 @@ struct SignalEngineTests {
         #expect(alert["to"] as? String == "red")
         #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always"])
         let alertMessage = try #require(first.on("ampel/device/alice/phone/alert").first)
-        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == 3600)
+        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == .seconds(3600))
 
         let again = engine.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
         #expect(again.topics == ["ampel/device/alice/phone/state"])
@@ -158,6 +158,54 @@ struct SignalEngineTests {
         #expect(abroad["district"] is NSNull)
     }
 
+    @Test("a district of the region missing from the data gives no signal, as `ampel check` reports; it is not outside")
+    func missingDistrict() throws {
+        var districts = Fixtures.october.districts
+        districts["09162"] = nil
+        let partial = Dataset(date: Fixtures.october.date, source: "partial", districts: districts)
+        var (engine, _) = started(partial)
+        let actions = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(actions.published.isEmpty)
+        let problems = actions.compactMap { if case .problem(let message) = $0 { message } else { nil } }
+        #expect(problems.count == 1)
+        #expect(problems.first?.contains("09162") == true)
+        #expect(engine.devices["alice/phone"] == nil)
+        // The same district and data through the domain function `ampel check` uses: the same answer.
+        #expect(throws: SignalError.self) {
+            try Fixtures.ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: partial, region: .bavaria, language: .en)
+        }
+        // A district outside the region that the data does not know stays outside, named by the geometry.
+        let berlin = engine.event(.fix(fix("b"), place: .district(ags: "11000", name: "Berlin"), receivedAt: 0))
+        let state = try berlin.json("ampel/device/b/state")
+        #expect(state["phase"] as? String == "outside")
+        #expect((state["district"] as? [String: Any])?["state"] as? String == "Berlin")
+    }
+
+    @Test("every publish is labelled with what it is; alerts exactly on the alert topics")
+    func publishKinds() throws {
+        let lamp = LampSettings(name: "city", driver: .tasmota, topic: "signs/city", follows: .district("09162"))
+        var (engine, start) = started(settings: Fixtures.settings(lamps: [lamp]))
+        var actions = start + engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 0))
+        actions += engine.event(.data(Fixtures.november, stale: false))
+        var kinds: [SignalEngine.PublishKind: Int] = [:]
+        for action in actions {
+            guard case .publish(let message, let kind) = action else { continue }
+            kinds[kind, default: 0] += 1
+            let topic = message.topic
+            switch kind {
+            case .deviceState: #expect(topic.hasPrefix("ampel/device/") && topic.hasSuffix("/state"))
+            case .deviceAlert: #expect(topic.hasPrefix("ampel/device/") && topic.hasSuffix("/alert"))
+            case .districtState: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/state"))
+            case .districtPhase: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/phase"))
+            case .districtAlert: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/alert"))
+            case .lamp: #expect(topic.hasPrefix("cmnd/") || topic.hasPrefix("signs/"))
+            case .discovery: #expect(topic.hasPrefix("homeassistant/"))
+            }
+            #expect(kind.isAlert == topic.hasSuffix("/alert"))
+        }
+        #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery])
+    }
+
     @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")
     func newDataset() throws {
         var (engine, _) = started()
@@ -203,7 +251,7 @@ struct SignalEngineTests {
         // Same data after the restart: no alerts at all.
         var (_, same) = started(restored: saved)
         #expect(!same.topics.contains { $0.hasSuffix("/alert") })
-        same = same.filter { if case .publish(let m) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
+        same = same.filter { if case .publish(let m, _) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
         #expect(same.isEmpty)
 
         // New data while down: the district and the device hear of it at start.
@@ -223,155 +271,5 @@ struct SignalEngineTests {
         _ = engine.event(.fix(fix("a", lang: "de"), place: Fixtures.muenchen, receivedAt: 0))
         let data = try JSONEncoder().encode(engine.persisted)
         #expect(try JSONDecoder().decode(PersistedState.self, from: data) == engine.persisted)
-    }
-}
-
-@Suite("Lamps")
-struct LampTests {
-    let lamps = [
-        LampSettings(name: "city", driver: .wled, topic: "wled/city", follows: .district("09162")),
-        LampSettings(name: "phone", driver: .tasmota, topic: "lamp2", follows: .device("alice/phone")),
-        LampSettings(name: "sign", driver: .plain, topic: "signs/door", follows: .district("09171"), availabilityTopic: "signs/door/up"),
-        LampSettings(name: "abroad", driver: .plain, topic: "signs/bw", follows: .district("08111")),
-    ]
-
-    @Test("lamps get their colour at start, on change only, and again when they come online")
-    func lifecycle() throws {
-        var engine = SignalEngine(settings: Fixtures.settings(lamps: lamps), dataset: Fixtures.october, stale: false)
-        let start = engine.event(.start)
-        let red = Fixtures.ruleSet.rules(for: .red)!.color.hex
-        let green = Fixtures.ruleSet.rules(for: .green)!.color.hex
-        let darkred = Fixtures.ruleSet.rules(for: .darkred)!.color.hex
-        #expect(start.on("wled/city/col").map(\.text) == [red])
-        #expect(start.on("wled/city/api").map(\.text) == ["T=1&FX=0"])
-        #expect(start.on("signs/door").map(\.text) == [green])
-        #expect(start.on("signs/bw").map(\.text) == [Fixtures.ruleSet.outside.color.hex])
-        // A lamp following an unseen device stays dark.
-        #expect(start.on("cmnd/lamp2/Color").isEmpty)
-        #expect(start.published.filter { !$0.topic.hasPrefix("ampel/") && !$0.topic.hasPrefix("homeassistant/") }.allSatisfy { !$0.retain })
-
-        let seen = engine.event(.fix(LocationFix(device: "alice/phone", latitude: 48, longitude: 11, tst: 1), place: Fixtures.altoetting, receivedAt: 0))
-        #expect(seen.on("cmnd/lamp2/Color").map(\.text) == [green])
-        #expect(seen.on("cmnd/lamp2/Power").map(\.text) == ["ON"])
-        let same = engine.event(.fix(LocationFix(device: "alice/phone", latitude: 48, longitude: 11, tst: 2), place: Fixtures.altoetting, receivedAt: 0))
-        #expect(same.on("cmnd/lamp2/Color").isEmpty)
-
-        let november = engine.event(.data(Fixtures.november, stale: false))
-        #expect(november.on("wled/city/col").map(\.text) == [darkred])
-        #expect(november.on("wled/city/api").map(\.text) == ["T=1&FX=1"])
-        // The device's lamp follows its device: Altötting is dark red too now.
-        #expect(november.on("cmnd/lamp2/Color").map(\.text) == [darkred])
-
-        let online = engine.event(.lampOnline(name: "sign"))
-        #expect(online.on("signs/door").count == 1)
-        #expect(engine.event(.lampOnline(name: "nope")).isEmpty)
-    }
-
-    @Test("drivers and availability topics")
-    func drivers() {
-        let look = LampDriver.Look(color: RGB(red: 0x8B, green: 0, blue: 0), blink: true)
-        #expect(LampDriver.commands(for: lamps[0], look: look).map(\.description) == ["wled/city/col #8B0000", "wled/city/api T=1&FX=1"])
-        #expect(LampDriver.commands(for: lamps[1], look: look).map(\.description) == ["cmnd/lamp2/Color #8B0000", "cmnd/lamp2/Power ON"])
-        #expect(LampDriver.commands(for: lamps[2], look: look).map(\.description) == ["signs/door #8B0000"])
-        #expect(LampDriver.availability(of: lamps[0]).map { [$0.topic, $0.online] } == ["wled/city/status", "online"])
-        #expect(LampDriver.availability(of: lamps[1]).map { [$0.topic, $0.online] } == ["tele/lamp2/LWT", "Online"])
-        #expect(LampDriver.availability(of: lamps[2]).map { [$0.topic, $0.online] } == ["signs/door/up", "online"])
-        #expect(LampDriver.availability(of: lamps[3]) == nil)
-    }
-}
-
-@Suite("Home Assistant discovery")
-struct DiscoveryTests {
-    @Test("a district sensor: enum of phases, attributes from the state topic, availability on the bridge")
-    func district() throws {
-        let discovery = Discovery(prefix: "homeassistant", topics: Topics(), version: "1.0", ruleSet: Fixtures.ruleSet)
-        let message = discovery.district(ags: "09162", name: "SK München")
-        #expect(message.topic == "homeassistant/sensor/ampel/district_09162/config")
-        #expect(message.retain && message.qos == 1)
-        let config = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
-        #expect(config["device_class"] as? String == "enum")
-        #expect(config["options"] as? [String] == ["green", "yellow", "red", "darkred", "outside"])
-        #expect(config["state_topic"] as? String == "ampel/district/09162/state")
-        #expect(config["json_attributes_topic"] as? String == "ampel/district/09162/state")
-        #expect(config["value_template"] as? String == "{{ value_json.phase }}")
-        #expect(config["unique_id"] as? String == "ampel_district_09162")
-        let availability = try #require((config["availability"] as? [[String: Any]])?.first)
-        #expect(availability["topic"] as? String == "ampel/bridge/state")
-        #expect(availability["value_template"] as? String == "{{ value_json.state }}")
-        let device = try #require(config["device"] as? [String: Any])
-        #expect(device["identifiers"] as? [String] == ["ampel_district_09162"])
-        #expect(device["name"] as? String == "Ampel SK München")
-        let template = try #require(config["json_attributes_template"] as? String)
-        #expect(template.contains("value_json.incidence") && template.contains("value_json.dataDate") && template.contains("value_json.stale"))
-    }
-
-    @Test("a device sensor uses the device's state topic and a distinct unique id")
-    func device() throws {
-        let discovery = Discovery(prefix: "ha", topics: Topics(base: "signals"), version: "1.0", ruleSet: Fixtures.ruleSet)
-        let message = discovery.device(key: "alice/phone", name: "Alice")
-        #expect(message.topic.hasPrefix("ha/sensor/signals/device_alice_phone_"))
-        let config = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
-        #expect(config["state_topic"] as? String == "signals/device/alice/phone/state")
-        #expect((config["unique_id"] as? String)?.hasPrefix("signals_device_alice_phone_") == true)
-        #expect((config["device"] as? [String: Any])?["name"] as? String == "Ampel Alice")
-    }
-
-    @Test("discovery is re-sent when Home Assistant comes online, and off when disabled")
-    func resend() {
-        var engine = SignalEngine(settings: Fixtures.settings(), dataset: Fixtures.october, stale: false)
-        _ = engine.event(.start)
-        _ = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: .abroad, receivedAt: 0))
-        #expect(engine.event(.homeAssistantOnline).published.count == 97)
-        var off = SignalEngine(settings: Fixtures.settings(discovery: false), dataset: Fixtures.october, stale: false)
-        #expect(!off.event(.start).topics.contains { $0.hasPrefix("homeassistant/") })
-        #expect(off.event(.homeAssistantOnline).isEmpty)
-    }
-}
-
-@Suite("State store and log limiter")
-struct StateStoreTests {
-    @Test("the state is saved atomically and loaded back; a corrupt file is an error, not an empty start")
-    func roundTrip() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let store = StateStore(directory: dir + "/nested")
-        try store.prepare()
-        #expect(try store.load() == PersistedState())
-        let state = PersistedState(
-            devices: ["a/b": DeviceRecord(lat: 48, lon: 11, tst: 5, lang: "de", district: .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
-                                          phase: "red", dataDate: "2020-10-15", stale: false)],
-            districts: ["09162": "red"])
-        try store.save(state)
-        #expect(try store.load() == state)
-        // Escaping, absent values and many devices survive the streamed writer.
-        var many = state
-        many.devices["q\"uo\\te/ü"] = DeviceRecord(lat: -0.000001, lon: 179.999999, tst: 0, lang: "de\tAT", district: nil,
-                                                   phase: "outside", dataDate: "2020-10-15", stale: true)
-        many.devices["bw"] = DeviceRecord(lat: 48.7, lon: 9.1, tst: 1, lang: nil,
-                                          district: .init(ags: "08111", name: "Stuttgart \"Mitte\"", state: "Baden-Württemberg", type: nil),
-                                          phase: "outside", dataDate: "2020-10-15", stale: false)
-        for index in 0..<3000 {
-            many.devices["d\(index)"] = DeviceRecord(lat: Double(index) / 1000, lon: 11, tst: index, lang: nil, district: nil,
-                                                     phase: "green", dataDate: "2020-10-15", stale: false)
-        }
-        try store.save(many)
-        #expect(try store.load() == many)
-        #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"))
-        try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
-        #expect(throws: StateStoreError.self) { try store.load() }
-    }
-
-    @Test("the log limiter lets a burst through per interval and counts the rest")
-    func limiter() {
-        var limiter = RateLimiter(interval: 10, burst: 2)
-        func admit(_ now: Double) -> [Int] {
-            let result = limiter.admit(now: now)
-            return [result.log ? 1 : 0, result.suppressed]
-        }
-        #expect(admit(0) == [1, 0])
-        #expect(admit(1) == [1, 0])
-        #expect(admit(2) == [0, 0])
-        #expect(admit(3) == [0, 0])
-        #expect(admit(10.5) == [1, 2])
     }
 }

@@ -59,7 +59,7 @@ import Testing
         #expect(signal.phase == "yellow")
         #expect(signal.color == ruleSet.rules(for: .yellow)?.color.hex)
         #expect(signal.title.hasPrefix("Gelb"))
-        let object = try JSONSerialization.jsonObject(with: AmpelJSON.data(signal)) as! [String: Any]
+        let object = try JSONSerialization.jsonObject(with: Data(signal.json())) as! [String: Any]
         #expect(Set(object.keys) == ["district", "incidence", "phase", "color", "dataDate", "ruleSet", "lang", "title", "rules", "always", "stale"])
         let district = object["district"] as! [String: Any]
         #expect(district["ags"] as? String == "09162")
@@ -83,7 +83,7 @@ import Testing
     @Test func outsideSignalHasNullDistrictAndIncidence() throws {
         let ruleSet = try RuleSetCatalog.bundled("bavaria")
         let signal = ruleSet.outsideSignal(district: nil, dataDate: try #require(Day(iso: "2020-11-05")), language: .en)
-        let text = try AmpelJSON.string(signal)
+        let text = String(decoding: signal.json(), as: UTF8.self)
         #expect(text.contains("\"district\":null"))
         #expect(text.contains("\"incidence\":null"))
         #expect(text.contains("\"phase\":\"outside\""))

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelDomain
 import Yams
 
@@ -224,14 +225,14 @@ struct ValueReader {
     }
 
     /// One topic filter, a list of them, or `false`/null/`[]` for none.
-    func filters() throws(ConfigurationError) -> [TopicFilter] {
+    func filters() throws(ConfigurationError) -> [MQTTTopicFilter] {
         if isNull { return [] }
         switch node {
         case .scalar:
             if let flag = try? bool(), flag == false { return [] }
             return [try filter(self)]
         case .sequence(let sequence):
-            var result: [TopicFilter] = []
+            var result: [MQTTTopicFilter] = []
             for (index, item) in sequence.enumerated() {
                 result.append(try filter(ValueReader(node: item, path: "\(path)[\(index)]")))
             }
@@ -241,9 +242,9 @@ struct ValueReader {
         }
     }
 
-    private func filter(_ value: ValueReader) throws(ConfigurationError) -> TopicFilter {
+    private func filter(_ value: ValueReader) throws(ConfigurationError) -> MQTTTopicFilter {
         try value.convert { (s) throws(ConfigurationError.Problem) in
-            guard let filter = TopicFilter(s) else { throw .init("'\(s)' is not a valid MQTT topic filter") }
+            guard let filter = try? MQTTTopicFilter(s) else { throw .init("'\(s)' is not a valid MQTT topic filter") }
             return filter
         }
     }

@@ -79,9 +79,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     }
 
     public struct InputSettings: Sendable, Hashable {
-        public var owntracks = [TopicFilter("owntracks/+/+")!]
-        public var plain = [TopicFilter("ampel/location/+")!]
-        public var traccar: [TopicFilter] = []
+        public var owntracks = [try! MQTTTopicFilter("owntracks/+/+")]
+        public var plain = [try! MQTTTopicFilter("ampel/location/+")]
+        public var traccar: [MQTTTopicFilter] = []
         /// Larger payloads are dropped unread.
         public var maxPayload = 16_384
     }

@@ -21,8 +21,8 @@ public final class MQTTTransport: DaemonTransport {
     /// and the thunks pile up (one pair per message, until the stack overflowed).
     final class Sink: Sendable {
         final class Target: Sendable {
-            let deliver: @Sendable (IncomingMessage) -> Void
-            init(_ deliver: @escaping @Sendable (IncomingMessage) -> Void) { self.deliver = deliver }
+            let deliver: @Sendable (MQTTMessage) -> Void
+            init(_ deliver: @escaping @Sendable (MQTTMessage) -> Void) { self.deliver = deliver }
         }
         let target = Mutex<Target?>(nil)
     }
@@ -35,11 +35,11 @@ public final class MQTTTransport: DaemonTransport {
         self.logger = logger
         client = MQTTClient(configuration: configuration, logger: logger) { message in
             let target = sink.target.withLock { $0 }
-            target?.deliver(IncomingMessage(topic: message.topic, payload: message.payload))
+            target?.deliver(message)
         }
     }
 
-    public func deliver(to target: @escaping @Sendable (IncomingMessage) -> Void) {
+    public func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {
         let boxed = Sink.Target(target)
         sink.target.withLock { $0 = boxed }
     }
@@ -82,17 +82,17 @@ public final class MQTTTransport: DaemonTransport {
         try await client.subscribe(filters.map { ($0, MQTTQoS.atLeastOnce) })
     }
 
+    // The message goes over as it is: the engine adds an expiry only on MQTT 5
+    // (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks the topic and the expiry.
+
     public func publish(_ message: OutgoingMessage) async throws {
-        // Message expiry exists only in MQTT 5; on 3.1.1 an alert goes out without it.
-        let expiry: Duration? = client.configuration.protocolVersion == .v5 ? message.expiry.map { .seconds(Int($0)) } : nil
         try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                                 retain: message.retain, messageExpiry: expiry)
+                                 retain: message.retain, messageExpiry: message.expiry)
     }
 
     public func enqueue(_ message: OutgoingMessage) throws {
-        let expiry: Duration? = client.configuration.protocolVersion == .v5 ? message.expiry.map { .seconds(Int($0)) } : nil
         try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                           retain: message.retain, messageExpiry: expiry)
+                           retain: message.retain, messageExpiry: message.expiry)
     }
 
     public func shutdown() async {

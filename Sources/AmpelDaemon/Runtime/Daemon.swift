@@ -1,4 +1,5 @@
 import AmpelDomain
+import AmpelMQTT
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -22,6 +23,8 @@ public actor AmpelDaemon: Service {
     let logger: Logger
     let now: @Sendable () -> Date
     let flushInterval: Duration
+    /// The state read by ``DaemonRuntime/prepare(_:)``; `nil` to read it at start.
+    let restored: PersistedState?
 
     let intake: Intake
     let parser: InputParser
@@ -50,9 +53,10 @@ public actor AmpelDaemon: Service {
     private let stopStream: AsyncStream<Void>
 
     /// - Parameters:
+    ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
     ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
-                transport: any DaemonTransport, logger: Logger, flushInterval: Duration = .seconds(1),
+                transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.ruleSet = ruleSet
@@ -64,6 +68,7 @@ public actor AmpelDaemon: Service {
         self.logger = logger
         self.now = now
         self.flushInterval = flushInterval
+        self.restored = restored
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
         topics = Topics(base: configuration.baseTopic)
@@ -77,13 +82,16 @@ public actor AmpelDaemon: Service {
         let topics = Topics(base: configuration.baseTopic)
         return SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
-            devices: configuration.devices, alertExpiry: UInt32(configuration.alerts.expiry.components.seconds), lamps: configuration.lamps,
+            devices: configuration.devices,
+            // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
+            alertExpiry: configuration.mqtt.protocolVersion == .v311 ? nil : configuration.alerts.expiry,
+            lamps: configuration.lamps,
             discovery: configuration.homeAssistant.discovery
                 ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil)
     }
 
     enum Input: Sendable {
-        case message(IncomingMessage)
+        case message(MQTTMessage)
         case feed(FeedState)
         case tick
         case stop
@@ -96,7 +104,7 @@ public actor AmpelDaemon: Service {
 
     public func run() async throws {
         try store.prepare()
-        let restored = try store.load()
+        let restored = try self.restored ?? store.load()
         let initial = try await feed.initial()
         feedState = initial
         var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet), dataset: initial.dataset,
@@ -194,11 +202,13 @@ public actor AmpelDaemon: Service {
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
     }
 
-    /// Connects, retrying with backoff (0.5 s doubling to 30 s) while the broker is away;
-    /// `false` when a shutdown came first.
+    /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s
+    /// doubling to 30 s, with jitter); `false` when a shutdown came first.
     func connect() async throws -> Bool {
-        var delay = Duration.milliseconds(500)
+        let backoff = MQTTBackoff(minimum: .milliseconds(500), maximum: .seconds(30))
+        var attempt = 1
         while true {
+            let delay = backoff.delay(attempt: attempt, jitter: Double.random(in: 0.5...1.0))
             do {
                 try await transport.connect()
                 logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])
@@ -210,10 +220,9 @@ public actor AmpelDaemon: Service {
                     "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
                 ])
             }
-            let pause = delay
-            let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
             if slept == nil || Task.isCancelled { return false }
-            delay = min(delay * 2, .seconds(30))
+            attempt += 1
         }
     }
 
@@ -264,7 +273,7 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func handleLocation(_ kind: InputKind, key: String, _ message: IncomingMessage, _ engine: inout SignalEngine) {
+    func handleLocation(_ kind: InputKind, key: String, _ message: MQTTMessage, _ engine: inout SignalEngine) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(let fix):
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
@@ -298,12 +307,12 @@ public actor AmpelDaemon: Service {
     func perform(_ actions: [SignalEngine.Action], topic: String = "") {
         for action in actions {
             switch action {
-            case .publish(let message):
+            case .publish(let message, let kind):
                 do {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
                     try transport.enqueue(message)
                     counters.published += 1
-                    if message.topic.utf8.reversed().starts(with: "/alert".utf8.reversed()) { counters.alerts += 1 }
+                    if kind.isAlert { counters.alerts += 1 }
                 } catch {
                     counters.publishFailures += 1
                     let admitted = publishLog.admit(now: now().timeIntervalSince1970)
@@ -335,7 +344,7 @@ public actor AmpelDaemon: Service {
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters)
-        return Encode.json(info)
+        return info.json()
     }
 
     /// `bridge/info`, handed over without waiting for the broker (like every publish of the loop).

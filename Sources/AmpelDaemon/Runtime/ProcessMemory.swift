@@ -4,9 +4,9 @@ import CAmpelLinux
 ///
 /// glibc's malloc gives threads that contend their own arena (up to eight per core) and keeps
 /// freed memory in the arena where it was freed. The daemon allocates on the MQTT network
-/// thread, the Swift concurrency threads and the state writer; with the default, 100,000
-/// devices left ~60 MB of anonymous memory, with two arenas and a trim after bursts much
-/// less (docs/benchmarks.md). Blocks of 128 KiB and more (the device table's arrays, their
+/// thread, the Swift concurrency threads and the state writer; with the default, a large
+/// device table leaves far more anonymous memory behind than with two arenas and a trim after
+/// bursts (figures in docs/benchmarks.md). Blocks of 128 KiB and more (the device table's arrays, their
 /// copy-on-write copies during a state write) always get their own mapping, so freeing them
 /// returns the memory at once; by default glibc raises that threshold after the first such
 /// free and the next copies land in the heap, where only a trim gives them back.

@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelDomain
 import AmpelMQTT
 import Foundation
@@ -16,6 +17,9 @@ public enum DaemonRuntime {
         public let ruleSet: RuleSet
         public let locator: any Locator
         public let feed: any DatasetFeed
+        /// The state file as read while checking the state directory: the daemon starts from it
+        /// rather than reading it again.
+        public let restored: PersistedState
 
         /// The effective configuration in a few lines, for `--check-config`.
         public var summary: String {
@@ -50,15 +54,16 @@ public enum DaemonRuntime {
         ProcessMemory.configureHeap()
         let ruleSet = try loadRuleSet(configuration.rules)
         let store = StateStore(directory: configuration.stateDirectory)
+        let restored: PersistedState
         do {
             try store.prepare()
-            _ = try store.load()
+            restored = try store.load()
         } catch {
             throw ConfigurationError(key: "state_dir", line: nil, message: error.message)
         }
         let locator = try GeoLocator.bundled()
         let feed = try makeFeed(configuration, ruleSet: ruleSet)
-        return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed)
+        return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed, restored: restored)
     }
 
     /// A bundled rule set by name, or a rule-set file by path.
@@ -81,12 +86,14 @@ public enum DaemonRuntime {
     /// The data feed; for a bundled source the chosen day is checked now, so a day before the
     /// first bundled publication is a configuration error.
     static func makeFeed(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> any DatasetFeed {
-        if configuration.data.source != .rki {
-            do {
-                _ = try BundledFeed(source: configuration.data.source, date: configuration.data.date)
-            } catch {
-                throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
+        do {
+            switch configuration.data.source {
+            case .snapshot: _ = try BundledData.shared.snapshot(on: configuration.data.date)
+            case .history: _ = try BundledData.shared.history(on: configuration.data.date)
+            case .rki: break
             }
+        } catch {
+            throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
         }
         return RefresherFeed.make(configuration, ruleSet: ruleSet)
     }
@@ -102,6 +109,7 @@ public enum DaemonRuntime {
     public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1)) throws -> AmpelDaemon {
         let transport = MQTTTransport(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
-                           feed: prepared.feed, transport: transport, logger: logger, flushInterval: flushInterval)
+                           feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
+                           flushInterval: flushInterval)
     }
 }

@@ -38,6 +38,11 @@ public enum Place: Sendable, Hashable {
     case district(ags: String, name: String)
     /// In no German district.
     case abroad
+
+    /// The district's code and the geometry's name for it; `nil` abroad.
+    var district: (ags: String, name: String)? {
+        if case .district(let ags, let name) = self { (ags, name) } else { nil }
+    }
 }
 
 /// The signal logic of the daemon as a pure state machine: events in, actions out.
@@ -52,14 +57,14 @@ public struct SignalEngine: Sendable {
         public var topics: Topics
         public var defaultLanguage: Language
         public var devices: [String: DaemonConfiguration.DeviceSettings]
-        /// Message expiry of alerts, seconds.
-        public var alertExpiry: UInt32
+        /// Message expiry of alerts; `nil` for none (MQTT 3.1.1 has no expiry).
+        public var alertExpiry: Duration?
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
-                    devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: UInt32 = 3600,
+                    devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil) {
             self.ruleSet = ruleSet
             self.region = region
@@ -85,8 +90,16 @@ public struct SignalEngine: Sendable {
         case homeAssistantOnline
     }
 
+    /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
+    public enum PublishKind: Sendable, Hashable {
+        case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery
+
+        /// A phase change announced on an `…/alert` topic.
+        public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
+    }
+
     public enum Action: Sendable, Hashable {
-        case publish(OutgoingMessage)
+        case publish(OutgoingMessage, kind: PublishKind)
         /// The persisted state changed; write it (the daemon may coalesce writes).
         case persist
         /// A fix that was not applied, with the reason (counted by the daemon).
@@ -122,7 +135,7 @@ public struct SignalEngine: Sendable {
         case .start:
             started = true
             var actions = evaluateAll(initial: true)
-            actions += discoveryMessages().map(Action.publish)
+            actions += discoveryMessages().map { .publish($0, kind: .discovery) }
             actions += lamps(force: true)
             return actions
         case .fix(let fix, let place, let receivedAt):
@@ -135,9 +148,9 @@ public struct SignalEngine: Sendable {
         case .lampOnline(let name):
             guard let lamp = settings.lamps.first(where: { $0.name == name }), let look = look(for: lamp) else { return [] }
             lampLooks[lamp.name] = look
-            return LampDriver.commands(for: lamp, look: look).map(Action.publish)
+            return LampDriver.commands(for: lamp, look: look).map { .publish($0, kind: .lamp) }
         case .homeAssistantOnline:
-            return discoveryMessages().map(Action.publish)
+            return discoveryMessages().map { .publish($0, kind: .discovery) }
         }
     }
 
@@ -149,25 +162,25 @@ public struct SignalEngine: Sendable {
         if let previous, let tst = fix.tst, tst < previous.tst {
             return [.dropped(.outOfOrder)]
         }
-        let district = districtRef(place)
         let messageLang = fix.lang ?? previous?.lang
         let language = self.language(device: key, messageLang: messageLang)
         let signal: Signal
         do {
-            signal = try self.signal(for: district, language: language)
+            signal = try self.signal(at: place.district, language: language)
         } catch {
             return [.problem(error.message)]
         }
+        // The signal names the district as the data knows it (the geometry's name where the data does not).
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: fix.tst ?? receivedAt, lang: messageLang,
-                                  district: district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
+                                  district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
         devices[key] = record
         var actions: [Action] = []
         if previous == nil, let discovery = settings.discovery {
-            actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name)))
+            actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
         }
-        actions.append(.publish(deviceState(key, record, signal)))
+        actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if previous?.phase != signal.phase {
-            actions.append(.publish(deviceAlert(key, from: previous?.phase, signal)))
+            actions.append(.publish(deviceAlert(key, from: previous?.phase, signal), kind: .deviceAlert))
         }
         actions.append(.persist)
         if started {
@@ -182,26 +195,12 @@ public struct SignalEngine: Sendable {
         return settings.defaultLanguage
     }
 
-    /// The district reference for a place: from the data where it knows the district.
-    func districtRef(_ place: Place) -> Signal.DistrictRef? {
-        guard case .district(let ags, let name) = place else { return nil }
-        if let entry = dataset[ags] {
-            let d = entry.district
-            return .init(ags: d.ags, name: d.name, state: d.state, type: d.kind.rawValue)
-        }
-        return .init(ags: ags, name: name, state: StateNames.name(ofCode: ags) ?? "", type: nil)
-    }
-
-    /// The signal for a district (or none): classified inside the region, `outside` elsewhere.
-    func signal(for district: Signal.DistrictRef?, language: Language) throws(SignalError) -> Signal {
-        let ruleSet = settings.ruleSet
-        guard let district else {
-            return ruleSet.outsideSignal(district: nil, dataDate: dataset.date, language: language, stale: stale)
-        }
-        if settings.region.contains(ags: district.ags), let entry = dataset[district.ags] {
-            return try ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
-        }
-        return ruleSet.outsideSignal(district: district, dataDate: dataset.date, language: language, stale: stale)
+    /// The signal for a district (code and the geometry's name), `nil` for no German district:
+    /// ``RuleSet/signal(atDistrict:placeName:dataset:region:language:stale:directory:)``, the one
+    /// path from a position to a signal that `ampel check` takes too.
+    func signal(at district: (ags: String, name: String)?, language: Language) throws(SignalError) -> Signal {
+        try settings.ruleSet.signal(atDistrict: district?.ags, placeName: district?.name, dataset: dataset,
+                                    region: settings.region, language: language, stale: stale)
     }
 
     func deviceState(_ key: String, _ record: DeviceRecord, _ signal: Signal) -> OutgoingMessage {
@@ -236,16 +235,19 @@ public struct SignalEngine: Sendable {
             let previousSignal = districtSignals[ags]
             let previousPhase = districtPhases[ags]
             if initial || previousSignal != signal {
-                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true)))
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
+                                        kind: .districtState))
             }
             if initial || previousPhase != signal.phase {
-                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true)))
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true),
+                                        kind: .districtPhase))
             }
             // A district's first phase ever is no change: 96 alerts on a fresh install would be noise.
             if let previousPhase, previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
                                                         payload: signal.alertJSON(device: nil, from: previousPhase),
-                                                        qos: 1, retain: false, expiry: settings.alertExpiry)))
+                                                        qos: 1, retain: false, expiry: settings.alertExpiry),
+                                        kind: .districtAlert))
             }
             districtSignals[ags] = signal
             districtPhases[ags] = signal.phase
@@ -255,7 +257,7 @@ public struct SignalEngine: Sendable {
             let language = self.language(device: key, messageLang: record.lang)
             let signal: Signal
             do {
-                signal = try self.signal(for: record.district, language: language)
+                signal = try self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language)
             } catch {
                 actions.append(.problem(error.message))
                 continue
@@ -269,10 +271,10 @@ public struct SignalEngine: Sendable {
                 record.dataDate = signal.dataDate
                 record.stale = signal.stale
                 devices[key] = record
-                actions.append(.publish(deviceState(key, record, signal)))
+                actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
             }
             if previousPhase != signal.phase {
-                actions.append(.publish(deviceAlert(key, from: previousPhase, signal)))
+                actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
             }
         }
         actions.append(.persist)
@@ -322,20 +324,8 @@ public struct SignalEngine: Sendable {
             guard let look = look(for: lamp) else { continue }
             if !force, lampLooks[lamp.name] == look { continue }
             lampLooks[lamp.name] = look
-            actions += LampDriver.commands(for: lamp, look: look).map(Action.publish)
+            actions += LampDriver.commands(for: lamp, look: look).map { .publish($0, kind: .lamp) }
         }
         return actions
     }
-}
-
-/// The names of the German states by the first two digits of a district code.
-enum StateNames {
-    static let byCode: [String: String] = [
-        "01": "Schleswig-Holstein", "02": "Hamburg", "03": "Niedersachsen", "04": "Bremen",
-        "05": "Nordrhein-Westfalen", "06": "Hessen", "07": "Rheinland-Pfalz", "08": "Baden-Württemberg",
-        "09": "Bayern", "10": "Saarland", "11": "Berlin", "12": "Brandenburg",
-        "13": "Mecklenburg-Vorpommern", "14": "Sachsen", "15": "Sachsen-Anhalt", "16": "Thüringen",
-    ]
-
-    static func name(ofCode code: String) -> String? { byCode[String(code.prefix(2))] }
 }

@@ -1,0 +1,60 @@
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+
+/// Which incoming topic means what.
+///
+/// Pure: built from the configuration, it names the subscriptions and sorts each message
+/// to an input parser, a lamp that came online, or Home Assistant's restart.
+public struct Intake: Sendable {
+    public enum Route: Sendable, Hashable {
+        case input(InputKind, key: String)
+        case lampOnline(name: String)
+        case homeAssistantOnline
+        /// A message of a subscription that means nothing now (a lamp going offline).
+        case ignore
+    }
+
+    let inputs: [(InputKind, MQTTTopicFilter)]
+    let lampTopics: [String: [(name: String, online: String)]]
+    let homeAssistantStatus: String?
+
+    public init(configuration: DaemonConfiguration) {
+        var inputs: [(InputKind, MQTTTopicFilter)] = []
+        inputs += configuration.inputs.owntracks.map { (.owntracks, $0) }
+        inputs += configuration.inputs.plain.map { (.plain, $0) }
+        inputs += configuration.inputs.traccar.map { (.traccar, $0) }
+        self.inputs = inputs
+        var lampTopics: [String: [(name: String, online: String)]] = [:]
+        for lamp in configuration.lamps {
+            if let availability = LampDriver.availability(of: lamp) {
+                lampTopics[availability.topic, default: []].append((lamp.name, availability.online))
+            }
+        }
+        self.lampTopics = lampTopics
+        homeAssistantStatus = configuration.homeAssistant.discovery ? configuration.homeAssistant.statusTopic : nil
+    }
+
+    /// Every filter the daemon subscribes to.
+    public var subscriptions: [String] {
+        var filters = inputs.map(\.1.filter)
+        filters += lampTopics.keys.sorted()
+        if let homeAssistantStatus { filters.append(homeAssistantStatus) }
+        var seen = Set<String>()
+        return filters.filter { seen.insert($0).inserted }
+    }
+
+    public func route(topic: String, payload: [UInt8]) -> [Route] {
+        if let lamps = lampTopics[topic] {
+            let text = String(decoding: payload, as: UTF8.self)
+            return lamps.map { $0.online == text ? .lampOnline(name: $0.name) : .ignore }
+        }
+        if topic == homeAssistantStatus {
+            return [String(decoding: payload, as: UTF8.self) == "online" ? .homeAssistantOnline : .ignore]
+        }
+        for (kind, filter) in inputs {
+            if let key = filter.capture(topic) { return [.input(kind, key: key)] }
+        }
+        return [.ignore]
+    }
+}

@@ -1,0 +1,110 @@
+import AmpelDomain
+import Foundation
+
+/// `ampel/bridge/state`: `{"state":"online"}`, and the Will `{"state":"offline"}`.
+public enum BridgeState {
+    public static let online = #"{"state":"online"}"#
+    public static let offline = #"{"state":"offline"}"#
+}
+
+/// `ampel/bridge/info`: what the daemon runs on and how it fares.
+public struct BridgeInfo: Sendable, Hashable {
+    public var version: String
+    public var ruleSet: String
+    public var source: String
+    public var dataDate: String
+    /// ISO 8601 time of the last fetch attempt, `null` before the first.
+    public var lastFetch: String?
+    public var lastError: String?
+    public var stale: Bool
+    public var devices: Int
+    public var counters: Counters
+
+    public init(version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters) {
+        self.version = version
+        self.ruleSet = ruleSet
+        self.source = source
+        self.dataDate = dataDate
+        self.lastFetch = lastFetch
+        self.lastError = lastError
+        self.stale = stale
+        self.devices = devices
+        self.counters = counters
+    }
+
+    /// The payload: compact JSON, keys sorted, every key present (`null` where unknown).
+    public func json() -> [UInt8] {
+        var json = JSONWriter(capacity: 512)
+        json.raw(#"{"counters":"#)
+        counters.write(to: &json)
+        json.raw(#","dataDate":"#)
+        json.string(dataDate)
+        json.raw(#","devices":"#)
+        json.number(devices)
+        json.raw(#","lastError":"#)
+        json.string(lastError)
+        json.raw(#","lastFetch":"#)
+        json.string(lastFetch)
+        json.raw(#","ruleSet":"#)
+        json.string(ruleSet)
+        json.raw(#","source":"#)
+        json.string(source)
+        json.raw(#","stale":"#)
+        json.bool(stale)
+        json.raw(#","version":"#)
+        json.string(version)
+        json.raw("}")
+        return json.bytes
+    }
+}
+
+/// What the daemon has seen, by kind: the numbers in `ampel/bridge/info`.
+public struct Counters: Sendable, Hashable {
+    /// Fixes accepted, by input kind.
+    public var accepted: [String: Int] = [:]
+    /// Messages skipped by type (OwnTracks `lwt`, `transition`, …).
+    public var skipped: [String: Int] = [:]
+    /// Bad payloads, by ``DropReason``.
+    public var dropped: [String: Int] = [:]
+    public var alerts = 0
+    public var published = 0
+    public var publishFailures = 0
+    public var datasetsApplied = 0
+    public var datasetsRejected = 0
+
+    public init() {}
+
+    public var droppedTotal: Int { dropped.values.reduce(0, +) }
+    public var acceptedTotal: Int { accepted.values.reduce(0, +) }
+
+    /// `{"accepted":{…},"alerts":…}`, keys sorted (the counted names are ASCII, so byte order is name order).
+    func write(to json: inout JSONWriter) {
+        func table(_ counts: [String: Int]) {
+            json.raw("{")
+            for (index, key) in counts.keys.sorted().enumerated() {
+                if index > 0 { json.raw(",") }
+                json.string(key)
+                json.raw(":")
+                json.number(counts[key] ?? 0)
+            }
+            json.raw("}")
+        }
+        json.raw(#"{"accepted":"#)
+        table(accepted)
+        json.raw(#","alerts":"#)
+        json.number(alerts)
+        json.raw(#","datasetsApplied":"#)
+        json.number(datasetsApplied)
+        json.raw(#","datasetsRejected":"#)
+        json.number(datasetsRejected)
+        json.raw(#","dropped":"#)
+        table(dropped)
+        json.raw(#","publishFailures":"#)
+        json.number(publishFailures)
+        json.raw(#","published":"#)
+        json.number(published)
+        json.raw(#","skipped":"#)
+        table(skipped)
+        json.raw("}")
+    }
+}

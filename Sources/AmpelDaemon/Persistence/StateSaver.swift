@@ -1,0 +1,111 @@
+import AmpelData
+import AmpelDomain
+import Foundation
+import Logging
+import Synchronization
+
+/// Writes the daemon's state on a thread of its own, newest state first.
+///
+/// The daemon's loop hands over a copy (copy-on-write: cheap until the engine changes it) and
+/// goes on; the writer thread writes it with ``StateStore/save(_:)``. States handed over while a
+/// write runs replace each other, so a slow disk costs one write per interval, not a queue.
+///
+/// The writer runs at the lowest CPU priority Linux has (`SCHED_IDLE`): with many devices a
+/// write is tens of megabytes of JSON, and on a small machine it must not take the CPU from the
+/// loop and the network thread while fixes are arriving (at normal priority it shows up in the
+/// latency tail). It still gets the CPU whenever the daemon is idle, and ``finish(_:)`` waits
+/// for it at shutdown, when nothing else runs.
+public final class StateSaver: Sendable {
+    private struct Shared {
+        var pending: PersistedState?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var trim = false
+        var stop = false
+    }
+
+    private let worker: Worker
+
+    public init(store: StateStore, logger: Logger) {
+        let worker = Worker(store: store, logger: logger)
+        self.worker = worker
+        let thread = Thread { worker.run() }
+        thread.name = "ampel-state"
+        thread.start()
+    }
+
+    deinit {
+        worker.shared.withLock { $0.stop = true }
+        worker.wake.signal()
+    }
+
+    /// Schedules a write of `state` (or of a newer one handed over before the write starts).
+    public func save(_ state: PersistedState) {
+        let first = worker.shared.withLock { shared in
+            defer { shared.pending = state }
+            return shared.pending == nil
+        }
+        if first { worker.wake.signal() }
+    }
+
+    /// Gives free heap pages back to the system, on the writer thread after any write.
+    ///
+    /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
+    /// when its table has grown and the intake has gone quiet, so no fix waits behind it.
+    public func trimHeap() {
+        worker.shared.withLock { $0.trim = true }
+        worker.wake.signal()
+    }
+
+    /// Writes `state` (after any write in progress) and returns when it is on disk.
+    public func finish(_ state: PersistedState) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            worker.shared.withLock { shared in
+                shared.pending = state
+                shared.waiters.append(continuation)
+            }
+            worker.wake.signal()
+        }
+    }
+
+    /// The writer thread's side; holds no reference to the saver, so releasing the saver stops it.
+    private final class Worker: Sendable {
+        let store: StateStore
+        let logger: Logger
+        let shared = Mutex(Shared())
+        let wake = DispatchSemaphore(value: 0)
+
+        init(store: StateStore, logger: Logger) {
+            self.store = store
+            self.logger = logger
+        }
+
+        func run() {
+            ProcessMemory.lowerCurrentThreadToIdle()
+            while true {
+                wake.wait()
+                let (state, waiters, trim, stop) = shared.withLock { shared in
+                    defer { shared.pending = nil; shared.waiters = []; shared.trim = false }
+                    return (shared.pending, shared.waiters, shared.trim, shared.stop)
+                }
+                if let state { write(state) }
+                if trim {
+                    let start = ContinuousClock.now
+                    ProcessMemory.trim()
+                    logger.debug("heap trimmed", metadata: ["took": "\(ContinuousClock.now - start)"])
+                }
+                for waiter in waiters { waiter.resume() }
+                if stop { return }
+            }
+        }
+
+        private func write(_ state: PersistedState) {
+            let start = ContinuousClock.now
+            do {
+                try store.save(state)
+            } catch {
+                logger.error("cannot save state", metadata: ["error": "\(error)"])
+            }
+            logger.debug("state saved", metadata: ["devices": "\(state.devices.count)", "took": "\(ContinuousClock.now - start)"])
+        }
+    }
+}

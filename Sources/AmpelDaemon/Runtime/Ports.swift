@@ -1,0 +1,57 @@
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+
+/// The broker as the daemon uses it: subscribe, publish, receive, leave.
+///
+/// The composition root adapts `AmpelMQTT.MQTTClient` to it; keeping the daemon on this
+/// small surface keeps the C library and its threads out of the signal logic.
+public protocol DaemonTransport: Sendable {
+    /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
+    /// Called once, before ``connect()``.
+    func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
+    /// Connects once; a failure is thrown (the daemon retries with backoff).
+    func connect() async throws
+    /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
+    func subscribe(_ filters: [String]) async throws
+    /// Publishes; for QoS 1 returns when the broker has acknowledged.
+    func publish(_ message: OutgoingMessage) async throws
+    /// Hands a publish over in call order without waiting for the acknowledgement (the hot
+    /// path; it never suspends, so the daemon's handling of one input is never interleaved).
+    func enqueue(_ message: OutgoingMessage) throws
+    /// Disconnects cleanly (the Will is not fired).
+    func shutdown() async
+}
+
+/// Finds the district of a position.
+public protocol Locator: Sendable {
+    /// The German district at the position, or ``Place/abroad``.
+    func place(latitude: Double, longitude: Double) -> Place
+}
+
+/// The dataset in force and how fresh it is.
+public struct FeedState: Sendable, Hashable {
+    public var dataset: Dataset
+    public var stale: Bool
+    /// When the source was last asked (`nil` for bundled data).
+    public var lastFetch: Date?
+    /// Why the last fetch failed, `nil` after a success.
+    public var lastError: String?
+
+    public init(dataset: Dataset, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil) {
+        self.dataset = dataset
+        self.stale = stale
+        self.lastFetch = lastFetch
+        self.lastError = lastError
+    }
+}
+
+/// The incidence data as the daemon uses it: the dataset in force, and what each refresh brought.
+public protocol DatasetFeed: Sendable {
+    /// The dataset to start with (cache, bundled, or a first fetch).
+    func initial() async throws -> FeedState
+    /// One state per refresh (every `data.refresh` seconds), until the task is cancelled.
+    ///
+    /// A state with the same dataset and staleness is fine: the engine publishes only changes.
+    func updates() -> AsyncStream<FeedState>
+}

@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file whose content is replaced all at once: a crash or a power cut leaves the old content
+/// or the new, never a mix or a truncated file.
+///
+/// The content goes to a temporary file in the same directory (opened close-on-exec, so a child
+/// process started meanwhile does not inherit it), which is flushed to disk (`fsync`), closed
+/// with its result checked (NFS reports write errors there), renamed over the file, and the
+/// directory is flushed so that the rename itself survives a power cut. Any failure before the
+/// rename removes the temporary file and leaves the old file as it was.
+///
+/// Used by the daemon's state file (`0o600`: it holds device positions) and the data cache
+/// (`0o644`: public data).
+public struct AtomicFile: Sendable {
+    public let path: String
+    /// The permission bits of the new file, set exactly (the umask does not narrow them).
+    public let mode: UInt16
+
+    public init(path: String, mode: UInt16) {
+        self.path = path
+        self.mode = mode
+    }
+
+    /// Where ``write(_:)`` hands the content to: appends to the temporary file, and remembers
+    /// the first failure (later appends then do nothing).
+    public final class Output {
+        fileprivate let fd: Int32
+        fileprivate var failure: Int32?
+
+        fileprivate init(fd: Int32) {
+            self.fd = fd
+        }
+
+        public func append(_ bytes: UnsafeRawBufferPointer) {
+            guard failure == nil, var base = bytes.baseAddress else { return }
+            var left = bytes.count
+            while left > 0 {
+                let written = systemWrite(fd, base, left)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                base += written
+                left -= written
+            }
+        }
+
+        public func append(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { append($0) }
+        }
+    }
+
+    /// Replaces the file's content with `bytes`.
+    public func write(_ bytes: [UInt8]) throws(AtomicFileError) {
+        try write { $0.append(bytes) }
+    }
+
+    /// Replaces the file's content with what `produce` appends to the output, for content
+    /// written in pieces rather than built in memory first.
+    public func write(_ produce: (Output) -> Void) throws(AtomicFileError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = "\(directory)/.\(name).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp"
+
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode))
+        guard fd >= 0 else { throw AtomicFileError(path: temporary, step: "create", errno: errno) }
+        func fail(_ step: String, _ code: Int32, closing: Bool) -> AtomicFileError {
+            if closing { close(fd) }
+            unlink(temporary)
+            return AtomicFileError(path: temporary, step: step, errno: code)
+        }
+        // `open` narrows the mode by the umask; the caller's mode is the one wanted.
+        guard fchmod(fd, mode_t(mode)) == 0 else { throw fail("set the mode of", errno, closing: true) }
+        let output = Output(fd: fd)
+        produce(output)
+        if let failure = output.failure { throw fail("write", failure, closing: true) }
+        guard fsync(fd) == 0 else { throw fail("flush", errno, closing: true) }
+        guard close(fd) == 0 else { throw fail("close", errno, closing: false) }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw AtomicFileError(path: path, step: "replace", errno: code)
+        }
+        // The new content is in place; flushing the directory makes the rename durable. A file
+        // system that cannot open or flush a directory still has the file replaced.
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+}
+
+/// `write(2)`, named apart from ``AtomicFile/write(_:)``.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}
+
+/// Why ``AtomicFile/write(_:)`` failed; the old file is unchanged.
+public struct AtomicFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let path: String
+    /// What failed: `create`, `write`, `flush`, `close`, `replace`, …
+    public let step: String
+    public let errno: Int32
+
+    public init(path: String, step: String, errno: Int32) {
+        self.path = path
+        self.step = step
+        self.errno = errno
+    }
+
+    public var description: String { "cannot \(step) '\(path)': \(String(cString: strerror(errno)))" }
+}
