@@ -1,1 +1,1 @@
-../../../../Sources/AmpelDaemon/InternetTime.swift
+../../../../Sources/AmpelDaemon/Intake/InternetTime.swift

@@ -1,1 +1,1 @@
-../../../../Sources/AmpelDaemon/CompactMap.swift
+../../../../Sources/AmpelDaemon/Engine/CompactMap.swift
