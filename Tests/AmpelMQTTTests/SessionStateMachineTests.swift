@@ -203,6 +203,31 @@ struct SessionStateMachineTests {
         #expect(error.code == .closed)
     }
 
+    /// The hot path's flag and the phase never disagree, whatever the sequence of events.
+    @Test func theConnectedFlagFollowsThePhase() {
+        func phaseIsConnected(_ machine: Machine) -> Bool {
+            if case .connected = machine.state { return true }
+            return false
+        }
+        var machine = machine()
+        var steps: [(String, (inout Machine) -> Void)] = [
+            ("connect", { _ = $0.connect("c") }),
+            ("CONNACK", { _ = $0.connectionEstablished(sessionPresent: false) }),
+            ("publish", { _ = $0.publish(OutgoingPublish(topic: "t", payload: [], qos: .atLeastOnce, retain: false), token: 1, waiter: "w") }),
+            ("loss", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
+            ("failed attempt", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
+            ("CONNACK again", { _ = $0.connectionEstablished(sessionPresent: true) }),
+            ("disconnect", { _ = $0.disconnect("d") }),
+            ("ended", { _ = $0.connectionEnded(SessionErrors.requestedDisconnect, jitter: 1) }),
+            ("exited", { _ = $0.networkThreadExited() }),
+        ]
+        steps.insert(("before connect", { _ = $0.answered(mid: 1) }), at: 0)
+        for (name, step) in steps {
+            step(&machine)
+            #expect(machine.isConnected == phaseIsConnected(machine), "after \(name)")
+        }
+    }
+
     @Test func aCONNACKWhileClosingOnlyAnswersTheConnectCall() {
         var machine = machine()
         _ = machine.connect("caller")

@@ -65,6 +65,11 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     }
 
     private(set) var state: State = .idle(Session())
+    /// Whether a packet may go to libmosquitto now: only between CONNACK and the loss of the
+    /// connection (libmosquitto 2.0 drops packets queued while a connect resets the connection).
+    /// The `connected` phase as a plain flag, set by the transitions into and out of it: every
+    /// publish asks this first, and a flag costs no look at the enum's payload.
+    private(set) var isConnected = false
     let backoff: MQTTBackoff
     /// Publishes kept while offline, at most; more are refused.
     let offlineLimit: Int
@@ -113,11 +118,13 @@ struct SessionStateMachine<AckWaiter, Waiter> {
             state = .modifying
             let established = Self.establish(&session, sessionPresent: sessionPresent, waiter: waiter)
             state = .connected(session)
+            isConnected = true
             return established
         case .reconnecting(var session, _):
             state = .modifying
             let established = Self.establish(&session, sessionPresent: sessionPresent, waiter: nil)
             state = .connected(session)
+            isConnected = true
             return established
         case .closing(var session, let connectWaiter, let exitWaiters, _):
             // The connect() call still gets its answer; the publishes wait to be failed at exit.
@@ -157,6 +164,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
             return .stop(failedConnect: (waiter, error), lost: nil)
         case .connected(let session):
             state = .reconnecting(session, failedAttempts: 1)
+            isConnected = false
             return .reconnect(after: backoff.delay(attempt: 1, jitter: jitter), lost: error)
         case .reconnecting(let session, let failedAttempts):
             state = .reconnecting(session, failedAttempts: failedAttempts + 1)
@@ -184,13 +192,6 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         case closed
     }
 
-    /// Whether a packet may go to libmosquitto now: only between CONNACK and the loss of the
-    /// connection (libmosquitto 2.0 drops packets queued while a connect resets the connection).
-    var isConnected: Bool {
-        if case .connected = state { return true }
-        return false
-    }
-
     var isClosed: Bool {
         switch state {
         case .closing, .closed: return true
@@ -201,6 +202,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// A QoS 1/2 publish (QoS 0 is only ever sent while ``isConnected``: libmosquitto drops it
     /// while disconnected, and queueing it here would promise what QoS 0 does not).
     mutating func publish(_ message: OutgoingPublish, token: UInt64, waiter: AckWaiter?) -> PublishDecision {
+        if isConnected { return .send }
         switch state {
         case .connected:
             return .send
@@ -319,6 +321,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
             return .stopNetworkThread
         case .connected(let session):
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: true)
+            isConnected = false
             return .stopNetworkThread
         case .reconnecting(let session, _):
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: false)
