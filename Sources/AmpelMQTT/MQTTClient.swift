@@ -128,7 +128,18 @@ public final class MQTTClient: Sendable {
     /// and finishes ``messages`` and ``events``. The client cannot connect again; the
     /// libmosquitto handle is freed when the client is released.
     public func disconnect() async {
-        await session.disconnect()
+        await session.disconnect(sendDisconnect: true)
+    }
+
+    /// Ends the connection without DISCONNECT, so that the broker publishes the Last Will, and
+    /// closes the client as ``disconnect()`` does.
+    ///
+    /// For a goodbye that could not be confirmed: a client that published its own "offline"
+    /// and got no acknowledgement (a frozen or unreachable broker) cannot know it arrived; a
+    /// clean DISCONNECT would then make the broker discard the Will, which is the one message
+    /// that still says the truth. A frozen broker publishes the Will once it runs again.
+    public func abort() async {
+        await session.disconnect(sendDisconnect: false)
     }
 
     /// Counters since the client was created.

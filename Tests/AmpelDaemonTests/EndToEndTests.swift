@@ -361,4 +361,40 @@ struct EndToEndTests {
         let saved = try StateStore(directory: directory).load()
         #expect(saved.devices["car"]?.tst == 100)
     }
+
+    @Test("a stop while the broker is frozen leaves offline retained: the Last Will, not a DISCONNECT that cancels it")
+    func stopWithFrozenBroker() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let recorder = try await Recorder.start(broker, filters: ["ampel/bridge/#"])
+        let directory = temporaryDirectory()
+        let (logger, lines) = LogCapture.make()
+        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
+        defer { daemon.requestStop() }
+        try await recorder.first("bridge online") {
+            $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
+        }
+        await recorder.close()
+        broker.pause()
+        try await withTimeout(.seconds(30), "daemon stop with the broker frozen") { try await daemon.stop() }
+        let warned = try await withTimeout(.seconds(5), "the offline warning") {
+            for await line in lines where line.contains("could not publish offline state") { return true }
+            return false
+        }
+        #expect(warned)
+        broker.resume()
+        // The daemon left without DISCONNECT, so the broker fires its Will. mosquitto logs a
+        // DISCONNECT as "Client <id> disconnected." and any other end of a connection with a
+        // reason ("closed its connection.", "disconnected due to ..."); a goodbye PUBLISH still
+        // in the socket would leave offline retained either way, so this line is the proof.
+        try await broker.waitForLog("Client ampel ")
+        let end = broker.log.first { $0.hasPrefix("Client ampel ") }
+        #expect(end != nil && end != "Client ampel disconnected.", "the daemon's connection ended with: \(end ?? "nothing")")
+        // What a new subscriber reads is what every lamp and Home Assistant entity will show.
+        let checker = try await Recorder.start(broker, filters: ["ampel/bridge/state"])
+        try await checker.first("retained bridge state offline") {
+            $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.offline
+        }
+        await checker.close()
+    }
 }

@@ -42,6 +42,6 @@ struct MQTTTransportTests {
         #expect(received == count)
         #expect(inOrder)
         await publisher.disconnect()
-        await transport.shutdown()
+        await transport.shutdown(clean: true)
     }
 }

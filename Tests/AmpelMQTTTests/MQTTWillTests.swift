@@ -57,4 +57,26 @@ struct MQTTWillTests {
         #expect(try await inbox.wait(for: 1).map(\.topic) == ["ampel/will/marker"])
         await checker.disconnect()
     }
+
+    /// `abort()` drops the connection without DISCONNECT: the broker publishes the Will. With
+    /// the broker frozen (SIGSTOP) while the client leaves, the Will comes once it runs again,
+    /// where a DISCONNECT queued in its socket would have cancelled it.
+    @Test(arguments: [false, true])
+    func abortLeavesTheWillToTheBroker(_ brokerFrozen: Bool) async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }  // also keeps the broker alive to the end of the test
+        let (watcher, inbox) = try await broker.subscribedClient("will-watch", [("ampel/will/#", .atLeastOnce)])
+        var config = broker.configuration("will-abort")
+        config.will = MQTTWill(topic: "ampel/will/abort", payload: bytes("offline"), qos: .atLeastOnce, retain: true)
+        let client = MQTTClient(configuration: config)
+        try await client.connect()
+        if brokerFrozen { broker.pause() }
+        try await withTimeout(.seconds(10), "abort") { await client.abort() }
+        if brokerFrozen { broker.resume() }
+        let will = try await inbox.wait(for: 1)
+        #expect(will.map(\.topic) == ["ampel/will/abort"])
+        #expect(will.map(text) == ["offline"])
+        #expect(client.counters.reconnects == 0)
+        await watcher.disconnect()
+    }
 }

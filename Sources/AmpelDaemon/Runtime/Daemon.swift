@@ -170,8 +170,10 @@ public actor AmpelDaemon: Service {
         producers.cancel()
         continuation.finish()
         await saver.finish(engine.persisted)
-        // Say offline, but do not wait for a broker that is gone: a QoS 1 publish waits for the
-        // reconnect, and a stop must not hang on it (the Last Will then says offline).
+        // Say offline, but do not wait for a broker that is gone or frozen: a QoS 1 publish waits
+        // for the reconnect or the PUBACK, and a stop must not hang on it. Unacknowledged, the
+        // goodbye may never arrive, so the connection is then dropped without DISCONNECT and
+        // the broker's Last Will says offline.
         let transport = self.transport
         let goodbye = [
             OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true),
@@ -195,9 +197,11 @@ public actor AmpelDaemon: Service {
             return first
         }
         if let outcome {
-            logger.warning("could not publish offline state", metadata: ["error": "\(outcome)"])
+            logger.warning(
+                "could not publish offline state; leaving without DISCONNECT so that the broker publishes the Last Will",
+                metadata: ["error": "\(outcome)"])
         }
-        await transport.shutdown()
+        await transport.shutdown(clean: outcome == nil)
         await producers.value
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
     }

@@ -95,8 +95,8 @@ public final class MQTTTransport: DaemonTransport {
                            retain: message.retain, messageExpiry: message.expiry)
     }
 
-    public func shutdown() async {
-        await client.disconnect()
+    public func shutdown(clean: Bool) async {
+        if clean { await client.disconnect() } else { await client.abort() }
     }
 }
 

@@ -19,8 +19,10 @@ public protocol DaemonTransport: Sendable {
     /// Hands a publish over in call order without waiting for the acknowledgement (the hot
     /// path; it never suspends, so the daemon's handling of one input is never interleaved).
     func enqueue(_ message: OutgoingMessage) throws
-    /// Disconnects cleanly (the Will is not fired).
-    func shutdown() async
+    /// Leaves the broker: with `clean`, a DISCONNECT (the Will is not fired); otherwise the
+    /// connection is dropped so that the broker publishes the Will (the goodbye was not
+    /// acknowledged, so only the Will can still say `offline`).
+    func shutdown(clean: Bool) async
 }
 
 /// Finds the district of a position.

@@ -204,6 +204,15 @@ final class MosquittoClient: @unchecked Sendable {
         mosquitto_disconnect_v5(pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
     }
 
+    /// Ends the connection without DISCONNECT: the socket is shut down, the next loop step
+    /// fails, and the broker, seeing the connection end without DISCONNECT, publishes the Last
+    /// Will (at once, or when it runs again if it was frozen). libmosquitto has no call for
+    /// this; the socket stays libmosquitto's, which closes it when the loop reports the loss.
+    func abortConnection() {
+        let socket = mosquitto_socket(pointer)
+        if socket >= 0 { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
     // MARK: - Packets (any thread)
 
     /// Queues a publish; returns the code and the message id libmosquitto gave it.

@@ -338,11 +338,12 @@ final class MQTTSession: Sendable {
 
     // MARK: - Stopping
 
-    /// Clean shutdown: DISCONNECT (so the broker discards the Will), stop the thread, fail waiters.
-    func disconnect() async {
+    /// Shutdown: DISCONNECT (so the broker discards the Will) or, with `sendDisconnect` false,
+    /// a dropped connection (so that it publishes it); stop the thread, fail waiters.
+    func disconnect(sendDisconnect: Bool) async {
         _ = await withCheckedContinuation { (continuation: Waiter) in
             switch machine.withLock({ $0.disconnect(continuation) }) {
-            case .stopNetworkThread: loop.requestStop()
+            case .stopNetworkThread: loop.requestStop(sendDisconnect: sendDisconnect)
             case .wait: break
             case .closedNow(let closed): finish(closed)
             case .alreadyClosed: continuation.resume(returning: .success(false))

@@ -34,6 +34,8 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     let answers = Mutex<[(mid: Int32, result: AckResult)]>([])
     /// Set by `disconnect()`; read once per loop step.
     let stopRequested = Atomic<Bool>(false)
+    /// Set with ``stopRequested`` when the stop is to drop the connection without DISCONNECT.
+    let abortRequested = Atomic<Bool>(false)
     /// Whether this thread is in, or about to enter, `poll` and needs a wake-up to notice a
     /// packet queued by another thread.
     let idle = Atomic<Bool>(false)
@@ -83,8 +85,11 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         thread.start()
     }
 
-    /// Asks the thread to stop: it sends DISCONNECT if connected, ends its backoff, and exits.
-    func requestStop() {
+    /// Asks the thread to stop: it sends DISCONNECT if connected (or, with `sendDisconnect`
+    /// false, drops the connection so that the broker publishes the Last Will), ends its
+    /// backoff, and exits.
+    func requestStop(sendDisconnect: Bool = true) {
+        if !sendDisconnect { abortRequested.store(true, ordering: .sequentiallyConsistent) }
         stopRequested.store(true, ordering: .sequentiallyConsistent)
         backoffWakeup.signal()
         atomicMemoryFence(ordering: .sequentiallyConsistent)
@@ -145,7 +150,11 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
                 if stopDeadline == nil {
                     stopNoticed = true
                     stopDeadline = now + Self.disconnectGrace
-                    mosquitto.disconnect()
+                    if abortRequested.load(ordering: .sequentiallyConsistent) {
+                        mosquitto.abortConnection()
+                    } else {
+                        mosquitto.disconnect()
+                    }
                 }
                 if let stopDeadline, now > stopDeadline { break }
             }
