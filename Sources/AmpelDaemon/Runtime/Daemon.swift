@@ -294,6 +294,8 @@ public actor AmpelDaemon: Service {
             ])
             let actions = engine.event(.reconnected)
             perform(actions, republished: true, engine: engine)
+            // The info in the actions went out before the publishes after it were counted.
+            infoDirty = true
         case .recover(let generation):
             infoDirty = true
             perform(engine.event(.recoverDevices(generation: generation)), republished: true)
