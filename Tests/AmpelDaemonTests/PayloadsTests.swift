@@ -13,6 +13,7 @@ struct PayloadsTests {
         struct Counts: Encodable {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int
+            var reconnects: Int, republished: Int
         }
         let info: BridgeInfo
         enum Keys: String, CodingKey { case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters }
@@ -29,7 +30,8 @@ struct PayloadsTests {
             let k = info.counters
             try c.encode(Counts(accepted: k.accepted, skipped: k.skipped, dropped: k.dropped, alerts: k.alerts, published: k.published,
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
-                                datasetsRejected: k.datasetsRejected), forKey: .counters)
+                                datasetsRejected: k.datasetsRejected, reconnects: k.reconnects, republished: k.republished),
+                         forKey: .counters)
         }
     }
 
@@ -46,6 +48,8 @@ struct PayloadsTests {
         counters.publishFailures = 2
         counters.datasetsApplied = 3
         counters.datasetsRejected = 1
+        counters.reconnects = 2
+        counters.republished = 200_431
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters)

@@ -200,6 +200,7 @@ struct SignalEngineTests {
             case .districtAlert: #expect(topic.hasPrefix("ampel/district/") && topic.hasSuffix("/alert"))
             case .lamp: #expect(topic.hasPrefix("cmnd/") || topic.hasPrefix("signs/"))
             case .discovery: #expect(topic.hasPrefix("homeassistant/"))
+            case .bridgeState: #expect(topic == "ampel/bridge/state")
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
         }
@@ -263,6 +264,63 @@ struct SignalEngineTests {
         // A restored device moving on keeps its last tst as the bar.
         var (restored, _) = started(restored: saved)
         #expect(restored.event(.fix(fix("a", tst: 999), place: Fixtures.muenchen, receivedAt: 0)) == [.dropped(.outOfOrder)])
+    }
+
+    @Test("a reconnect publishes online first, then every retained topic byte for byte as before and the lamps; devices in batches")
+    func reconnected() throws {
+        let lamp = LampSettings(name: "city", driver: .tasmota, topic: "signs/city", follows: .district("09162"))
+        var settings = Fixtures.settings(lamps: [lamp])
+        settings.recoveryBatch = 2
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        // Nothing was published before the start, so a reconnect before it has nothing to repeat.
+        #expect(engine.event(.reconnected).isEmpty)
+        var before = engine.event(.start)
+        for (index, key) in ["a", "b", "c", "d", "e"].enumerated() {
+            before += engine.event(.fix(fix(key, tst: 1000 + index, lang: index == 1 ? "de" : nil),
+                                        place: index % 2 == 0 ? Fixtures.muenchen : Fixtures.altoetting, receivedAt: 0))
+        }
+        before += engine.event(.data(Fixtures.november, stale: false))
+        // What the broker held before it lost everything: the last retained payload per topic.
+        var retained: [String: [UInt8]] = [:]
+        for message in before.published where message.retain { retained[message.topic] = message.payload }
+        let lampCommands = before.published.filter { $0.topic.hasPrefix("cmnd/signs/city/") }.suffix(2)
+
+        var all = engine.event(.reconnected)
+        let online = OutgoingMessage(topic: "ampel/bridge/state", text: BridgeState.online, qos: 1, retain: true)
+        #expect(all.first == .publish(online, kind: .bridgeState))
+        #expect(all.dropFirst().first == .publishInfo)
+        var batches = 1
+        var last = all
+        while case .continueRecovery(let generation)? = last.last {
+            last = engine.event(.recoverDevices(generation: generation))
+            all += last
+            batches += 1
+        }
+        #expect(batches == 3)  // 5 devices, 2 per batch
+        var again: [String: [UInt8]] = [:]
+        for message in all.published where message.retain { again[message.topic] = message.payload }
+        #expect(again.removeValue(forKey: "ampel/bridge/state") == online.payload)
+        #expect(again.keys.sorted() == retained.keys.sorted())
+        #expect(again == retained)
+        #expect(all.published.filter { $0.retain }.count == retained.count + 1)  // each once
+        var kinds = Set<SignalEngine.PublishKind>()
+        for case .publish(_, let kind) in all { kinds.insert(kind) }
+        #expect(kinds == [.bridgeState, .districtState, .districtPhase, .discovery, .deviceState, .lamp])
+        #expect(all.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)
+        #expect(all.published.filter { $0.topic.hasPrefix("ampel/device/") }.count == 5)
+        #expect(Array(all.published.filter { $0.topic.hasPrefix("cmnd/signs/city/") }) == Array(lampCommands))
+        #expect(!all.contains { if case .persist = $0 { true } else { false } })
+
+        // A reconnect during a recovery starts over; the older recovery's next batch is nothing.
+        let first = engine.event(.reconnected)
+        let second = engine.event(.reconnected)
+        guard case .continueRecovery(let old)? = first.last, case .continueRecovery(let new)? = second.last else {
+            Issue.record("no recovery batches to continue")
+            return
+        }
+        #expect(old != new)
+        #expect(engine.event(.recoverDevices(generation: old)).isEmpty)
+        #expect(engine.event(.recoverDevices(generation: new)).on("ampel/device/c/state").count == 1)
     }
 
     @Test("the persisted state round-trips through JSON")

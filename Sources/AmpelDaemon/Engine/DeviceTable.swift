@@ -65,6 +65,9 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
 
     /// The device keys in order.
     public var sortedKeys: [String] { entries.keys.sorted() }
+    /// The device keys in the table's own order: a copy-on-write copy, so taking it costs
+    /// nothing until the table changes (a reconnect walks it in batches without sorting).
+    public var keys: [String] { entries.keys }
 
     public subscript(key: String) -> DeviceRecord? {
         get { entries[key].map(record) }

@@ -62,10 +62,13 @@ public struct SignalEngine: Sendable {
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
+        /// Devices republished per batch after a reconnect (state and discovery config each);
+        /// the daemon handles what arrived in between before it asks for the next batch.
+        public var recoveryBatch: Int
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
-                    lamps: [LampSettings] = [], discovery: Discovery? = nil) {
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 2000) {
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -74,6 +77,7 @@ public struct SignalEngine: Sendable {
             self.alertExpiry = alertExpiry
             self.lamps = lamps
             self.discovery = discovery
+            self.recoveryBatch = max(1, recoveryBatch)
         }
     }
 
@@ -88,11 +92,19 @@ public struct SignalEngine: Sendable {
         case lampOnline(name: String)
         /// Home Assistant reported online: send discovery again.
         case homeAssistantOnline
+        /// The broker connection is back (after the first one): `bridge/state` `online` first,
+        /// then every retained topic (bridge info, district state and phase, discovery) and the
+        /// lamps' colours, and the first batch of device states; the rest come with
+        /// ``recoverDevices(generation:)``, as ``Action/continueRecovery(generation:)`` asks.
+        case reconnected
+        /// The next batch of the device states (and their discovery configs) of the recovery
+        /// `generation`; nothing when a later reconnect started a new one.
+        case recoverDevices(generation: Int)
     }
 
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
     public enum PublishKind: Sendable, Hashable {
-        case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery
+        case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
 
         /// A phase change announced on an `…/alert` topic.
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
@@ -106,6 +118,11 @@ public struct SignalEngine: Sendable {
         case dropped(DropReason)
         /// A signal could not be computed (bad incidence in the data); logged by the daemon.
         case problem(String)
+        /// Publish `bridge/info` now (its counters live in the daemon).
+        case publishInfo
+        /// More device states of recovery `generation` are due: send
+        /// ``Event/recoverDevices(generation:)`` once the inputs waiting now are handled.
+        case continueRecovery(generation: Int)
     }
 
     public let settings: Settings
@@ -118,6 +135,9 @@ public struct SignalEngine: Sendable {
     public private(set) var districtPhases: [String: String]
     private var lampLooks: [String: LampDriver.Look] = [:]
     private var started = false
+    /// The device keys a recovery still has to republish, from `next` on.
+    private var recovery: (generation: Int, keys: [String], next: Int)?
+    private var recoveries = 0
 
     public init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
         self.settings = settings
@@ -151,7 +171,71 @@ public struct SignalEngine: Sendable {
             return LampDriver.commands(for: lamp, look: look).map { .publish($0, kind: .lamp) }
         case .homeAssistantOnline:
             return discoveryMessages().map { .publish($0, kind: .discovery) }
+        case .reconnected:
+            return reconnected()
+        case .recoverDevices(let generation):
+            guard recovery?.generation == generation else { return [] }
+            return nextRecoveryBatch()
         }
+    }
+
+    // MARK: Recovery after a reconnect
+
+    /// The broker may have lost every retained message (a crash without persistence) or hold
+    /// the Last Will's `offline`: say `online` first, then publish again what the daemon keeps
+    /// retained, byte for byte what it published last. Device states come in batches.
+    mutating func reconnected() -> [Action] {
+        // Before the start nothing was published; the start publishes everything.
+        guard started else { return [] }
+        var actions: [Action] = [
+            .publish(OutgoingMessage(topic: settings.topics.bridgeState, text: BridgeState.online, qos: 1, retain: true), kind: .bridgeState),
+            .publishInfo,
+        ]
+        let districts = dataset.districts(in: settings.region)
+        for entry in districts {
+            let ags = entry.district.ags
+            guard let signal = districtSignals[ags] else { continue }
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
+                                    kind: .districtState))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: districtPhases[ags] ?? signal.phase,
+                                                    qos: 1, retain: true),
+                                    kind: .districtPhase))
+        }
+        if let discovery = settings.discovery {
+            for entry in districts {
+                actions.append(.publish(discovery.district(ags: entry.district.ags, name: entry.district.name), kind: .discovery))
+            }
+        }
+        actions += lamps(force: true)
+        recoveries += 1
+        recovery = (recoveries, devices.keys, 0)
+        return actions + nextRecoveryBatch()
+    }
+
+    /// Up to ``Settings/recoveryBatch`` devices: discovery config and state as last published
+    /// (the record holds the position, time, language and the signal's data day and staleness).
+    mutating func nextRecoveryBatch() -> [Action] {
+        guard var current = recovery else { return [] }
+        var actions: [Action] = []
+        let end = min(current.keys.count, current.next + settings.recoveryBatch)
+        for key in current.keys[current.next..<end] {
+            guard let record = devices[key] else { continue }
+            let language = self.language(device: key, messageLang: record.lang)
+            // A device whose signal cannot be computed had none published for this data either.
+            guard let signal = try? self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language) else { continue }
+            if let discovery = settings.discovery {
+                actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
+            }
+            actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+        }
+        current.next = end
+        if end < current.keys.count {
+            recovery = current
+            actions.append(.continueRecovery(generation: current.generation))
+        } else {
+            recovery = nil
+        }
+        return actions
     }
 
     // MARK: Devices

@@ -71,6 +71,10 @@ public struct Counters: Sendable, Hashable {
     public var publishFailures = 0
     public var datasetsApplied = 0
     public var datasetsRejected = 0
+    /// Broker connections regained after the first (each one republishes every retained topic).
+    public var reconnects = 0
+    /// Publishes that repeated retained topics and lamp colours after a reconnect (also in `published`).
+    public var republished = 0
 
     public init() {}
 
@@ -103,6 +107,10 @@ public struct Counters: Sendable, Hashable {
         json.number(publishFailures)
         json.raw(#","published":"#)
         json.number(published)
+        json.raw(#","reconnects":"#)
+        json.number(reconnects)
+        json.raw(#","republished":"#)
+        json.number(republished)
         json.raw(#","skipped":"#)
         table(skipped)
         json.raw("}")

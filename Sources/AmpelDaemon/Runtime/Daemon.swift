@@ -51,6 +51,12 @@ public actor AmpelDaemon: Service {
     private var publishLog = RateLimiter(interval: 10, burst: 5)
     private let stopSignal: AsyncStream<Void>.Continuation
     private let stopStream: AsyncStream<Void>
+    /// The input queue, for the inputs the daemon queues for itself (recovery batches).
+    private var inbox: AsyncStream<Input>.Continuation?
+    /// CONNACKs handled so far.
+    private var connections = 0
+    /// The wait for the broker between two recovery batches (see `continueRecovery`).
+    private var recoveryPace: Task<Void, Never>?
 
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
@@ -95,6 +101,10 @@ public actor AmpelDaemon: Service {
         case feed(FeedState)
         case tick
         case stop
+        /// A CONNACK: the first answers the start's connect, every later one is a reconnect.
+        case connected(sessionPresent: Bool)
+        /// The next batch of a recovery after a reconnect (queued behind what waits now).
+        case recover(generation: Int)
     }
 
     /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
@@ -118,7 +128,9 @@ public actor AmpelDaemon: Service {
         // message straight to it from the MQTT network thread (set before connecting, so that
         // nothing the session kept for the daemon passes by).
         let (events, continuation) = AsyncStream<Input>.makeStream()
+        inbox = continuation
         transport.deliver { continuation.yield(.message($0)) }
+        transport.connections { continuation.yield(.connected(sessionPresent: $0)) }
 
         guard try await connect() else {
             logger.info("stopped before the broker answered")
@@ -169,6 +181,9 @@ public actor AmpelDaemon: Service {
         transport.deliver { _ in }
         producers.cancel()
         continuation.finish()
+        // A recovery's `online` probe goes out before the `offline` below, or not at all.
+        recoveryPace?.cancel()
+        await recoveryPace?.value
         await saver.finish(engine.persisted)
         // Say offline, but do not wait for a broker that is gone or frozen: a QoS 1 publish waits
         // for the reconnect or the PUBACK, and a stop must not hang on it. Unacknowledged, the
@@ -272,6 +287,22 @@ public actor AmpelDaemon: Service {
                 saver.trimHeap()
             }
             if infoDirty { publishInfo(engine) }
+        case .connected(let sessionPresent):
+            connections += 1
+            // The first CONNACK is the start's: it published everything already.
+            guard connections > 1 else { return }
+            counters.reconnects += 1
+            infoDirty = true
+            logger.notice("reconnected: publishing online and every retained topic again", metadata: [
+                "sessionPresent": "\(sessionPresent)", "devices": "\(engine.devices.count)",
+            ])
+            let actions = engine.event(.reconnected)
+            perform(actions, republished: true, engine: engine)
+            // The info in the actions went out before the publishes after it were counted.
+            infoDirty = true
+        case .recover(let generation):
+            infoDirty = true
+            perform(engine.event(.recoverDevices(generation: generation)), republished: true)
         case .stop:
             break
         }
@@ -308,7 +339,11 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func perform(_ actions: [SignalEngine.Action], topic: String = "") {
+    /// - Parameters:
+    ///   - republished: the publishes repeat what was published before (a recovery), counted
+    ///     under `republished` as well.
+    ///   - engine: the engine after the event, for a `bridge/info` it asks for.
+    func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
         for action in actions {
             switch action {
             case .publish(let message, let kind):
@@ -316,6 +351,7 @@ public actor AmpelDaemon: Service {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
                     try transport.enqueue(message)
                     counters.published += 1
+                    if republished { counters.republished += 1 }
                     if kind.isAlert { counters.alerts += 1 }
                 } catch {
                     counters.publishFailures += 1
@@ -330,6 +366,22 @@ public actor AmpelDaemon: Service {
                 drop(reason, detail: "older than the fix held for the device", topic: topic)
             case .problem(let message):
                 logger.warning("no signal", metadata: ["problem": "\(message)"])
+            case .publishInfo:
+                if let engine { publishInfo(engine) } else { infoDirty = true }
+            case .continueRecovery(let generation):
+                // Paced by the broker: the next batch is queued (behind the messages that arrive
+                // meanwhile) once the broker has acknowledged a publish made after this batch, so
+                // it has taken the whole batch (one connection, in order) and libmosquitto holds
+                // at most one batch for it. The probe is `online` again: the value `bridge/state`
+                // holds while the daemon runs, so it may overtake or follow any other publish; the
+                // stop waits for it before saying offline.
+                let transport = self.transport
+                let inbox = self.inbox
+                let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
+                recoveryPace = Task.detached {
+                    try? await transport.publish(probe)
+                    inbox?.yield(.recover(generation: generation))
+                }
             }
         }
     }

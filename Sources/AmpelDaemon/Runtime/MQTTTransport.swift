@@ -44,6 +44,17 @@ public final class MQTTTransport: DaemonTransport {
         sink.target.withLock { $0 = boxed }
     }
 
+    /// Reads the client's connection events (one stream, read here only) and reports each CONNACK.
+    /// The reading task ends with the stream, when the client disconnects.
+    public func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void) {
+        let events = client.events
+        Task {
+            for await event in events {
+                if case .connected(let sessionPresent) = event { target(sessionPresent) }
+            }
+        }
+    }
+
     /// The client configuration for `configuration`.
     public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker

@@ -10,6 +10,10 @@ public protocol DaemonTransport: Sendable {
     /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
     /// Called once, before ``connect()``.
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
+    /// Reports every accepted connection (CONNACK) to `target`, in order, with whether the
+    /// broker kept the session: the first for ``connect()``, then one per automatic reconnect.
+    /// Called once, before ``connect()``.
+    func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connect() async throws
     /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
