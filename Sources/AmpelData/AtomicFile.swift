@@ -57,6 +57,42 @@ public struct AtomicFile: Sendable {
         }
     }
 
+    /// Removes the temporary files ``write(_:)`` left in `directory` for the files `names`
+    /// when its process died between creating and renaming them: exactly the pattern
+    /// `.<name>.<pid>.<number>.tmp`, and only when no process `<pid>` runs any more (a
+    /// running writer's file is its own business). Nothing else is touched.
+    ///
+    /// - Returns: the paths removed.
+    public static func removeLeftovers(in directory: String, of names: [String]) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var removed: [String] = []
+        while let entry = readdir(dir) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let pid = leftoverPID(entryName, names: names) else { continue }
+            if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+            let full = directory + "/" + entryName
+            if unlink(full) == 0 { removed.append(full) }
+        }
+        return removed
+    }
+
+    /// The writer's pid when `entry` is named `.<one of names>.<pid>.<number>.tmp`.
+    static func leftoverPID(_ entry: String, names: [String]) -> pid_t? {
+        for name in names {
+            let prefix = "." + name + "."
+            guard entry.hasPrefix(prefix), entry.hasSuffix(".tmp") else { continue }
+            let middle = entry.dropFirst(prefix.count).dropLast(4)
+            let parts = middle.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= "0" && $0 <= "9" } }),
+                  let pid = pid_t(parts[0]), pid > 0, UInt32(parts[1]) != nil else { continue }
+            return pid
+        }
+        return nil
+    }
+
     /// Replaces the file's content with `bytes`.
     public func write(_ bytes: [UInt8]) throws(AtomicFileError) {
         try write { $0.append(bytes) }

@@ -1,12 +1,15 @@
 import AmpelDomain
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The last good dataset on disk, so that a restart without network still has data.
 ///
 /// One file, `incidence.json`, in a state directory, written with ``AtomicFile``: a crash
 /// leaves either the old or the new file, never half of one. Only validated datasets are ever written. A file that cannot be
-/// read back (truncated, edited, another format) is reported as a ``DataError`` and left
-/// alone; the caller falls back to the bundled data.
+/// read back (truncated, edited, another format) is reported as a ``DataError``; the store
+/// moves it aside (``moveAside(now:)``) and falls back to the next source.
 ///
 /// The format (version 1) is JSON with sorted keys:
 /// `{"format": "ampel-incidence-cache", "version": 1, "savedAt": "<ISO 8601>",
@@ -118,6 +121,36 @@ public struct DatasetCache: Sendable {
             throw DataError(.empty, "the cache file '\(path)' holds no districts")
         }
         return Entry(dataset: Dataset(date: file.date, source: file.source, districts: districts), savedAt: file.savedAt)
+    }
+
+    /// Moves an unreadable cache file aside, to `incidence.json.corrupt-<UTC time>` in the
+    /// same directory (content untouched), so that the next start does not trip over it again
+    /// and whoever looks finds it.
+    ///
+    /// - Returns: the path it was moved to.
+    /// - Throws: ``DataError`` `io` when the rename fails.
+    public func moveAside(now: Date = Date()) throws(DataError) -> String {
+        let path = fileURL.path
+        let stamp = Self.timestamp(now)
+        var target = path + ".corrupt-" + stamp
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: target) {
+            attempt += 1
+            target = path + ".corrupt-" + stamp + "-\(attempt)"
+        }
+        guard rename(path, target) == 0 else {
+            throw DataError(.io, "cannot move the cache file '\(path)' aside to '\(target)': \(String(cString: strerror(errno)))")
+        }
+        return target
+    }
+
+    /// `20261124T113000Z`: the moment in UTC, as the names of files moved aside carry it.
+    public static func timestamp(_ date: Date) -> String {
+        var time = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
     }
 
     // MARK: - Writing

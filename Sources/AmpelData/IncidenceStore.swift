@@ -147,7 +147,7 @@ public actor IncidenceStore {
     /// Loads the data to start with, without the network; calling it again does nothing.
     ///
     /// A live source starts from the cache, else from `fallback`; an unreadable cache is
-    /// logged, counted and left on disk (the next good dataset replaces it). A fixed source
+    /// logged, counted and moved aside (`incidence.json.corrupt-<UTC time>`). A fixed source
     /// is loaded directly; if that fails there is no data and ``status(now:)`` says why.
     @discardableResult
     public func start() async -> StartOrigin {
@@ -184,9 +184,17 @@ public actor IncidenceStore {
                 }
             } catch {
                 counters.cacheErrors += 1
-                logger.error("ignoring the unreadable cache", metadata: [
-                    "reason": "\(error.reason)", "error": "\(error.message)",
-                ])
+                // Moved aside, so that it is seen and the next start does not trip over it.
+                do {
+                    let movedTo = try cache.moveAside(now: now())
+                    logger.error("the cache file could not be read and was moved aside; starting from the next source", metadata: [
+                        "reason": "\(error.reason)", "error": "\(error.message)", "movedTo": "\(movedTo)",
+                    ])
+                } catch let moveError {
+                    logger.error("ignoring the unreadable cache", metadata: [
+                        "reason": "\(error.reason)", "error": "\(error.message)", "moveAside": "\(moveError.message)",
+                    ])
+                }
             }
         }
         guard let fallback else { return .none }

@@ -262,8 +262,30 @@ public struct RKIClient: IncidenceSource {
             if Task.isCancelled {
                 throw Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
             }
-            throw Failure(error: DataError(.network, "cannot reach \(Self.hostOf(url)): \(error)"), retryable: true)
+            throw Failure(error: DataError(.network, "cannot reach \(Self.hostOf(url)): \(Self.cause(of: error))"), retryable: true)
         }
+    }
+
+    /// What went wrong on the network, in the system's words: `connection refused`, `network
+    /// is unreachable`, …
+    ///
+    /// NIO describes a failed connect by the event that reported it (`connection reset (error
+    /// set): Connection refused) (errno: 111)`), which reads as a reset; the `errno` is the cause.
+    static func cause(of error: any Error) -> String {
+        if let io = error as? IOError {
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        if let channel = error as? ChannelError, case .connectTimeout(let timeout) = channel {
+            return "no connection within \(timeout)"
+        }
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout: return "no connection within the time allowed"
+            case .remoteConnectionClosed: return "the server closed the connection before answering"
+            default: return "\(client)"
+            }
+        }
+        return "\(error)"
     }
 
     /// `host[:port]` of `url`, for messages; the whole URL if it has no host.

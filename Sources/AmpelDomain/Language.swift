@@ -20,6 +20,16 @@ public enum Language: String, Sendable, Hashable, CaseIterable, Codable {
         self = Language(rawValue: primary) ?? .en
     }
 
+    /// The language for a request such as `de`, `de-AT` or `en_GB.UTF-8` when its primary
+    /// subtag is one Ampel speaks; `nil` for anything else (`fr`, empty, `C`).
+    public init?(known requested: String) {
+        let primary = requested
+            .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "_" || $0 == "-" || $0 == "." || $0 == "@" })
+            .first.map { $0.lowercased() } ?? ""
+        guard let language = Language(rawValue: primary) else { return nil }
+        self = language
+    }
+
     /// The language a POSIX environment asks for: `LC_ALL` wins over `LC_MESSAGES`, which
     /// wins over `LANG`; `C`/`POSIX` and unset mean the fallback.
     ///

@@ -20,7 +20,7 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var ruleSetOptions: RuleSetOptions
     @OptionGroup var languageOptions: LanguageOptions
     @Flag(name: .long, help: "Print the signal object as JSON.") var json = false
-    @Flag(name: .long, help: "No ANSI colours.") var noColor = false
+    @OptionGroup var colorOptions: ColorOptions
 
     @Option(name: .long, help: "Latitude in decimal degrees (with --lon): resolve the position to its district.")
     var lat: Double?
@@ -51,7 +51,8 @@ struct Check: AsyncParsableCommand {
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
         let language = languageOptions.language
-        let dataset = try await data.dataset()
+        let loaded = try await data.dataset()
+        let dataset = loaded.dataset
         let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
         var place: (ags: String, name: String?)?
         if let lat, let lon {
@@ -72,18 +73,22 @@ struct Check: AsyncParsableCommand {
         let signal: Signal
         do {
             signal = try ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset, region: region,
-                                        language: language, directory: directory)
+                                        language: language, stale: loaded.stale, directory: directory)
         } catch {
             throw CLIError("\(error)")
         }
-        try output(signal, ruleSet: ruleSet, language: language)
+        try output(signal, ruleSet: ruleSet, language: language, staleNote: loaded.staleNote(language))
     }
 
-    func output(_ signal: Signal, ruleSet: RuleSet, language: Language) throws {
+    func output(_ signal: Signal, ruleSet: RuleSet, language: Language, staleNote: String?) throws {
+        // Standard error says it in either mode; `--json` carries `"stale": true` on standard output.
+        if let staleNote { FileHandle.standardError.write(Data("Warning: \(staleNote)\n".utf8)) }
         if json {
             print(String(decoding: signal.json(), as: UTF8.self))
         } else {
-            print(Terminal(noColor: noColor).render(signal, ruleSet: ruleSet, language: language))
+            let terminal = Terminal(colorOptions)
+            print(terminal.render(signal, ruleSet: ruleSet, language: language))
+            if let staleNote { print(terminal.bold(staleNote)) }
         }
     }
 }

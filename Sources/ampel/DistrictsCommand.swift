@@ -14,7 +14,7 @@ struct Districts: AsyncParsableCommand {
     @OptionGroup var languageOptions: LanguageOptions
     @Option(name: .long, help: "Order: incidence (highest first) or name.") var sort: Sort = .incidence
     @Flag(name: .long, help: "Print a JSON array instead of a table.") var json = false
-    @Flag(name: .long, help: "No ANSI colours.") var noColor = false
+    @OptionGroup var colorOptions: ColorOptions
 
     struct Row: Encodable {
         let ags: String
@@ -24,11 +24,16 @@ struct Districts: AsyncParsableCommand {
         let phase: String
         let color: String
         let dataDate: String
+        /// The RKI service failed: the row comes from the cached last good data.
+        let stale: Bool
     }
 
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
-        let dataset = try await data.dataset()
+        let loaded = try await data.dataset()
+        let dataset = loaded.dataset
+        let staleNote = loaded.staleNote(languageOptions.language)
+        if let staleNote { FileHandle.standardError.write(Data("Warning: \(staleNote)\n".utf8)) }
         let language = languageOptions.language
         var rows: [(Row, PhaseRules)] = []
         for entry in dataset.districts(in: .bavaria) {
@@ -38,7 +43,7 @@ struct Districts: AsyncParsableCommand {
             }
             rows.append((Row(ags: entry.district.ags, name: entry.district.name, state: entry.district.state,
                              incidence: entry.incidence, phase: phase.id.id, color: phase.color.hex,
-                             dataDate: dataset.date.iso), phase))
+                             dataDate: dataset.date.iso, stale: loaded.stale), phase))
         }
         switch sort {
         case .incidence: rows.sort { ($0.0.incidence, $1.0.name) > ($1.0.incidence, $0.0.name) }
@@ -48,10 +53,12 @@ struct Districts: AsyncParsableCommand {
             print(try AmpelJSON.string(rows.map(\.0), pretty: true))
             return
         }
-        let terminal = Terminal(noColor: noColor)
+        let terminal = Terminal(colorOptions)
         let de = language == .de
         print(terminal.bold(de ? "Bayern, Datenstand \(dataset.date.iso)" : "Bavaria, data of \(dataset.date.iso)")
-              + terminal.dim("  (\(rows.count) \(de ? "Landkreise und Städte" : "districts"), \(ruleSet.id))"))
+              + terminal.dim("  (\(rows.count) \(de ? "Landkreise und Städte" : "districts"), \(ruleSet.id))")
+              + (loaded.stale ? terminal.bold(de ? "  VERALTET" : "  STALE") : ""))
+        if let staleNote { print(terminal.bold(staleNote)) }
         let width = rows.map(\.0.name.count).max() ?? 20
         for (row, phase) in rows {
             let name = row.name.padding(toLength: width, withPad: " ", startingAt: 0)

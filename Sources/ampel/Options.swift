@@ -80,6 +80,30 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds one request to the RKI service may take (--source rki).")
     var timeout: Double = 30
 
+    @Option(name: .customLong("state-dir"), help: "For --source rki: the state directory whose cached last good data answers when the service fails (default: $AMPEL_STATE_DIR, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
+    var stateDir: String?
+
+    /// The data a command answers from: the source's, or the cached last good data when the
+    /// live service failed (then `stale`, with the failure and the time it was cached).
+    struct Loaded {
+        var dataset: Dataset
+        /// The RKI service failed and the data comes from the cache in the state directory.
+        var stale = false
+        /// Why the service could not answer (set when `stale`).
+        var failure: String?
+        /// When the cached data was written (set when `stale`).
+        var cachedAt: Date?
+
+        /// One line for a person: what failed and what answers instead; `nil` when not stale.
+        func staleNote(_ language: Language) -> String? {
+            guard stale else { return nil }
+            let at = cachedAt.map { ISO8601DateFormatter().string(from: $0) } ?? "?"
+            return language == .de
+                ? "Veraltet: der RKI-Dienst ist nicht erreichbar (\(failure ?? "?")); es antworten die zuletzt gültigen Daten aus dem Zwischenspeicher (gespeichert \(at))"
+                : "Stale: the RKI service failed (\(failure ?? "?")); answering from the cached last good data (saved \(at))"
+        }
+    }
+
     /// The source in effect: `--source`, else `rki` with `--url`, `snapshot` with `--snapshot`, else `bundled`.
     var effectiveSource: Source {
         source ?? (url != nil ? .rki : snapshot != nil ? .snapshot : .bundled)
@@ -126,23 +150,51 @@ struct DataOptions: ParsableArguments {
             logger: cliLogger("ampel.data.rki", level: .notice))
     }
 
-    func dataset() async throws -> Dataset {
+    /// The state directory: `--state-dir`, else `AMPEL_STATE_DIR`, `XDG_STATE_HOME/ampel`, `~/.local/state/ampel`.
+    var stateDirectory: URL {
+        stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
+    }
+
+    func dataset() async throws -> Loaded {
         let day = try self.day()
         do {
             switch effectiveSource {
-            case .bundled: return try BundledData.shared.dataset(on: day)
+            case .bundled: return Loaded(dataset: try BundledData.shared.dataset(on: day))
             case .snapshot:
                 if let snapshot {
-                    return try SnapshotSource(file: URL(fileURLWithPath: snapshot)).load()
+                    return Loaded(dataset: try SnapshotSource(file: URL(fileURLWithPath: snapshot)).load())
                 }
-                return try BundledData.shared.snapshot(on: day)
-            case .history: return try BundledData.shared.history(on: day)
+                return Loaded(dataset: try BundledData.shared.snapshot(on: day))
+            case .history: return Loaded(dataset: try BundledData.shared.history(on: day))
             case .rki:
-                return try await withRKIHTTPClient { http throws(DataError) in try await rkiClient(http).fetch() }
+                do {
+                    return Loaded(dataset: try await withRKIHTTPClient { http throws(DataError) in try await rkiClient(http).fetch() })
+                } catch let failure as DataError {
+                    return try cached(after: failure)
+                }
             }
+        } catch let error as CLIError {
+            throw error
         } catch {
             throw CLIError("\(error)")
         }
+    }
+
+    /// The cached last good data (what `ampel fetch` and `ampel run` keep in the state
+    /// directory), after the live service failed with `failure`; the failure itself when
+    /// there is none.
+    func cached(after failure: DataError) throws -> Loaded {
+        let cache = DatasetCache(directory: stateDirectory)
+        let entry: DatasetCache.Entry?
+        do {
+            entry = try cache.load()
+        } catch {
+            throw CLIError("\(failure.message) (the cached data cannot be used either: \(error.message))")
+        }
+        guard let entry else {
+            throw CLIError("\(failure.message) (and no cached data in \(cache.directory.path): `ampel fetch` or `ampel run` keep it there)")
+        }
+        return Loaded(dataset: entry.dataset, stale: true, failure: failure.message, cachedAt: entry.savedAt)
     }
 }
 

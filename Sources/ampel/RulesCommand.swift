@@ -10,7 +10,7 @@ struct Rules: ParsableCommand {
     @OptionGroup var ruleSetOptions: RuleSetOptions
     @OptionGroup var languageOptions: LanguageOptions
     @Flag(name: .long, help: "Print JSON instead of text.") var json = false
-    @Flag(name: .long, help: "No ANSI colours.") var noColor = false
+    @OptionGroup var colorOptions: ColorOptions
 
     struct PhaseOut: Encodable {
         let id: String
@@ -48,7 +48,7 @@ struct Rules: ParsableCommand {
                                            phases: phases, always: ruleSet.always(language)), pretty: true))
             return
         }
-        let terminal = Terminal(noColor: noColor)
+        let terminal = Terminal(colorOptions)
         print(terminal.bold(ruleSet.name(language)) + terminal.dim("  [\(ruleSet.id)]"))
         print("")
         for (phase, out) in zip(ruleSet.phases, phases) {

@@ -1,16 +1,48 @@
 import AmpelCore
 import AmpelDomain
+import ArgumentParser
 import Foundation
+
+/// `--color auto|always|never` (and the older `--no-color`, the same as `never`).
+///
+/// `auto`, the default, colours only when standard output is a terminal, `NO_COLOR` is unset
+/// or empty (https://no-color.org) and `TERM` is not `dumb`; `always` and `never` decide
+/// regardless, so `--color always` colours a pipe (`| less -R`) even with `NO_COLOR` set.
+struct ColorOptions: ParsableArguments {
+    enum Choice: String, ExpressibleByArgument, CaseIterable {
+        case auto, always, never
+    }
+
+    @Option(name: .long, help: "Colours: auto (only on a terminal, and not with NO_COLOR set), always or never.")
+    var color: Choice = .auto
+
+    @Flag(name: .customLong("no-color"), help: "No ANSI colours (the same as --color never).")
+    var noColor = false
+
+    func enabled(environment: [String: String] = ProcessInfo.processInfo.environment,
+                 isTerminal: Bool = isatty(STDOUT_FILENO) == 1) -> Bool {
+        if noColor { return false }
+        switch color {
+        case .always: return true
+        case .never: return false
+        case .auto:
+            return isTerminal && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        }
+    }
+}
 
 /// Draws signals for a person at a terminal: a traffic light in true colour, the phase, the rules.
 ///
-/// Colour is on unless `NO_COLOR` is set, `TERM` is `dumb`, or `--no-color` is given.
+/// Colour as ``ColorOptions`` decide: by default only on a terminal without `NO_COLOR`.
 struct Terminal {
     var color: Bool
 
-    init(noColor: Bool) {
-        let env = ProcessInfo.processInfo.environment
-        color = !noColor && env["NO_COLOR"] == nil && env["TERM"] != "dumb"
+    init(color: Bool) {
+        self.color = color
+    }
+
+    init(_ options: ColorOptions) {
+        self.init(color: options.enabled())
     }
 
     func paint(_ text: String, _ rgb: RGB, bold: Bool = false) -> String {

@@ -28,7 +28,8 @@ import Testing
     }
 
     @Test func terminalAnswerIsColouredAndReadable() async throws {
-        let out = try await AmpelBinary.run(["check", "--district", "09162", "--date", "2020-11-05", "--lang", "en"],
+        // Standard output is a file here: colour only because it is asked for.
+        let out = try await AmpelBinary.run(["check", "--district", "09162", "--date", "2020-11-05", "--lang", "en", "--color", "always"],
                                             environment: ["PATH": "/usr/bin:/bin", "TERM": "xterm-256color"])
         #expect(out.exitCode == 0)
         #expect(out.stdoutText.contains("\u{1B}[1;38;2;139;0;0m"), "dark red in true colour")
@@ -127,10 +128,14 @@ import Testing
             }
             #expect(server.requestCount == 2)
 
+            // An empty state directory: no cached data to fall back on, so the failure is the answer.
+            let empty = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: empty) }
             server.inject(.renamedField(from: "cases7_per_100k", to: "inzidenz"))
-            let broken = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL])
+            let broken = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--state-dir", empty.path])
             #expect(broken.status == 1)
             #expect(broken.stderr.contains("cases7_per_100k"), "\(broken.stderr)")
+            #expect(broken.stderr.contains("no cached data"), "\(broken.stderr)")
 
             let conflict = try await runAmpel(["check", "--district", "09162", "--source", "history", "--url", server.queryURL])
             #expect(conflict.status == 64)

@@ -155,6 +155,34 @@ struct EndToEndTests {
         await recorder.close()
     }
 
+    @Test("an unusable lang is ignored (the device keeps its language) and counted; a key with U+202E is refused")
+    func hostileFields() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let recorder = try await Recorder.start(broker)
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        defer { daemon.requestStop() }
+        let devices = try await Devices.connect(broker)
+        try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10, lang: "de")
+        let first = try await recorder.json("ampel/device/car/state") { $0["tst"] as? Int == 10 }
+        #expect(first["lang"] as? String == "de")
+        let mark = recorder.mark
+        try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 20, lang: "fr")
+        try await devices.send("ampel/location/car", #"{"lat":48.137,"lon":11.575,"tst":30,"lang":7}"#)
+        try await devices.send("ampel/location/alice\u{202E}enohp", #"{"lat":48,"lon":11}"#)
+        let last = try await recorder.json("ampel/device/car/state", since: mark) { $0["tst"] as? Int == 30 }
+        #expect(last["lang"] as? String == "de", "the device keeps its language")
+        let info = try await recorder.json("ampel/bridge/info", since: mark) { info in
+            info[path: "counters", "invalidLang"] as? Int == 2 && info[path: "counters", "dropped", "unsafe-device-key"] as? Int == 1
+        }
+        #expect(info[path: "stateRecovered"] is NSNull)
+        // Nothing published for the refused key (the recorder also sees the input topic itself).
+        #expect(recorder.messages(since: mark).allSatisfy { $0.topic.hasPrefix("ampel/location/") || !$0.topic.contains("alice") })
+        await devices.close()
+        try await daemon.stop()
+        await recorder.close()
+    }
+
     @Test("a restart keeps state: no duplicate alert, changes still announced, locations sent while down are processed")
     func restart() async throws {
         let broker = try await MosquittoBroker.start()

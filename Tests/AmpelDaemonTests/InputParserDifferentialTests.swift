@@ -1,6 +1,7 @@
 @testable import AmpelDaemon
 import AmpelGeo
 import Foundation
+import AmpelDomain
 import Testing
 
 /// The OwnTracks and plain parsers read JSON with `AmpelCore.JSONScanner`, not `JSONDecoder`.
@@ -64,10 +65,20 @@ struct InputParserDifferentialTests {
             let first = oracle.number(a)
             return first == .missing ? oracle.number(b) : first
         }
+        // `lang`: kept when a whole string (the scanner keeps 32 bytes) of a language Ampel
+        // speaks; any other present value is ignored and marked.
         var lang: String?
-        if case .text(let text)? = oracle.members["lang"] { lang = text }
-        return parser.makeFix(topicKey: "dev", lat: either("lat", "latitude"), lon: either("lon", "longitude"),
-                              tst: oracle.number("tst"), lang: lang)
+        var ignored = false
+        switch oracle.members["lang"] {
+        case nil, .missing?: break
+        case .text(let text)? where text.utf8.count <= 32 && Language(known: text) != nil: lang = text
+        default: ignored = true
+        }
+        let outcome = parser.makeFix(topicKey: "dev", lat: either("lat", "latitude"), lon: either("lon", "longitude"),
+                                     tst: oracle.number("tst"), lang: lang)
+        guard ignored, case .fix(var fix) = outcome else { return outcome }
+        fix.langIgnored = true
+        return .fix(fix)
     }
 
     func mutate(_ seed: [UInt8], _ random: inout SplitMix64) -> [UInt8] {

@@ -96,11 +96,81 @@ struct InputParserTests {
     func unsafeKeys() {
         let ok = #"{"lat":48,"lon":11}"#
         for key in ["", "a//b", "a/+", "#", "$SYS", "with space", "tab\tkey", String(repeating: "k", count: 200),
-                    "/lead", "trail/", "/", "del\u{7F}", "nbsp\u{00A0}key", "ideographic\u{3000}space", "jörg/"] {
+                    "/lead", "trail/", "/", "del\u{7F}", "jörg/"] {
             #expect(parse(.plain, key, ok) == .dropped(.unsafeDeviceKey, detail: "device key is not a safe topic level"), "\(key)")
         }
+        #expect(parse(.plain, "nbsp\u{00A0}key", ok) == .dropped(.unsafeDeviceKey, detail: "device key holds the invisible or bidirectional character U+00A0"))
+        #expect(parse(.plain, "ideographic\u{3000}space", ok) == .dropped(.unsafeDeviceKey, detail: "device key holds the invisible or bidirectional character U+3000"))
         #expect(parse(.plain, "jörg", ok) == .fix(LocationFix(device: "jörg", latitude: 48, longitude: 11, tst: nil)))
         #expect(parse(.plain, "alice/phone-2_x.y", ok) == .fix(LocationFix(device: "alice/phone-2_x.y", latitude: 48, longitude: 11, tst: nil)))
+    }
+
+    /// Characters that hide in a key or turn the text around it: each class the issue names.
+    static let hostileScalars: [(String, [UInt32])] = [
+        ("bidirectional embeddings and overrides U+202A-U+202E", Array(0x202A...0x202E)),
+        ("bidirectional isolates U+2066-U+2069", Array(0x2066...0x2069)),
+        ("zero-width and direction marks U+200B-U+200F", Array(0x200B...0x200F)),
+        ("line and paragraph separators U+2028, U+2029", [0x2028, 0x2029]),
+        ("byte order mark / zero-width no-break space U+FEFF", [0xFEFF]),
+        ("soft hyphen U+00AD", [0x00AD]),
+        ("other format characters (Cf): word joiner, Arabic letter mark, Mongolian vowel separator, invisible times, tags",
+         [0x2060, 0x061C, 0x180E, 0x2062, 0xE0001, 0xE0041, 0xFFF9]),
+        ("C1 controls", [0x0080, 0x0085, 0x009F]),
+    ]
+
+    @Test("device keys with invisible or bidirectional characters are refused as unsafe-device-key", arguments: hostileScalars)
+    func hostileKeys(_ name: String, _ scalars: [UInt32]) throws {
+        let ok = #"{"lat":48,"lon":11}"#
+        for value in scalars {
+            let scalar = try #require(Unicode.Scalar(value))
+            let hex = String(value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            for key in ["alice\(scalar)/phone", "\(scalar)alice", "alice/phone\(scalar)", "jörg\(scalar)"] {
+                #expect(parse(.plain, key, ok) == .dropped(.unsafeDeviceKey, detail: "device key holds the invisible or bidirectional character \(code)"),
+                        "\(name): \(code) in \(key.unicodeScalars.map { String($0.value, radix: 16) })")
+                #expect(parse(.owntracks, key, #"{"_type":"location","lat":48,"lon":11}"#).isDropped(.unsafeDeviceKey))
+                #expect(!DeviceKey.isSafe(key))
+            }
+        }
+    }
+
+    @Test("visible non-ASCII keys stay accepted; ASCII keys never reach the Unicode check")
+    func visibleKeys() {
+        let ok = #"{"lat":48,"lon":11}"#
+        for key in ["jörg", "東京/phone", "zoë/🚗", "سيارة/هاتف", "Ελλάδα", "mañana-1"] {
+            #expect(parse(.plain, key, ok) == .fix(LocationFix(device: key, latitude: 48, longitude: 11, tst: nil)), "\(key)")
+        }
+        #expect(DeviceKey.firstUnsafeScalar("alice/phone") == nil)
+    }
+
+    @Test("lang: a known language is kept; unknown, not a string, cut or invalid UTF-8 is ignored and marked")
+    func langField() {
+        func lang(_ json: String) -> ParseOutcome { parse(.plain, "car", #"{"lat":48,"lon":11,"lang":"# + json + "}") }
+        func fix(_ lang: String?, ignored: Bool = false) -> ParseOutcome {
+            .fix(LocationFix(device: "car", latitude: 48, longitude: 11, tst: nil, lang: lang, langIgnored: ignored))
+        }
+        for known in ["de", "en", "DE", "en-GB", "de_DE.UTF-8", "de-AT", "en@euro"] {
+            #expect(lang("\"\(known)\"") == fix(known), "\(known)")
+        }
+        for unknown in ["fr", "", "C", "klingon", "-de", "xx-de", #"d\u00e9"#, #"de\u202e"#] {
+            #expect(lang("\"\(unknown)\"") == fix(nil, ignored: true), "\(unknown)")
+        }
+        for wrongType in ["5", "true", #"["de"]"#, #"{"de":1}"#] {
+            #expect(lang(wrongType) == fix(nil, ignored: true), "\(wrongType)")
+        }
+        #expect(lang("null") == fix(nil), "null is absent, not ignored")
+        #expect(parse(.plain, "car", #"{"lat":48,"lon":11}"#) == fix(nil))
+        // Longer than the scanner keeps, the text is cut, here inside a two-byte sequence:
+        // the bytes kept are no valid UTF-8 and no whole value.
+        #expect(lang("\"d" + String(repeating: "ä", count: 16) + "\"") == fix(nil, ignored: true))
+        #expect(lang("\"de-" + String(repeating: "x", count: 40) + "\"") == fix(nil, ignored: true))
+        // Raw bytes that are not UTF-8 make the whole payload no JSON (RFC 8259 requires UTF-8):
+        // dropped as not-json, like a lone escaped surrogate.
+        var bytes = Array(#"{"lat":48,"lon":11,"lang":""#.utf8)
+        bytes += [0xC3, 0x28]
+        bytes += Array(#""}"#.utf8)
+        #expect(parser.parse(.plain, topicKey: "car", payload: bytes) == .dropped(.notJSON, detail: "not a JSON object"))
+        #expect(lang(#""\ud800""#) == .dropped(.notJSON, detail: "not a JSON object"))
     }
 
     @Test("topic filters capture the wildcard levels as the device key")
@@ -146,5 +216,11 @@ struct InputParserTests {
         #expect(a != b)
         #expect(a.hasPrefix("a_b_"))
         #expect(a.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "_" })
+    }
+}
+
+extension ParseOutcome {
+    func isDropped(_ reason: DropReason) -> Bool {
+        if case .dropped(reason, _) = self { true } else { false }
     }
 }

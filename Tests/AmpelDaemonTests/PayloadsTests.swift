@@ -12,11 +12,14 @@ struct PayloadsTests {
     struct Reference: Encodable {
         struct Counts: Encodable {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
-            var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int
+            var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int
         }
+        struct Recovered: Encodable {
+            var at: String, movedTo: String, reason: String
+        }
         let info: BridgeInfo
-        enum Keys: String, CodingKey { case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters }
+        enum Keys: String, CodingKey { case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters, stateRecovered }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(info.version, forKey: .version)
@@ -30,8 +33,10 @@ struct PayloadsTests {
             let k = info.counters
             try c.encode(Counts(accepted: k.accepted, skipped: k.skipped, dropped: k.dropped, alerts: k.alerts, published: k.published,
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
-                                datasetsRejected: k.datasetsRejected, reconnects: k.reconnects, republished: k.republished),
+                                datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
+                                reconnects: k.reconnects, republished: k.republished),
                          forKey: .counters)
+            try c.encode(info.stateRecovered.map { Recovered(at: $0.at, movedTo: $0.movedTo, reason: $0.reason) }, forKey: .stateRecovered)
         }
     }
 
@@ -50,9 +55,13 @@ struct PayloadsTests {
         counters.datasetsRejected = 1
         counters.reconnects = 2
         counters.republished = 200_431
+        counters.invalidLang = 6
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
-                              devices: 100_000, counters: counters)
+                              devices: 100_000, counters: counters,
+                              stateRecovered: StateRecovery(movedTo: "/var/lib/ampel/state.json.corrupt-20261124T113000Z",
+                                                            reason: #"/var/lib/ampel/state.json is not a valid state file: "x" \ ü"#,
+                                                            at: "2026-11-24T11:30:00Z"))
         for info in [empty, full] {
             #expect(String(decoding: info.json(), as: UTF8.self) == (try AmpelJSON.string(Reference(info: info))))
         }

@@ -41,6 +41,49 @@ struct StateStoreTests {
         #expect(throws: StateStoreError.self) { try store.load() }
     }
 
+    @Test("a corrupt, truncated or unreadable state file is moved aside with its content and the state starts empty")
+    func recovery() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = StateStore(directory: dir)
+        try store.prepare()
+        // No file: empty, nothing recovered.
+        let none = try store.loadRecovering()
+        #expect(none.state == PersistedState() && none.recovery == nil)
+        let good = PersistedState(devices: [:], districts: ["09162": "red"])
+        try store.save(good)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        #expect(try store.loadRecovering().state == good)
+        let now = Date(timeIntervalSince1970: 1_795_519_800)  // 2026-11-24T11:30:00Z
+        for (index, bad) in [Data("\u{0}garbage\u{1}".utf8), whole.prefix(whole.count / 2), Data(#"{"version":99,"districts":{},"devices":{}}"#.utf8)].enumerated() {
+            try bad.write(to: URL(fileURLWithPath: store.path))
+            let result = try store.loadRecovering(now: now)
+            #expect(result.state == PersistedState())
+            let recovery = try #require(result.recovery)
+            let expected = dir + "/state.json.corrupt-20261124T113000Z" + (index == 0 ? "" : "-\(index + 1)")
+            #expect(recovery.movedTo == expected)
+            #expect(recovery.reason.contains("state.json"))
+            #expect(!FileManager.default.fileExists(atPath: store.path))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: recovery.movedTo)) == bad)
+        }
+    }
+
+    @Test("leftover temporary files of AtomicFile are removed, those of a running writer and other files are not")
+    func leftovers() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = StateStore(directory: dir)
+        try store.prepare()
+        // A pid that is surely gone: beyond the kernel's pid_max (4194304 at most).
+        let names = [".state.json.4194999.123.tmp", ".incidence.json.4194999.7.tmp", ".state.json.\(getppid()).5.tmp",
+                     ".state.json.x.5.tmp", "state.json.4194999.1.tmp", ".state.json.4194999.1.tmp.keep", ".other.json.4194999.1.tmp", "state.json"]
+        for name in names { try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/" + name)) }
+        let removed = store.removeLeftovers().sorted()
+        #expect(removed == [dir + "/.incidence.json.4194999.7.tmp", dir + "/.state.json.4194999.123.tmp"])
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        #expect(left == names.filter { !$0.contains("4194999.123") && !$0.contains("4194999.7") }.sorted())
+    }
+
     @Test("the log limiter lets a burst through per interval and counts the rest")
     func limiter() {
         var limiter = RateLimiter(interval: 10, burst: 2)

@@ -212,7 +212,7 @@ import Testing
         }
     }
 
-    @Test func aCorruptCacheIsReportedAndIgnored() async throws {
+    @Test func aCorruptCacheIsReportedAndMovedAside() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = DatasetCache(directory: directory)
@@ -222,8 +222,12 @@ import Testing
             let store = makeStore(server, cache: cache, fallback: true)
             #expect(await store.start() == .bundled)
             #expect(await store.currentCounters.cacheErrors == 1)
-            let onDisk = try Data(contentsOf: cache.fileURL)
-            #expect(onDisk == garbage, "left alone, not overwritten by anything but good data")
+            #expect(!FileManager.default.fileExists(atPath: cache.fileURL.path), "moved aside, so the next start does not trip over it")
+            let aside = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("incidence.json.corrupt-") }
+            #expect(aside.count == 1)
+            #expect(aside.first?.wholeMatch(of: /incidence\.json\.corrupt-\d{8}T\d{6}Z/) != nil, "\(aside)")
+            let onDisk = try Data(contentsOf: directory.appendingPathComponent(try #require(aside.first)))
+            #expect(onDisk == garbage, "content kept as it was, for whoever looks into it")
             _ = await store.refresh()
             let reloaded = try cache.load()
             #expect(reloaded?.dataset.date == day("2020-11-05"))

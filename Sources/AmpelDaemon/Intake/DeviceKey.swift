@@ -23,8 +23,27 @@ public enum DeviceKey {
             previous = byte
         }
         if previous == UInt8(ascii: "/") { return false }  // trailing empty level
-        // Wildcards and ASCII controls are ruled out above; beyond ASCII only whitespace is left.
-        return ascii || !key.unicodeScalars.contains { $0.properties.isWhitespace }
+        // Wildcards and ASCII controls are ruled out above; beyond ASCII, whitespace, controls
+        // and invisible or direction-changing characters are looked up.
+        return ascii || firstUnsafeScalar(key) == nil
+    }
+
+    /// The first character of `key` that a person would not see, or that changes how the text
+    /// around it is shown: whitespace (U+2028, U+2029 included), controls (`Cc`, C1 too), and
+    /// format characters (`Cf`): the bidirectional controls U+202A-U+202E and U+2066-U+2069,
+    /// the zero-width U+200B-U+200F, U+FEFF, the soft hyphen U+00AD and the rest of `Cf`.
+    /// `alice\u{202E}enohp` shows as `alicephone` reversed in a log or a dashboard, and
+    /// `alice\u{200B}` looks like `alice`: two keys a person cannot tell apart.
+    public static func firstUnsafeScalar(_ key: String) -> Unicode.Scalar? {
+        key.unicodeScalars.first { scalar in
+            guard scalar.value >= 0x80 else { return false }
+            let properties = scalar.properties
+            if properties.isWhitespace { return true }
+            switch properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate: return true
+            default: return false
+            }
+        }
     }
 
     /// `raw` with every character outside `A-Z a-z 0-9 . _ -` replaced by `_`; `nil` when

@@ -1,4 +1,5 @@
 import AmpelCore
+import AmpelDomain
 import Foundation
 
 /// One position of one device, accepted by an input parser.
@@ -11,13 +12,18 @@ public struct LocationFix: Sendable, Hashable {
     public var tst: Int?
     /// The language the message asked for (`lang`), if any.
     public var lang: String?
+    /// The message had a `lang` that was ignored: not a string, not valid UTF-8, cut by the
+    /// scanner, or no language Ampel speaks (``AmpelDomain/Language``). The device keeps the
+    /// language it had; the daemon counts it (`invalidLang` in `bridge/info`).
+    public var langIgnored: Bool
 
-    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil) {
+    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false) {
         self.device = device
         self.latitude = latitude
         self.longitude = longitude
         self.tst = tst
         self.lang = lang
+        self.langIgnored = langIgnored
     }
 }
 
@@ -106,10 +112,12 @@ public struct InputParser: Sendable {
         guard let message = FlatMessage(payload, maximumLength: max(maxPayload, JSONScanner.maximumLength)) else {
             return .dropped(.notJSON, detail: "not a JSON object")
         }
-        var lang: String?
-        if case .value(let value) = message.text("lang") { lang = value }
-        return makeFix(topicKey: topicKey, lat: message.number(anyOf: "lat", "latitude"), lon: message.number(anyOf: "lon", "longitude"),
-                       tst: message.number("tst"), lang: lang)
+        let lang = message.language("lang")
+        let outcome = makeFix(topicKey: topicKey, lat: message.number(anyOf: "lat", "latitude"), lon: message.number(anyOf: "lon", "longitude"),
+                              tst: message.number("tst"), lang: lang.value)
+        guard lang.ignored, case .fix(var fix) = outcome else { return outcome }
+        fix.langIgnored = true
+        return .fix(fix)
     }
 
     func traccar(_ data: Data) -> ParseOutcome {
@@ -139,6 +147,10 @@ public struct InputParser: Sendable {
 
     func makeFix(topicKey: String, lat: Field<Double>, lon: Field<Double>, tst: Field<Double>, lang: String?) -> ParseOutcome {
         guard DeviceKey.isSafe(topicKey) else {
+            if let scalar = DeviceKey.firstUnsafeScalar(topicKey) {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                return .dropped(.unsafeDeviceKey, detail: "device key holds the invisible or bidirectional character U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex)")
+            }
             return .dropped(.unsafeDeviceKey, detail: "device key is not a safe topic level")
         }
         let latitude: Double
@@ -242,6 +254,20 @@ struct FlatMessage {
     func number(anyOf first: String, _ second: String) -> Field<Double> {
         let value = number(first)
         return value == .missing ? number(second) : value
+    }
+
+    /// A `lang` member: `value` is the language asked for, when it is valid UTF-8, whole (not
+    /// cut at the scanner's ``JSONText/capacity``) and a language Ampel speaks (`de`, `en-GB`,
+    /// `de_DE.UTF-8`); `ignored` when the member was there (not `null`) but is none of that.
+    func language(_ key: String) -> (value: String?, ignored: Bool) {
+        switch members[key] {
+        case nil, .null?: return (nil, false)
+        case .string(let text)?:
+            guard !text.isTruncated, let value = String(validating: text.utf8, as: UTF8.self),
+                  Language(known: value) != nil else { return (nil, true) }
+            return (value, false)
+        default: return (nil, true)
+        }
     }
 
     /// A string member; texts longer than the scanner keeps are cut (no member read here is long).

@@ -19,8 +19,13 @@ public struct BridgeInfo: Sendable, Hashable {
     public var stale: Bool
     public var devices: Int
     public var counters: Counters
+    /// Set when the state file could not be read at start and was moved aside: the daemon
+    /// started from an empty state. `null` otherwise.
+    public var stateRecovered: StateRecovery?
 
-    public init(version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters) {
+    public init(version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters,
+                stateRecovered: StateRecovery? = nil) {
+        self.stateRecovered = stateRecovered
         self.version = version
         self.ruleSet = ruleSet
         self.source = source
@@ -51,6 +56,18 @@ public struct BridgeInfo: Sendable, Hashable {
         json.string(source)
         json.raw(#","stale":"#)
         json.bool(stale)
+        json.raw(#","stateRecovered":"#)
+        if let stateRecovered {
+            json.raw(#"{"at":"#)
+            json.string(stateRecovered.at)
+            json.raw(#","movedTo":"#)
+            json.string(stateRecovered.movedTo)
+            json.raw(#","reason":"#)
+            json.string(stateRecovered.reason)
+            json.raw("}")
+        } else {
+            json.raw("null")
+        }
         json.raw(#","version":"#)
         json.string(version)
         json.raw("}")
@@ -75,6 +92,9 @@ public struct Counters: Sendable, Hashable {
     public var reconnects = 0
     /// Publishes that repeated retained topics and lamp colours after a reconnect (also in `published`).
     public var republished = 0
+    /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
+    /// language Ampel speaks); the fix itself was used.
+    public var invalidLang = 0
 
     public init() {}
 
@@ -103,6 +123,8 @@ public struct Counters: Sendable, Hashable {
         json.number(datasetsRejected)
         json.raw(#","dropped":"#)
         table(dropped)
+        json.raw(#","invalidLang":"#)
+        json.number(invalidLang)
         json.raw(#","publishFailures":"#)
         json.number(publishFailures)
         json.raw(#","published":"#)

@@ -1,6 +1,9 @@
 import AmpelData
 import AmpelDomain
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -34,6 +37,53 @@ public struct StateStore: Sendable {
         } catch {
             throw StateStoreError("\(path) is not a valid state file: \(error)")
         }
+    }
+
+    /// The saved state, or an empty one when the file cannot be read or understood: the file
+    /// is then moved aside to `state.json.corrupt-<UTC time>` in the same directory (its
+    /// content untouched, for whoever looks into it) and ``StateRecovery`` says where and why.
+    ///
+    /// A daemon that refuses to start over a bad state file stays down until someone moves it
+    /// (systemd does not restart on a configuration error); starting empty costs each device
+    /// one alert when it next reports, which is less harm than no signals at all.
+    ///
+    /// - Throws: ``StateStoreError`` only when the bad file cannot be moved aside (the state
+    ///   directory is not writable): the daemon could not save its state either.
+    public func loadRecovering(now: Date = Date()) throws(StateStoreError) -> (state: PersistedState, recovery: StateRecovery?) {
+        let reason: String
+        do {
+            return (try load(), nil)
+        } catch {
+            reason = error.message
+        }
+        let stamp = DatasetCache.timestamp(now)
+        var target = path + ".corrupt-" + stamp
+        var attempt = 1
+        // Two restarts within one second must not overwrite the first file moved aside.
+        while FileManager.default.fileExists(atPath: target) || (try? FileManager.default.destinationOfSymbolicLink(atPath: target)) != nil {
+            attempt += 1
+            target = path + ".corrupt-" + stamp + "-\(attempt)"
+        }
+        guard rename(path, target) == 0 else {
+            let code = errno
+            throw StateStoreError("\(reason); moving it aside to \(target) failed: \(String(cString: strerror(code)))")
+        }
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
+        }
+        return (PersistedState(), StateRecovery(movedTo: target, reason: reason, at: InternetTime.format(secondsSince1970: now.timeIntervalSince1970)))
+    }
+
+    /// Removes the temporary files that ``AtomicFile`` leaves behind when the process dies
+    /// mid-write (`.state.json.<pid>.<n>.tmp`, `.incidence.json.<pid>.<n>.tmp`), in the state
+    /// directory only; those of a process still running (an `ampel fetch`) are left alone.
+    ///
+    /// - Returns: the paths removed.
+    @discardableResult
+    public func removeLeftovers() -> [String] {
+        AtomicFile.removeLeftovers(in: directory, of: ["state.json", DatasetCache.fileName])
     }
 
     /// Writes `state` with ``AtomicFile``, mode `0o600`: the file holds every device's position.
@@ -101,6 +151,22 @@ public struct StateStore: Sendable {
         } catch {
             throw StateStoreError("cannot create the state directory \(directory): \(error.localizedDescription)")
         }
+    }
+}
+
+/// A state file that could not be read at start and was moved aside (``StateStore/loadRecovering(now:)``).
+public struct StateRecovery: Sendable, Hashable {
+    /// Where the file is now: `<state dir>/state.json.corrupt-<UTC time>`.
+    public let movedTo: String
+    /// Why it could not be read (the parse or read error).
+    public let reason: String
+    /// When, ISO 8601 UTC.
+    public let at: String
+
+    public init(movedTo: String, reason: String, at: String) {
+        self.movedTo = movedTo
+        self.reason = reason
+        self.at = at
     }
 }
 

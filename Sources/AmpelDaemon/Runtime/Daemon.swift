@@ -25,6 +25,8 @@ public actor AmpelDaemon: Service {
     let flushInterval: Duration
     /// The state read by ``DaemonRuntime/prepare(_:)``; `nil` to read it at start.
     let restored: PersistedState?
+    /// The state file moved aside at start, for `bridge/info`.
+    let stateRecovery: StateRecovery?
 
     let intake: Intake
     let parser: InputParser
@@ -63,7 +65,8 @@ public actor AmpelDaemon: Service {
     ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil) {
+        self.stateRecovery = stateRecovery
         self.configuration = configuration
         self.ruleSet = ruleSet
         self.locator = locator
@@ -313,6 +316,7 @@ public actor AmpelDaemon: Service {
         case .fix(let fix):
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
             let receivedAt = Int(now().timeIntervalSince1970)
+            if fix.langIgnored { counters.invalidLang += 1 }
             let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
             if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
                 counters.accepted[kind.rawValue, default: 0] += 1
@@ -399,7 +403,7 @@ public actor AmpelDaemon: Service {
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
-            stale: feedState.stale, devices: engine.devices.count, counters: counters)
+            stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)
         return info.json()
     }
 

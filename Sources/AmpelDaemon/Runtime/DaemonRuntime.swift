@@ -20,6 +20,9 @@ public enum DaemonRuntime {
         /// The state file as read while checking the state directory: the daemon starts from it
         /// rather than reading it again.
         public let restored: PersistedState
+        /// Set when the state file could not be read and was moved aside: the daemon starts
+        /// empty and says so in `bridge/info`.
+        public let stateRecovery: StateRecovery?
 
         /// The effective configuration in a few lines, for `--check-config`.
         public var summary: String {
@@ -55,15 +58,30 @@ public enum DaemonRuntime {
         let ruleSet = try loadRuleSet(configuration.rules)
         let store = StateStore(directory: configuration.stateDirectory)
         let restored: PersistedState
+        let recovery: StateRecovery?
+        let logger = Logger(label: "ampel.state")
         do {
             try store.prepare()
-            restored = try store.load()
+            for path in store.removeLeftovers() {
+                logger.warning("removed a temporary file left by a write that did not finish", metadata: ["path": "\(path)"])
+            }
+            let loaded = try store.loadRecovering()
+            restored = loaded.state
+            recovery = loaded.recovery
         } catch {
+            // Only a state directory that cannot be created or written ends here: the
+            // deployment's `state_dir` is wrong, a configuration error (exit 78).
             throw ConfigurationError(key: "state_dir", line: nil, message: error.message)
+        }
+        if let recovery {
+            logger.error("the state file could not be read and was moved aside; starting with an empty state (every device gets its alert again when it next reports)", metadata: [
+                "movedTo": "\(recovery.movedTo)", "reason": "\(recovery.reason)",
+            ])
         }
         let locator = try GeoLocator.bundled()
         let feed = try makeFeed(configuration, ruleSet: ruleSet)
-        return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed, restored: restored)
+        return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed, restored: restored,
+                        stateRecovery: recovery)
     }
 
     /// A bundled rule set by name, or a rule-set file by path.
@@ -110,6 +128,6 @@ public enum DaemonRuntime {
         let transport = MQTTTransport(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
-                           flushInterval: flushInterval)
+                           flushInterval: flushInterval, stateRecovery: prepared.stateRecovery)
     }
 }

@@ -1,0 +1,148 @@
+import AmpelTestSupport
+import Foundation
+import Testing
+
+/// `ampel check` and `ampel districts` when the RKI service fails: they answer from the cached
+/// last good data in the state directory, marked stale; and when nothing answers at all, the
+/// error names the real cause.
+@Suite struct StaleAnswerTests {
+    @Test func aFailingServiceIsAnsweredFromTheCacheMarkedStale() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await withServer(serving: "2020-11-23") { server in
+            let fetched = try await runAmpel(["fetch", "--url", server.queryURL, "--state-dir", dir.path])
+            #expect(fetched.status == 0, "\(fetched.stderr)")
+            // From now on the service fails (404 is not retried, so the test does not wait for backoff).
+            server.inject(.status(404), times: 100)
+
+            let check = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL,
+                                            "--state-dir", dir.path, "--json"])
+            #expect(check.status == 0, "\(check.stderr)")
+            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")
+            #expect(signal["stale"] as? Bool == true)
+            #expect(signal["dataDate"] as? String == "2020-11-23")
+            #expect(signal["phase"] as? String == expectedPhase(try rawBavarianIncidences(day: "2020-11-23")["09162"]!))
+            #expect(check.stderr.contains("Warning: Stale: the RKI service failed (") && check.stderr.contains("HTTP 404"), "\(check.stderr)")
+
+            let human = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--state-dir", dir.path])
+            #expect(human.status == 0, "\(human.stderr)")
+            #expect(human.stdout.contains("Data of 2020-11-23 (stale)"), "\(human.stdout)")
+            #expect(human.stdout.contains("Stale: the RKI service failed"), "\(human.stdout)")
+            #expect(!human.stdout.contains("Error"))
+
+            // AMPEL_STATE_DIR instead of the flag, as for `ampel fetch` and `ampel run`.
+            var environment = ProcessInfo.processInfo.environment
+            environment["AMPEL_STATE_DIR"] = dir.path
+            environment["NO_COLOR"] = "1"
+            let districts = try await AmpelBinary.run(["districts", "--source", "rki", "--url", server.queryURL, "--json"], environment: environment)
+            #expect(districts.exitCode == 0, "\(districts.stderrText)")
+            let rows = try #require(try JSONSerialization.jsonObject(with: districts.stdout) as? [[String: Any]])
+            #expect(rows.count == 96)
+            #expect(rows.allSatisfy { $0["stale"] as? Bool == true && $0["dataDate"] as? String == "2020-11-23" })
+            let table = try await AmpelBinary.run(["districts", "--source", "rki", "--url", server.queryURL], environment: environment)
+            #expect(table.exitCode == 0)
+            #expect(table.stdoutText.contains("STALE") && table.stdoutText.contains("Stale: the RKI service failed"), "\(table.stdoutText)")
+
+            // With the service back the answer is fresh again.
+            server.clearFaults()
+            let fresh = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL,
+                                            "--state-dir", dir.path, "--json"])
+            let freshSignal = try #require(try JSONSerialization.jsonObject(with: Data(fresh.stdout.utf8)) as? [String: Any])
+            #expect(freshSignal["stale"] as? Bool == false)
+            #expect(!fresh.stderr.contains("Stale"))
+        }
+    }
+
+    @Test func nothingListeningSaysConnectionRefused() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try MosquittoBroker.freeLoopbackPort()
+        let out = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", "http://127.0.0.1:\(port)/query",
+                                      "--state-dir", dir.path])
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("cannot reach 127.0.0.1:\(port): connection refused"), "\(out.stderr)")
+        #expect(!out.stderr.lowercased().contains("reset"), "\(out.stderr)")
+    }
+}
+
+/// Colours: only on a terminal without `NO_COLOR` (no-color.org), unless `--color` decides.
+@Suite struct ColourTests {
+    static let check = ["check", "--district", "09162", "--date", "2020-11-05", "--lang", "en"]
+    static let escape = "\u{1B}["
+
+    /// The environment of the test process without `NO_COLOR`, with a colour-capable `TERM`.
+    func environment(noColor: String?) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = noColor
+        environment["TERM"] = "xterm-256color"
+        return environment
+    }
+
+    /// Runs `ampel` with standard output on a pseudo-terminal (util-linux `script`).
+    func onTerminal(_ arguments: [String], noColor: String?) async throws -> String {
+        let binary = try AmpelBinary.url().path
+        let command = ([binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        var environment = self.environment(noColor: noColor)
+        environment["SHELL"] = "/bin/sh"
+        let output = try await runScript(command, environment: environment)
+        return output
+    }
+
+    func runScript(_ command: String, environment: [String: String]) async throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", command, "/dev/null"]
+        process.environment = environment
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let outURL = dir.appendingPathComponent("out")
+        try Data().write(to: outURL)
+        let output = try FileHandle(forWritingTo: outURL)
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        let text = String(decoding: try Data(contentsOf: outURL), as: UTF8.self)
+        #expect(status == 0, "\(text)")
+        return text
+    }
+
+    @Test func notATerminalMeansNoColour() async throws {
+        let out = try await AmpelBinary.run(Self.check, environment: environment(noColor: nil))
+        #expect(out.exitCode == 0)
+        #expect(out.stdoutText.contains("DARK RED"))
+        #expect(!out.stdoutText.contains(Self.escape), "standard output is a file")
+        let districts = try await AmpelBinary.run(["districts", "--date", "2020-11-05"], environment: environment(noColor: nil))
+        #expect(!districts.stdoutText.contains(Self.escape))
+    }
+
+    @Test func aTerminalIsColouredUnlessNoColorIsSetAndNotEmpty() async throws {
+        let coloured = try await onTerminal(Self.check, noColor: nil)
+        #expect(coloured.contains("\u{1B}[1;38;2;139;0;0m"), "\(coloured)")
+        // no-color.org: an empty NO_COLOR does not count.
+        let empty = try await onTerminal(Self.check, noColor: "")
+        #expect(empty.contains("\u{1B}[1;38;2;139;0;0m"), "\(empty)")
+        let plain = try await onTerminal(Self.check, noColor: "1")
+        #expect(plain.contains("DARK RED"))
+        #expect(!plain.contains(Self.escape), "\(plain)")
+        let never = try await onTerminal(Self.check + ["--color", "never"], noColor: nil)
+        #expect(!never.contains(Self.escape), "\(never)")
+    }
+
+    @Test func colorAlwaysForcesColourEvenWithNoColorAndAFile() async throws {
+        let out = try await AmpelBinary.run(Self.check + ["--color", "always"], environment: environment(noColor: "1"))
+        #expect(out.exitCode == 0)
+        #expect(out.stdoutText.contains("\u{1B}[1;38;2;139;0;0m"))
+        let districts = try await AmpelBinary.run(["districts", "--date", "2020-11-05", "--color", "always"], environment: environment(noColor: "1"))
+        #expect(districts.stdoutText.contains(Self.escape))
+        let bad = try await AmpelBinary.run(Self.check + ["--color", "sometimes"], environment: environment(noColor: nil))
+        #expect(bad.exitCode == 64)
+    }
+}
