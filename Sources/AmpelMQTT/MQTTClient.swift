@@ -114,11 +114,30 @@ public final class MQTTClient: Sendable {
     /// waits, in order, and is sent after the reconnect. Broker rejections (negative PUBACK)
     /// are not reported to the caller; use ``publish(topic:payload:qos:retain:messageExpiry:)``
     /// where they matter.
+    /// - Parameters:
+    ///   - acknowledged: called once with the outcome (`nil`: the broker acknowledged; else why
+    ///     not: a negative PUBACK, or the client closed first), on the network thread: it must
+    ///     return quickly and must not call the client. A QoS 0 message reports `nil` at once.
     /// - Throws: ``MQTTError``: invalid topic, QoS 0 while disconnected, closed client.
     public func enqueue(
-        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil,
+        acknowledged: (@Sendable (MQTTError?) -> Void)? = nil
     ) throws(MQTTError) {
-        try session.enqueue(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+        try session.enqueue(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry, acknowledged: acknowledged)
+    }
+
+    /// Stops reading from the broker's socket (and so acknowledging its messages) until
+    /// ``resumeReading()``: the broker keeps what it has not delivered. For a consumer whose
+    /// queue is full, and for a stop that must not take messages it will not handle. The
+    /// connection's other work (sending, keep-alive) goes on; the answers to publishes made
+    /// meanwhile are read only after the resume.
+    public func pauseReading() {
+        session.loop.setReading(false)
+    }
+
+    /// Reads from the socket again after ``pauseReading()``.
+    public func resumeReading() {
+        session.loop.setReading(true)
     }
 
     /// Disconnects cleanly and stops the network thread.

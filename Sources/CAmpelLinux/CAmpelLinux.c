@@ -101,9 +101,9 @@ void ampel_wake_close(int read_fd, int write_fd) {
     if (write_fd != read_fd) close(write_fd);
 }
 
-int ampel_wake_poll(int socket, int want_write, int wake_fd, int timeout_ms, int *readable) {
+int ampel_wake_poll(int socket, int want_read, int want_write, int wake_fd, int timeout_ms, int *readable) {
     struct pollfd fds[2] = {
-        { .fd = socket, .events = (short)(POLLIN | (want_write ? POLLOUT : 0)), .revents = 0 },
+        { .fd = socket, .events = (short)((want_read ? POLLIN : 0) | (want_write ? POLLOUT : 0)), .revents = 0 },
         { .fd = wake_fd, .events = POLLIN, .revents = 0 },
     };
     int count = poll(fds, 2, timeout_ms);

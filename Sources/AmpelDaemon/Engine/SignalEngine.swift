@@ -25,10 +25,13 @@ public struct PersistedState: Codable, Sendable, Equatable {
     public var devices = DeviceTable()
     /// The last published phase of each district of the region, by code.
     public var districts: [String: String] = [:]
+    /// Where in the journal this state was taken; `nil` in a file written before the journal.
+    public var journal: JournalMark?
 
-    public init(devices: DeviceTable = DeviceTable(), districts: [String: String] = [:]) {
+    public init(devices: DeviceTable = DeviceTable(), districts: [String: String] = [:], journal: JournalMark? = nil) {
         self.devices = devices
         self.districts = districts
+        self.journal = journal
     }
 }
 
@@ -110,10 +113,18 @@ public struct SignalEngine: Sendable {
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
     }
 
+    /// A change of what the engine remembers, for the journal.
+    public enum Change: Sendable, Hashable {
+        case device(key: String, record: DeviceRecord)
+        case district(ags: String, phase: String)
+    }
+
     public enum Action: Sendable, Hashable {
         case publish(OutgoingMessage, kind: PublishKind)
-        /// The persisted state changed; write it (the daemon may coalesce writes).
-        case persist
+        /// What the engine remembers changed. Comes before the publishes that announce it: the
+        /// daemon makes it durable before it hands them over, so that a crash between the two
+        /// neither repeats nor forgets an alert.
+        case persist(Change)
         /// A fix that was not applied, with the reason (counted by the daemon).
         case dropped(DropReason)
         /// A signal could not be computed (bad incidence in the data); logged by the daemon.
@@ -258,7 +269,7 @@ public struct SignalEngine: Sendable {
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: fix.tst ?? receivedAt, lang: messageLang,
                                   district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
         devices[key] = record
-        var actions: [Action] = []
+        var actions: [Action] = [.persist(.device(key: key, record: record))]
         if previous == nil, let discovery = settings.discovery {
             actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
         }
@@ -266,7 +277,6 @@ public struct SignalEngine: Sendable {
         if previous?.phase != signal.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, signal), kind: .deviceAlert))
         }
-        actions.append(.persist)
         if started {
             actions += lamps(force: false, device: key)
         }
@@ -318,6 +328,7 @@ public struct SignalEngine: Sendable {
             }
             let previousSignal = districtSignals[ags]
             let previousPhase = districtPhases[ags]
+            if previousPhase != signal.phase { actions.append(.persist(.district(ags: ags, phase: signal.phase))) }
             if initial || previousSignal != signal {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
                                         kind: .districtState))
@@ -355,13 +366,13 @@ public struct SignalEngine: Sendable {
                 record.dataDate = signal.dataDate
                 record.stale = signal.stale
                 devices[key] = record
+                actions.append(.persist(.device(key: key, record: record)))
                 actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
             }
             if previousPhase != signal.phase {
                 actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
             }
         }
-        actions.append(.persist)
         return actions
     }
 

@@ -92,6 +92,10 @@ public struct Counters: Sendable, Hashable {
     public var reconnects = 0
     /// Publishes that repeated retained topics and lamp colours after a reconnect (also in `published`).
     public var republished = 0
+    /// Alerts decided before a crash that the broker had not acknowledged, sent again at start.
+    public var alertsResent = 0
+    /// Times the intake queue was full and the daemon stopped reading from the broker.
+    public var intakePaused = 0
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
     /// language Ampel speaks); the fix itself was used.
     public var invalidLang = 0
@@ -117,12 +121,16 @@ public struct Counters: Sendable, Hashable {
         table(accepted)
         json.raw(#","alerts":"#)
         json.number(alerts)
+        json.raw(#","alertsResent":"#)
+        json.number(alertsResent)
         json.raw(#","datasetsApplied":"#)
         json.number(datasetsApplied)
         json.raw(#","datasetsRejected":"#)
         json.number(datasetsRejected)
         json.raw(#","dropped":"#)
         table(dropped)
+        json.raw(#","intakePaused":"#)
+        json.number(intakePaused)
         json.raw(#","invalidLang":"#)
         json.number(invalidLang)
         json.raw(#","publishFailures":"#)

@@ -19,6 +19,8 @@ public final class StateSaver: Sendable {
     private struct Shared {
         var pending: PersistedState?
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Called once the pending state (or a newer one) is on disk.
+        var written: [@Sendable () -> Void] = []
         var trim = false
         var stop = false
     }
@@ -38,10 +40,14 @@ public final class StateSaver: Sendable {
         worker.wake.signal()
     }
 
-    /// Schedules a write of `state` (or of a newer one handed over before the write starts).
-    public func save(_ state: PersistedState) {
+    /// Schedules a write of `state` (or of a newer one handed over before the write starts);
+    /// `written` is called on the writer thread once it is on disk.
+    public func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
         let first = worker.shared.withLock { shared in
-            defer { shared.pending = state }
+            defer {
+                shared.pending = state
+                if let written { shared.written.append(written) }
+            }
             return shared.pending == nil
         }
         if first { worker.wake.signal() }
@@ -83,11 +89,13 @@ public final class StateSaver: Sendable {
             ProcessMemory.lowerCurrentThreadToIdle()
             while true {
                 wake.wait()
-                let (state, waiters, trim, stop) = shared.withLock { shared in
-                    defer { shared.pending = nil; shared.waiters = []; shared.trim = false }
-                    return (shared.pending, shared.waiters, shared.trim, shared.stop)
+                let (state, waiters, written, trim, stop) = shared.withLock { shared in
+                    defer { shared.pending = nil; shared.waiters = []; shared.written = []; shared.trim = false }
+                    return (shared.pending, shared.waiters, shared.written, shared.trim, shared.stop)
                 }
-                if let state { write(state) }
+                if let state, write(state) {
+                    for callback in written { callback() }
+                }
                 if trim {
                     let start = ContinuousClock.now
                     ProcessMemory.trim()
@@ -98,14 +106,16 @@ public final class StateSaver: Sendable {
             }
         }
 
-        private func write(_ state: PersistedState) {
+        private func write(_ state: PersistedState) -> Bool {
             let start = ContinuousClock.now
             do {
                 try store.save(state)
             } catch {
                 logger.error("cannot save state", metadata: ["error": "\(error)"])
+                return false
             }
             logger.debug("state saved", metadata: ["devices": "\(state.devices.count)", "took": "\(ContinuousClock.now - start)"])
+            return true
         }
     }
 }

@@ -111,7 +111,36 @@ public struct StateStore: Sendable {
                     json.raw(":")
                     json.string(phase)
                 }
-                json.raw(#"},"devices":{"#)
+                json.raw("}")
+                if let mark = state.journal {
+                    json.raw(#","journal":{"segment":"#)
+                    json.number(mark.segment)
+                    json.raw(#","handled":"#)
+                    json.number(Int(mark.handled))
+                    json.raw(#","lastSeq":"#)
+                    json.number(Int(mark.lastSeq))
+                    json.raw(#","lastAlertID":"#)
+                    json.number(Int(mark.lastAlertID))
+                    json.raw(#","pendingAlerts":["#)
+                    for (index, alert) in mark.pendingAlerts.enumerated() {
+                        if index > 0 { json.raw(",") }
+                        json.raw(#"{"id":"#)
+                        json.number(Int(alert.id))
+                        json.raw(#","topic":"#)
+                        json.string(alert.topic)
+                        json.raw(#","payload":"#)
+                        json.string(alert.payload)
+                        json.raw(#","qos":"#)
+                        json.number(alert.qos)
+                        json.raw(#","retain":"#)
+                        json.bool(alert.retain)
+                        json.raw(#","expirySeconds":"#)
+                        json.optional(alert.expirySeconds) { $0.number($1) }
+                        json.raw("}")
+                    }
+                    json.raw("]}")
+                }
+                json.raw(#","devices":{"#)
                 first = true
                 state.devices.forEach { key, record in
                     if !first { json.raw(",\n") }

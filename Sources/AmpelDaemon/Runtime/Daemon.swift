@@ -3,6 +3,7 @@ import AmpelMQTT
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// The running daemon: intake, signal engine, publishing, persistence, bridge topics.
 ///
@@ -34,8 +35,14 @@ public actor AmpelDaemon: Service {
 
     private var counters = Counters()
     private var feedState: FeedState?
-    private var dirty = false
-    private var lastSave = ContinuousClock.now
+    /// Set at the start of ``run()``.
+    private var journal: Journal!
+    private var gate: IntakeGate!
+    /// When a requested stop stops handling messages (the rest waits in the journal).
+    private let stopDeadline = Mutex<ContinuousClock.Instant?>(nil)
+    private let stopRequested = Atomic<Bool>(false)
+    /// Ticks since the journal was last tidied.
+    private var ticksSinceTidy = 0
     /// Messages received so far; the tick notes when the count last moved (no clock read per
     /// message). With the device count at the last heap trim.
     private var messagesReceived = 0
@@ -43,11 +50,14 @@ public actor AmpelDaemon: Service {
     private var trimmedAtDevices = 0
     /// How long the intake must be quiet before free heap pages are given back.
     let trimQuiet: Duration = .seconds(2)
-    /// The state file is rewritten at most this often while fixes arrive (and always at shutdown):
-    /// with many devices a rewrite per second would cost more than it protects.
-    let saveInterval: Duration = .seconds(5)
+    /// How long a stop keeps handling the messages it has taken (the rest waits in the journal
+    /// for the next start) and writing the snapshot: with the goodbye, well inside systemd's
+    /// `TimeoutStopSec=20s` on a slow machine.
+    let drainLimit: Duration = .seconds(2)
     /// How long a stop waits for the broker to acknowledge `bridge/info` and `offline`.
-    let goodbyeTimeout: Duration = .seconds(5)
+    let goodbyeTimeout: Duration = .seconds(3)
+    /// Messages taken from the broker and not yet handled, at most (``IntakeGate``).
+    let intakeLimit: Int
     private var infoDirty = true
     private var dropLog = RateLimiter(interval: 10, burst: 5)
     private var publishLog = RateLimiter(interval: 10, burst: 5)
@@ -65,8 +75,9 @@ public actor AmpelDaemon: Service {
     ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
-                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil) {
+                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000) {
         self.stateRecovery = stateRecovery
+        self.intakeLimit = intakeLimit
         self.configuration = configuration
         self.ruleSet = ruleSet
         self.locator = locator
@@ -100,7 +111,8 @@ public actor AmpelDaemon: Service {
     }
 
     enum Input: Sendable {
-        case message(MQTTMessage)
+        /// A message from the broker with its journal sequence number and arrival time.
+        case message(MQTTMessage, seq: UInt64, receivedAt: Int)
         case feed(FeedState)
         case tick
         case stop
@@ -112,12 +124,35 @@ public actor AmpelDaemon: Service {
 
     /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
     public nonisolated func stop() {
+        requestStop()
         stopSignal.yield()
     }
 
+    /// The first step of every stop: take nothing more from the socket and give the messages
+    /// already taken ``drainLimit`` to be handled.
+    nonisolated func requestStop() {
+        guard !stopRequested.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        stopDeadline.withLock { $0 = .now + drainLimit }
+        gateForStop.withLock { $0?.stopTaking() }
+    }
+
+    /// The gate as a stop request from another thread sees it.
+    private nonisolated let gateForStop = Mutex<IntakeGate?>(nil)
+
     public func run() async throws {
         try store.prepare()
-        let restored = try self.restored ?? store.load()
+        let snapshot = try self.restored ?? store.load()
+        let replay = JournalReplay.read(directory: store.directory, over: snapshot)
+        for damage in replay.damaged {
+            logger.warning("journal segment ends in a torn record (the last write of a process that died); read up to it", metadata: ["segment": "\(damage)"])
+        }
+        let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
+        self.journal = journal
+        let gate = IntakeGate(limit: intakeLimit, transport: transport)
+        self.gate = gate
+        gateForStop.withLock { $0 = gate }
+        if stopRequested.load(ordering: .sequentiallyConsistent) { gate.stopTaking() }
+        let restored = replay.state
         let initial = try await feed.initial()
         feedState = initial
         var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet), dataset: initial.dataset,
@@ -126,13 +161,31 @@ public actor AmpelDaemon: Service {
             "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
             "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
         ])
+        if replay.found {
+            logger.info("journal replayed", metadata: [
+                "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",
+                "unacknowledgedAlerts": "\(replay.pendingAlerts.count)", "cleanStop": "\(replay.cleanStop)",
+            ])
+        }
 
         // One queue for everything the engine reacts to, in order. The transport hands each
         // message straight to it from the MQTT network thread (set before connecting, so that
         // nothing the session kept for the daemon passes by).
         let (events, continuation) = AsyncStream<Input>.makeStream()
         inbox = continuation
-        transport.deliver { continuation.yield(.message($0)) }
+        // What the last run took from the broker but did not handle comes first, in order.
+        for input in replay.pendingInputs {
+            gate.taken()
+            continuation.yield(.message(input.message, seq: input.seq, receivedAt: input.receivedAt))
+        }
+        // Into the journal before anything else: libmosquitto has acknowledged it already.
+        let now = self.now
+        transport.deliver { message in
+            let receivedAt = Int(now().timeIntervalSince1970)
+            let seq = journal.appendInput(message, receivedAt: receivedAt)
+            gate.taken()
+            continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
+        }
         transport.connections { continuation.yield(.connected(sessionPresent: $0)) }
 
         guard try await connect() else {
@@ -145,8 +198,19 @@ public actor AmpelDaemon: Service {
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
+        // Alerts decided before a crash that the broker never acknowledged: exactly these go again.
+        for (id, message) in replay.pendingAlerts {
+            publishAlert(message, id: id)
+            counters.alertsResent += 1
+        }
         perform(engine.event(.start))
         counters.datasetsApplied += 1
+        if !replay.cleanStop {
+            // The last run did not say goodbye: its last publishes may never have reached the
+            // broker. Everything retained goes again, paced as after a reconnect.
+            logger.notice("the last run did not stop cleanly: publishing every retained topic again", metadata: ["devices": "\(engine.devices.count)"])
+            perform(engine.event(.reconnected), republished: true, engine: engine)
+        }
         publishInfo(engine)
         // The geometry build and the data decoding left free pages behind.
         ProcessMemory.trim()
@@ -173,21 +237,31 @@ public actor AmpelDaemon: Service {
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }
+                if stopRequested.load(ordering: .relaxed), let deadline = stopDeadline.withLock({ $0 }), ContinuousClock.now >= deadline {
+                    break
+                }
                 handle(input, &engine)
             }
         } onGracefulShutdown: {
+            self.requestStop()
             continuation.yield(.stop)
         }
 
-        // Stop the intake (what arrived before the stop request has been handled), then write
-        // the state, say offline and leave cleanly.
-        transport.deliver { _ in }
+        // Nothing more is taken from the socket (``requestStop()``); what was taken and not
+        // handled within the drain limit waits in the journal. Then the snapshot (within the
+        // same limit), the goodbye, and a clean leave.
+        let unhandled = gate.waiting
+        if unhandled > 0 {
+            logger.notice("stopping with messages not handled; the journal keeps them for the next start", metadata: ["messages": "\(unhandled)"])
+        }
         producers.cancel()
         continuation.finish()
         // A recovery's `online` probe goes out before the `offline` below, or not at all.
         recoveryPace?.cancel()
         await recoveryPace?.value
-        await saver.finish(engine.persisted)
+        let deadline = stopDeadline.withLock { $0 } ?? .now + drainLimit
+        await writeSnapshot(engine, before: max(deadline, .now + .milliseconds(500)))
+        gate.readForGoodbye()
         // Say offline, but do not wait for a broker that is gone or frozen: a QoS 1 publish waits
         // for the reconnect or the PUBACK, and a stop must not hang on it. Unacknowledged, the
         // goodbye may never arrive, so the connection is then dropped without DISCONNECT and
@@ -218,8 +292,14 @@ public actor AmpelDaemon: Service {
             logger.warning(
                 "could not publish offline state; leaving without DISCONNECT so that the broker publishes the Last Will",
                 metadata: ["error": "\(outcome)"])
+        } else {
+            // The broker acknowledged the goodbye, so everything published before it too.
+            journal.appendStopped()
         }
         await transport.shutdown(clean: outcome == nil)
+        // Messages taken while saying goodbye are in the journal (handled at the next start).
+        transport.deliver { _ in }
+        journal.sync()
         await producers.value
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
     }
@@ -250,12 +330,16 @@ public actor AmpelDaemon: Service {
 
     func handle(_ input: Input, _ engine: inout SignalEngine) {
         switch input {
-        case .message(let message):
+        case .message(let message, let seq, let receivedAt):
             messagesReceived &+= 1
+            defer {
+                journal.appendHandled(seq)
+                gate.handled()
+            }
             for route in intake.route(topic: message.topic, payload: message.payload) {
                 switch route {
                 case .input(let kind, let key):
-                    handleLocation(kind, key: key, message, &engine)
+                    handleLocation(kind, key: key, message, receivedAt: receivedAt, &engine)
                 case .lampOnline(let name):
                     logger.debug("lamp online", metadata: ["lamp": "\(name)"])
                     perform(engine.event(.lampOnline(name: name)))
@@ -282,7 +366,16 @@ public actor AmpelDaemon: Service {
             perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
             let now = ContinuousClock.now
-            if dirty, now - lastSave >= saveInterval { saveState(engine) }
+            // A snapshot once the journal has outgrown the last one: each change costs a
+            // constant amount of writing, whatever the number of devices.
+            if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
+                takeSnapshot(engine)
+            }
+            ticksSinceTidy += 1
+            if ticksSinceTidy >= 10 {
+                ticksSinceTidy = 0
+                journal.removeCovered()
+            }
             if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
             // New devices grew the tables; once fixes stop arriving, hand the free pages back.
             if engine.devices.count != trimmedAtDevices, now - intakeSeen.at >= trimQuiet {
@@ -311,11 +404,10 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func handleLocation(_ kind: InputKind, key: String, _ message: MQTTMessage, _ engine: inout SignalEngine) {
+    func handleLocation(_ kind: InputKind, key: String, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(let fix):
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
-            let receivedAt = Int(now().timeIntervalSince1970)
             if fix.langIgnored { counters.invalidLang += 1 }
             let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
             if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
@@ -348,15 +440,20 @@ public actor AmpelDaemon: Service {
     ///     under `republished` as well.
     ///   - engine: the engine after the event, for a `bridge/info` it asks for.
     func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
+        // Decisions are durable before anything that announces them is handed over.
+        for case .persist(let change) in actions { journal.append(change) }
         for action in actions {
             switch action {
-            case .publish(let message, let kind):
+            case .publish(let message, let kind) where kind.isAlert:
+                publishAlert(message, id: journal.appendAlert(message))
+                counters.published += 1
+                counters.alerts += 1
+            case .publish(let message, _):
                 do {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
                     try transport.enqueue(message)
                     counters.published += 1
                     if republished { counters.republished += 1 }
-                    if kind.isAlert { counters.alerts += 1 }
                 } catch {
                     counters.publishFailures += 1
                     let admitted = publishLog.admit(now: now().timeIntervalSince1970)
@@ -365,7 +462,7 @@ public actor AmpelDaemon: Service {
                     }
                 }
             case .persist:
-                dirty = true
+                break
             case .dropped(let reason):
                 drop(reason, detail: "older than the fix held for the device", topic: topic)
             case .problem(let message):
@@ -390,16 +487,65 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    /// Hands the state to the writer thread: the loop only copies it (the file is written
-    /// elsewhere, so a large state never holds up the next location).
-    func saveState(_ engine: SignalEngine) {
-        saver.save(engine.persisted)
-        dirty = false
-        lastSave = ContinuousClock.now
+    /// A rough size of a device in the snapshot, to compare the journal with.
+    static let snapshotBytesPerDevice = 160
+
+    /// Hands an alert over; its id leaves the journal's pending list when the broker took it.
+    /// One that is not acknowledged (the client closed first) stays pending: the next start sends it.
+    func publishAlert(_ message: OutgoingMessage, id: UInt64) {
+        let journal = self.journal!
+        do {
+            try transport.enqueue(message) { error in
+                // A broker that refuses it (not authorised) will refuse it again: done either way.
+                if error == nil || (error as? MQTTError)?.code == .rejected { journal.acknowledge(id) }
+            }
+        } catch {
+            counters.publishFailures += 1
+            let admitted = publishLog.admit(now: now().timeIntervalSince1970)
+            if admitted.log {
+                logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
+            }
+        }
+    }
+
+    /// Starts a snapshot on the writer thread: the loop only copies the state (copy-on-write),
+    /// so a large one never holds up the next location. The journal opens a new segment first;
+    /// the old ones go once the snapshot is on disk and their messages are handled.
+    func takeSnapshot(_ engine: SignalEngine) {
+        let journal = self.journal!
+        let mark = journal.beginSnapshot()
+        saver.save(PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)) {
+            journal.snapshotWritten(mark)
+        }
+    }
+
+    /// The stop's snapshot, waited for until `deadline` at most (the journal has it all anyway).
+    func writeSnapshot(_ engine: SignalEngine, before deadline: ContinuousClock.Instant) async {
+        let journal = self.journal!
+        let mark = journal.beginSnapshot()
+        let state = PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)
+        let saver = self.saver
+        // Not a task group: it would wait for the write even after the deadline.
+        let written = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let once = Mutex<CheckedContinuation<Bool, Never>?>(continuation)
+            saver.save(state) { once.withLock { $0.take() }?.resume(returning: true) }
+            Task {
+                try? await Task.sleep(until: deadline)
+                once.withLock { $0.take() }?.resume(returning: false)
+            }
+        }
+        if written {
+            journal.snapshotWritten(mark)
+        } else {
+            logger.notice("the snapshot did not finish within the stop's limit; the journal holds the state", metadata: ["devices": "\(engine.devices.count)"])
+        }
+        journal.sync()
     }
 
     func infoPayload(_ engine: SignalEngine) -> [UInt8] {
         guard let feedState else { return [] }
+        var counters = self.counters
+        counters.intakePaused = gate?.pauses ?? 0
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,

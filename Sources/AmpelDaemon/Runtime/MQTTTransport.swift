@@ -106,6 +106,19 @@ public final class MQTTTransport: DaemonTransport {
                            retain: message.retain, messageExpiry: message.expiry)
     }
 
+    public func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws {
+        try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
+                           retain: message.retain, messageExpiry: message.expiry) { error in acknowledged(error) }
+    }
+
+    public func pauseReading() {
+        client.pauseReading()
+    }
+
+    public func resumeReading() {
+        client.resumeReading()
+    }
+
     public func shutdown(clean: Bool) async {
         if clean { await client.disconnect() } else { await client.abort() }
     }

@@ -23,6 +23,12 @@ public protocol DaemonTransport: Sendable {
     /// Hands a publish over in call order without waiting for the acknowledgement (the hot
     /// path; it never suspends, so the daemon's handling of one input is never interleaved).
     func enqueue(_ message: OutgoingMessage) throws
+    /// ``enqueue(_:)``, and reports the broker's answer to `acknowledged` (`nil`: taken; else
+    /// why not), from any thread, once.
+    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws
+    /// Stops taking messages from the broker (it keeps them) until ``resumeReading()``.
+    func pauseReading()
+    func resumeReading()
     /// Leaves the broker: with `clean`, a DISCONNECT (the Will is not fired); otherwise the
     /// connection is dropped so that the broker publishes the Will (the goodbye was not
     /// acknowledged, so only the Will can still say `offline`).

@@ -59,7 +59,7 @@ extension MQTTSession {
         }
         let token = nextToken.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: AckWaiter) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<AckResult, Never>) in
                 let immediate: AckResult? = machine.withLock { machine in
                     switch machine.requestDecision {
                     case .closed: return .failed(SessionErrors.closed)
@@ -73,7 +73,7 @@ extension MQTTSession {
                         possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                         return .failed(rc == MosquittoResult.success ? SessionErrors.cancelled(mid) : .mosquitto(rc, what))
                     }
-                    machine.sent(mid: mid, token: token, waiter: continuation)
+                    machine.sent(mid: mid, token: token, waiter: .task(continuation))
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }

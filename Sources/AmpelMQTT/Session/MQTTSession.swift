@@ -9,7 +9,20 @@ import Synchronization
 /// answer can never arrive before its waiter. Continuations are resumed and events yielded
 /// after the lock is released.
 final class MQTTSession: Sendable {
-    typealias AckWaiter = UnsafeContinuation<AckResult, Never>
+    /// Who waits for the broker's answer to one packet: a suspended task, or a callback for a
+    /// caller that must not suspend (``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)``).
+    enum AckWaiter: Sendable {
+        case task(UnsafeContinuation<AckResult, Never>)
+        /// Called on the network thread, after the session's lock is released.
+        case callback(@Sendable (AckResult) -> Void)
+
+        func resume(returning result: AckResult) {
+            switch self {
+            case .task(let continuation): continuation.resume(returning: result)
+            case .callback(let callback): callback(result)
+            }
+        }
+    }
     /// The `connect()` call waiting for CONNACK, and `disconnect()` calls waiting for the
     /// network thread's exit (resumed with `.success(false)`).
     typealias Waiter = CheckedContinuation<Result<Bool, MQTTError>, Never>
@@ -162,26 +175,16 @@ final class MQTTSession: Sendable {
         // Drawn before anything can be cancelled: the cancellation handler finds the wait by it.
         let token = nextToken.add(1, ordering: .relaxed).newValue
         let result: AckResult = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: AckWaiter) in
-                if let immediate = submit(message, token: token, waiter: continuation) {
+            await withUnsafeContinuation { continuation in
+                if let immediate = submit(message, token: token, waiter: .task(continuation)) {
                     continuation.resume(returning: immediate)
                 }
             }
         } onCancel: {
             cancelWait(token)
         }
-        switch result {
-        case .published(let reason) where reason < 0x80:
-            acknowledgedCount.add(1, ordering: .relaxed)
-        case .published(let reason):
-            throw MQTTError(
-                code: .rejected, reasonCode: Int(reason),
-                message: "broker rejected publish to '\(topic)': \(MosquittoLibrary.describeReason(reason))")
-        case .failed(let error):
-            throw error
-        case .subscribed, .unsubscribed:
-            throw MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
-        }
+        if let error = Self.failure(of: result, topic: topic) { throw error }
+        acknowledgedCount.add(1, ordering: .relaxed)
     }
 
     /// Sends or queues an awaited QoS 1/2 publish; returns the answer if there is one already
@@ -247,24 +250,40 @@ final class MQTTSession: Sendable {
     }
 
     /// Hands a publish over in call order without waiting for PUBACK (see ``MQTTClient/enqueue``).
-    func enqueue(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) throws(MQTTError) {
+    ///
+    /// With `acknowledged`, the broker's answer is reported to it (on the network thread, once).
+    func enqueue(
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?,
+        acknowledged: (@Sendable (MQTTError?) -> Void)? = nil
+    ) throws(MQTTError) {
         let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
         if qos == .atMostOnce {
             try sendQoS0(message)
+            acknowledged?(nil)
             return
         }
         if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
         enum Outcome { case handedOver, refused(Int32), full, closed }
+        let waiter = acknowledged.map { callback in
+            AckWaiter.callback { result in callback(Self.failure(of: result, topic: topic)) }
+        }
+        let token = waiter == nil ? 0 : nextToken.add(1, ordering: .relaxed).newValue
         let outcome: Outcome = machine.withLock { machine in
-            switch machine.publish(message, token: 0, waiter: nil) {
+            switch machine.publish(message, token: token, waiter: waiter) {
             case .queued: return .handedOver
             case .offlineQueueFull: return .full
             case .closed: return .closed
             case .send:
-                let rc = mosquitto.publish(message).rc
+                if waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
+                let (rc, mid) = mosquitto.publish(message)
                 loop.wakeIfIdle()
                 // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
-                return rc == MosquittoResult.success || rc == MosquittoResult.noConnection ? .handedOver : .refused(rc)
+                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
+                    if waiter != nil { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+                    return .refused(rc)
+                }
+                if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
+                return .handedOver
             }
         }
         switch outcome {
@@ -272,6 +291,22 @@ final class MQTTSession: Sendable {
         case .refused(let rc): throw publishFailure(rc, topic: topic, qos: qos)
         case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
         case .closed: throw SessionErrors.closed
+        }
+    }
+
+    /// What went wrong with a publish by its answer; `nil` when the broker took it.
+    static func failure(of result: AckResult, topic: String) -> MQTTError? {
+        switch result {
+        case .published(let reason) where reason < 0x80:
+            return nil
+        case .published(let reason):
+            return MQTTError(
+                code: .rejected, reasonCode: Int(reason),
+                message: "broker rejected publish to '\(topic)': \(MosquittoLibrary.describeReason(reason))")
+        case .failed(let error):
+            return error
+        case .subscribed, .unsubscribed:
+            return MQTTError(code: .protocolError, message: "publish to '\(topic)' answered by a (un)subscribe acknowledgement")
         }
     }
 

@@ -36,6 +36,8 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     let stopRequested = Atomic<Bool>(false)
     /// Set with ``stopRequested`` when the stop is to drop the connection without DISCONNECT.
     let abortRequested = Atomic<Bool>(false)
+    /// Cleared by ``setReading(_:)``: the loop then neither polls for nor reads incoming data.
+    let reading = Atomic<Bool>(true)
     /// Whether this thread is in, or about to enter, `poll` and needs a wake-up to notice a
     /// packet queued by another thread.
     let idle = Atomic<Bool>(false)
@@ -94,6 +96,16 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         backoffWakeup.signal()
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         if idle.load(ordering: .relaxed) { ampel_wake_signal(wakeWriteFD) }
+    }
+
+    /// Starts or stops reading from the socket (see ``MQTTClient/pauseReading()``); a resume
+    /// wakes the thread, which may sleep without watching the socket.
+    func setReading(_ enabled: Bool) {
+        reading.store(enabled, ordering: .sequentiallyConsistent)
+        if enabled {
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if idle.load(ordering: .relaxed) { ampel_wake_signal(wakeWriteFD) }
+        }
     }
 
     /// Puts this thread in the configured scheduling class.
@@ -233,13 +245,13 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     /// after it, so that a packet queued from now on comes with a wake-up.
     private func poll(_ socket: Int32, timeoutMilliseconds: Int32, _ readable: inout Int32) -> Int32 {
         guard timeoutMilliseconds > 0 else {
-            return ampel_wake_poll(socket, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, 0, &readable)
+            return ampel_wake_poll(socket, reading.load(ordering: .relaxed) ? 1 : 0, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, 0, &readable)
         }
         idle.store(true, ordering: .sequentiallyConsistent)
         defer { idle.store(false, ordering: .sequentiallyConsistent) }
         // A stop requested just before the flag went up found no sleeper to wake: notice it now.
         if !stopNoticed && stopRequested.load(ordering: .sequentiallyConsistent) { return 0 }
-        return ampel_wake_poll(socket, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
+        return ampel_wake_poll(socket, reading.load(ordering: .relaxed) ? 1 : 0, mosquitto.wantsWrite ? 1 : 0, wakeReadFD, timeoutMilliseconds, &readable)
     }
 
     /// Called by any thread after queueing a packet: wakes this thread if it sleeps.

@@ -31,8 +31,8 @@ int ampel_wake_create(int *write_fd);
 void ampel_wake_signal(int write_fd);
 /* Closes what ampel_wake_create opened. */
 void ampel_wake_close(int read_fd, int write_fd);
-/* Waits until `socket` is readable (or writable, if want_write), `wake_fd` was signalled, or
+/* Waits until `socket` is readable (if want_read) or writable (if want_write), `wake_fd` was signalled, or
  * `timeout_ms` passed, and consumes every pending wake-up. Returns poll's result (-1 with errno
  * set); *readable tells whether the socket has data, an error or a hang-up to read. */
-int ampel_wake_poll(int socket, int want_write, int wake_fd, int timeout_ms, int *readable);
+int ampel_wake_poll(int socket, int want_read, int want_write, int wake_fd, int timeout_ms, int *readable);
 #endif

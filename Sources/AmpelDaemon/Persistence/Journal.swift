@@ -1,0 +1,387 @@
+import AmpelMQTT
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Synchronization
+
+/// The daemon's write-ahead journal: every message taken from the broker, every decision of
+/// the engine and every alert's fate, appended as it happens, so that `kill -9` at any moment
+/// loses nothing that was acknowledged or decided (docs/DESIGN.md, "The journal").
+///
+/// Appends are copies into a memory-mapped segment file (`journal-<n>.log` in the state
+/// directory): the page cache holds them the moment the copy ends, so a process that dies
+/// keeps them; a thread of its own writes them to the disk every second (`fdatasync`), which
+/// bounds what a power cut can take. The MQTT network thread appends each message inside
+/// libmosquitto's message callback (2.0.11 has sent the PUBACK just before), the daemon's
+/// loop appends its decisions before it hands their publishes over.
+///
+/// The snapshot (`state.json`) is rewritten only when the journal since the last one has
+/// grown past the snapshot's own size (at least 64 MiB): each change costs a constant amount
+/// of writing, whatever the number of devices. A snapshot names the segment it was taken at
+/// (``JournalMark``); segments below it are removed once every message in them is handled.
+public final class Journal: Sendable {
+    /// A new segment's size; a larger record gets a segment of its own size.
+    static let segmentSize = 4 << 20
+    /// The journal since the last snapshot may grow to the snapshot's size, and at least this.
+    static let minimumSnapshotInterval = 64 << 20
+
+    public let directory: String
+    let logger: Logger
+    private let state: Mutex<WriterState>
+    private let syncer: Syncer
+
+    struct WriterState: @unchecked Sendable {
+        var segment: Int
+        var fd: Int32 = -1
+        var base: UnsafeMutableRawPointer?
+        var capacity = 0
+        var used = 0
+        var lastSeq: UInt64
+        var lastAlertID: UInt64
+        var handled: UInt64
+        /// Alerts handed to the broker and not yet acknowledged, by id.
+        var pending: [UInt64: OutgoingMessage]
+        /// The last input in each segment that has one (segments from earlier runs included).
+        var lastInput: [Int: UInt64]
+        /// Segments below this one are covered by the snapshot on disk.
+        var snapshotSegment: Int
+        var bytesSinceSnapshot: Int
+        /// Why the journal stopped writing (a disk that is full or gone); `nil` while it works.
+        var failure: String?
+        var appendFailures = 0
+    }
+
+    /// Opens a new segment after the ones `replay` read (a run never appends to an old one).
+    ///
+    /// - Throws: ``StateStoreError`` when the first segment cannot be created.
+    public init(directory: String, continuing replay: JournalReplay, logger: Logger) throws(StateStoreError) {
+        self.directory = directory
+        self.logger = logger
+        var writer = WriterState(
+            segment: replay.lastSegment, lastSeq: replay.lastSeq, lastAlertID: replay.lastAlertID, handled: replay.handled,
+            pending: Dictionary(uniqueKeysWithValues: replay.pendingAlerts.map { ($0.id, $0.message) }),
+            lastInput: replay.lastInput, snapshotSegment: replay.snapshotSegment, bytesSinceSnapshot: replay.bytesSinceSnapshot)
+        syncer = Syncer(directory: directory, logger: logger)
+        if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
+            throw StateStoreError("cannot create a journal segment in \(directory): \(error)")
+        }
+        state = Mutex(writer)
+    }
+
+    deinit {
+        state.withLock { Self.closeSegment(&$0, syncer: nil) }
+        syncer.stop()
+    }
+
+    static func path(_ directory: String, segment: Int) -> String {
+        directory + "/" + String(format: "journal-%08d.log", segment)
+    }
+
+    // MARK: Appending
+
+    /// Records a message taken from the broker; returns its sequence number.
+    public func appendInput(_ message: MQTTMessage, receivedAt: Int) -> UInt64 {
+        state.withLock { writer in
+            writer.lastSeq += 1
+            let seq = writer.lastSeq
+            let record = JournalRecord.input(seq: seq, receivedAt: receivedAt, topic: message.topic, payload: message.payload,
+                                             qos: UInt8(message.qos.rawValue), retain: message.retain)
+            if append(record, &writer) { writer.lastInput[writer.segment] = seq }
+            return seq
+        }
+    }
+
+    /// Every input up to `seq` is handled (its decisions were appended before).
+    public func appendHandled(_ seq: UInt64) {
+        state.withLock { writer in
+            writer.handled = max(writer.handled, seq)
+            _ = append(.handled(seq: seq), &writer)
+        }
+    }
+
+    /// Records a device's or a district's new state.
+    func append(_ change: SignalEngine.Change) {
+        state.withLock { writer in
+            switch change {
+            case .device(let key, let record): _ = append(.device(key: key, record: record), &writer)
+            case .district(let ags, let phase): _ = append(.district(ags: ags, phase: phase), &writer)
+            }
+        }
+    }
+
+    /// Records an alert about to be handed over; returns its id for ``acknowledge(_:)``.
+    func appendAlert(_ message: OutgoingMessage) -> UInt64 {
+        state.withLock { writer in
+            writer.lastAlertID += 1
+            let id = writer.lastAlertID
+            writer.pending[id] = message
+            _ = append(.alert(id: id, message: message), &writer)
+            return id
+        }
+    }
+
+    /// The broker took alert `id`: a restart will not send it again.
+    func acknowledge(_ id: UInt64) {
+        state.withLock { writer in
+            guard writer.pending.removeValue(forKey: id) != nil else { return }
+            _ = append(.alertAcknowledged(id: id), &writer)
+        }
+    }
+
+    /// The daemon stopped cleanly (its goodbye was acknowledged): the next start need not
+    /// republish what the broker retains. Written to the disk before it returns.
+    func appendStopped() {
+        state.withLock { writer in _ = append(.stopped, &writer) }
+        sync()
+    }
+
+    /// Alerts handed over and not yet acknowledged, oldest first.
+    var pendingAlerts: [(id: UInt64, message: OutgoingMessage)] {
+        state.withLock { $0.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
+
+    /// Appends failed so far, and why the journal stopped writing, if it did.
+    var health: (failures: Int, failure: String?) {
+        state.withLock { ($0.appendFailures, $0.failure) }
+    }
+
+    private func append(_ record: JournalRecord, _ writer: inout WriterState) -> Bool {
+        let size = JournalRecord.headerSize + record.bodySize
+        if writer.base == nil || writer.used + size > writer.capacity {
+            if let error = Self.roll(&writer, minimum: size, syncer: syncer) {
+                writer.appendFailures += 1
+                if writer.failure == nil {
+                    writer.failure = error
+                    logger.critical("the journal cannot be written: decisions and messages are no longer safe from a crash", metadata: ["error": "\(error)"])
+                }
+                return false
+            }
+        }
+        guard let base = writer.base else { return false }
+        record.write(to: base + writer.used)
+        writer.used += size
+        writer.bytesSinceSnapshot += size
+        return true
+    }
+
+    // MARK: Segments
+
+    /// Closes the current segment (cut to what it holds, handed to the syncer) and opens the next.
+    private static func roll(_ writer: inout WriterState, minimum: Int, syncer: Syncer) -> String? {
+        closeSegment(&writer, syncer: syncer)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let capacity = max(segmentSize, (minimum + page - 1) / page * page)
+        let number = writer.segment + 1
+        let path = Self.path(syncer.directory, segment: number)
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return "\(path): \(String(cString: strerror(errno)))" }
+        // Reserved blocks, not a sparse file: a write into a mapped hole on a full disk would
+        // kill the process with SIGBUS; here the failure is an error code.
+        let reserved = posix_fallocate(fd, 0, off_t(capacity))
+        guard reserved == 0 else {
+            close(fd)
+            unlink(path)
+            return "\(path): cannot reserve \(capacity) bytes: \(String(cString: strerror(reserved)))"
+        }
+        let base = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+        guard let base, base != MAP_FAILED else {
+            let error = String(cString: strerror(errno))
+            close(fd)
+            unlink(path)
+            return "\(path): cannot map: \(error)"
+        }
+        writer.segment = number
+        writer.fd = fd
+        writer.base = base
+        writer.capacity = capacity
+        writer.used = 0
+        syncer.opened(fd: fd)
+        return nil
+    }
+
+    private static func closeSegment(_ writer: inout WriterState, syncer: Syncer?) {
+        guard let base = writer.base else { return }
+        munmap(base, writer.capacity)
+        _ = ftruncate(writer.fd, off_t(writer.used))
+        if let syncer { syncer.closed(fd: writer.fd) } else { _ = fdatasync(writer.fd); close(writer.fd) }
+        writer.base = nil
+        writer.fd = -1
+    }
+
+    /// Writes everything appended so far to the disk (and the directory entries of new segments).
+    public func sync() {
+        let fd = state.withLock { dup($0.fd) }
+        syncer.syncNow(current: fd)
+        if fd >= 0 { close(fd) }
+    }
+
+    // MARK: Snapshots
+
+    /// Whether the journal since the last snapshot has outgrown a snapshot of `snapshotBytes`.
+    func wantsSnapshot(snapshotBytes: Int) -> Bool {
+        state.withLock { $0.bytesSinceSnapshot >= max(Self.minimumSnapshotInterval, snapshotBytes) }
+    }
+
+    /// Starts a snapshot: opens a new segment and returns the mark that the state copied now
+    /// (on the daemon's loop, before it handles anything else) goes with.
+    func beginSnapshot() -> JournalMark {
+        state.withLock { writer in
+            if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
+                logger.error("cannot open a new journal segment for a snapshot", metadata: ["error": "\(error)"])
+            }
+            writer.bytesSinceSnapshot = 0
+            return JournalMark(
+                segment: writer.segment, handled: writer.handled, lastSeq: writer.lastSeq, lastAlertID: writer.lastAlertID,
+                pendingAlerts: writer.pending.sorted { $0.key < $1.key }.map { PendingAlert(id: $0.key, message: $0.value) })
+        }
+    }
+
+    /// The snapshot taken at `mark` is on disk: segments below it may go once their messages are handled.
+    func snapshotWritten(_ mark: JournalMark) {
+        state.withLock { $0.snapshotSegment = max($0.snapshotSegment, mark.segment) }
+        removeCovered()
+    }
+
+    /// Removes the segments that the snapshot covers and whose every message is handled.
+    @discardableResult
+    func removeCovered() -> [Int] {
+        let present = Self.segmentNumbers(in: directory)
+        let removable: [Int] = state.withLock { writer in
+            let covered = Set(writer.lastInput.keys).union(present)
+                .filter { $0 < writer.snapshotSegment && (writer.lastInput[$0] ?? 0) <= writer.handled }
+            for number in covered { writer.lastInput[number] = nil }
+            return covered.sorted()
+        }
+        for number in removable { unlink(Self.path(directory, segment: number)) }
+        return removable
+    }
+
+    /// The segment numbers present in `directory`, in order.
+    static func segmentNumbers(in directory: String) -> [Int] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.compactMap { name -> Int? in
+            guard name.hasPrefix("journal-"), name.hasSuffix(".log") else { return nil }
+            return Int(name.dropFirst("journal-".count).dropLast(".log".count))
+        }.sorted()
+    }
+
+    // MARK: Writing to the disk
+
+    /// A thread that writes the journal to the disk every second: the appends stay copies.
+    final class Syncer: Sendable {
+        let directory: String
+        let logger: Logger
+        private let shared = Mutex<(closed: [Int32], current: Int32, newFiles: Bool, stop: Bool)>(([], -1, false, false))
+        private let wake = DispatchSemaphore(value: 0)
+        private let done = DispatchSemaphore(value: 0)
+
+        init(directory: String, logger: Logger) {
+            self.directory = directory
+            self.logger = logger
+            let thread = Thread { [self] in run() }
+            thread.name = "ampel-journal"
+            thread.start()
+        }
+
+        func opened(fd: Int32) {
+            shared.withLock { shared in
+                if shared.current >= 0 { close(shared.current) }
+                shared.current = dup(fd)
+                shared.newFiles = true
+            }
+        }
+
+        /// A rolled segment: written out and closed by this thread.
+        func closed(fd: Int32) {
+            shared.withLock { $0.closed.append(fd) }
+        }
+
+        func stop() {
+            shared.withLock { $0.stop = true }
+            wake.signal()
+            done.wait()
+        }
+
+        func syncNow(current: Int32) {
+            flush()
+            if current >= 0 { _ = fdatasync(current) }
+        }
+
+        private func run() {
+            while true {
+                _ = wake.wait(timeout: .now() + .seconds(1))
+                flush()
+                if shared.withLock({ $0.stop }) {
+                    shared.withLock { if $0.current >= 0 { close($0.current); $0.current = -1 } }
+                    done.signal()
+                    return
+                }
+            }
+        }
+
+        private func flush() {
+            let (closed, current, newFiles) = shared.withLock { shared in
+                defer { shared.closed = []; shared.newFiles = false }
+                return (shared.closed, shared.current >= 0 ? dup(shared.current) : -1, shared.newFiles)
+            }
+            for fd in closed {
+                _ = fdatasync(fd)
+                close(fd)
+            }
+            if current >= 0 {
+                _ = fdatasync(current)
+                close(current)
+            }
+            if newFiles {
+                let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if fd >= 0 { _ = fsync(fd); close(fd) }
+            }
+        }
+    }
+}
+
+/// Where a snapshot stands in the journal; written into `state.json`.
+public struct JournalMark: Codable, Sendable, Equatable {
+    /// The first segment the snapshot does not cover.
+    public var segment: Int
+    /// Inputs up to this sequence number are handled, and their effects in the snapshot.
+    public var handled: UInt64
+    public var lastSeq: UInt64
+    public var lastAlertID: UInt64
+    /// Alerts handed over and not acknowledged when the snapshot was taken.
+    public var pendingAlerts: [PendingAlert]
+
+    public init(segment: Int = 0, handled: UInt64 = 0, lastSeq: UInt64 = 0, lastAlertID: UInt64 = 0, pendingAlerts: [PendingAlert] = []) {
+        self.segment = segment
+        self.handled = handled
+        self.lastSeq = lastSeq
+        self.lastAlertID = lastAlertID
+        self.pendingAlerts = pendingAlerts
+    }
+}
+
+/// An alert that the broker had not acknowledged, as the snapshot keeps it.
+public struct PendingAlert: Codable, Sendable, Equatable {
+    public var id: UInt64
+    public var topic: String
+    /// The alert's JSON text.
+    public var payload: String
+    public var qos: Int
+    public var retain: Bool
+    public var expirySeconds: Int?
+
+    init(id: UInt64, message: OutgoingMessage) {
+        self.id = id
+        topic = message.topic
+        payload = message.text
+        qos = message.qos
+        retain = message.retain
+        expirySeconds = message.expiry.map { Int($0.components.seconds) }
+    }
+
+    var message: OutgoingMessage {
+        OutgoingMessage(topic: topic, text: payload, qos: qos, retain: retain, expiry: expirySeconds.map { .seconds($0) })
+    }
+}

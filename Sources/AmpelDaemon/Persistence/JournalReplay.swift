@@ -1,0 +1,100 @@
+import AmpelMQTT
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the journal adds to the snapshot at start: the state as it was when the last run
+/// ended, the messages it took but did not handle, and the alerts it decided but the broker
+/// did not acknowledge.
+public struct JournalReplay: Sendable {
+    /// The snapshot with every later decision applied.
+    public var state: PersistedState
+    /// Messages taken from the broker and not handled, in arrival order.
+    public var pendingInputs: [(seq: UInt64, receivedAt: Int, message: MQTTMessage)] = []
+    /// Alerts to hand over again, oldest first.
+    public var pendingAlerts: [(id: UInt64, message: OutgoingMessage)] = []
+    /// The last run ended with a clean stop (its goodbye acknowledged): the broker holds what it published.
+    public var cleanStop = false
+    /// Whether there was anything to read (a first start has neither snapshot mark nor journal).
+    public var found = false
+    public var lastSeq: UInt64 = 0
+    public var lastAlertID: UInt64 = 0
+    public var handled: UInt64 = 0
+    public var lastSegment = 0
+    public var snapshotSegment = 0
+    public var bytesSinceSnapshot = 0
+    /// The last input of each segment read.
+    public var lastInput: [Int: UInt64] = [:]
+    public var records = 0
+    /// Segments whose end was a torn record (the last write of a process that died), or that
+    /// could not be read.
+    public var damaged: [String] = []
+
+    /// Reads the journal segments in `directory` over `snapshot`.
+    public static func read(directory: String, over snapshot: PersistedState) -> JournalReplay {
+        var replay = JournalReplay(state: snapshot)
+        let mark = snapshot.journal ?? JournalMark()
+        replay.found = snapshot.journal != nil
+        replay.snapshotSegment = mark.segment
+        replay.handled = mark.handled
+        replay.lastSeq = mark.lastSeq
+        replay.lastAlertID = mark.lastAlertID
+        var alerts = Dictionary(uniqueKeysWithValues: mark.pendingAlerts.map { ($0.id, $0.message) })
+        var inputs: [UInt64: (receivedAt: Int, message: MQTTMessage)] = [:]
+        let numbers = Journal.segmentNumbers(in: directory)
+        for number in numbers {
+            replay.found = true
+            replay.lastSegment = max(replay.lastSegment, number)
+            let path = Journal.path(directory, segment: number)
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                replay.damaged.append("\(path): cannot be read")
+                continue
+            }
+            let covered = number < mark.segment
+            if !covered { replay.bytesSinceSnapshot += bytes.count }
+            let end = bytes.withUnsafeBytes { buffer in
+                JournalRecord.readAll(buffer) { record in
+                    replay.records += 1
+                    if case .input(let seq, let receivedAt, let topic, let payload, let qos, let retain) = record {
+                        replay.lastSeq = max(replay.lastSeq, seq)
+                        replay.lastInput[number] = max(replay.lastInput[number] ?? 0, seq)
+                        if seq > replay.handled {
+                            inputs[seq] = (receivedAt, MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: Int(qos)) ?? .atMostOnce,
+                                                                   retain: retain))
+                        }
+                        // Messages taken after the goodbye change nothing on the broker: they are replayed.
+                        return
+                    }
+                    // A covered segment's decisions are in the snapshot already.
+                    guard !covered else { return }
+                    replay.cleanStop = false
+                    switch record {
+                    case .input:
+                        break
+                    case .handled(let seq):
+                        replay.handled = max(replay.handled, seq)
+                    case .device(let key, let record):
+                        replay.state.devices[key] = record
+                    case .district(let ags, let phase):
+                        replay.state.districts[ags] = phase
+                    case .alert(let id, let message):
+                        replay.lastAlertID = max(replay.lastAlertID, id)
+                        alerts[id] = message
+                    case .alertAcknowledged(let id):
+                        alerts[id] = nil
+                    case .stopped:
+                        replay.cleanStop = true
+                    }
+                }
+            }
+            if case .torn(let offset) = end { replay.damaged.append("\(path): torn record at byte \(offset)") }
+        }
+        // No journal and no mark: a state file from before the journal, written at a clean stop.
+        if !replay.found { replay.cleanStop = true }
+        replay.pendingInputs = inputs.filter { $0.key > replay.handled }.sorted { $0.key < $1.key }
+            .map { ($0.key, $0.value.receivedAt, $0.value.message) }
+        replay.pendingAlerts = alerts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return replay
+    }
+}

@@ -1,0 +1,73 @@
+import Synchronization
+
+/// Bounds the queue between the MQTT network thread and the daemon's loop.
+///
+/// When `limit` messages wait, the transport stops reading from the socket: the broker keeps
+/// what it has not delivered (as it is built to, within its own queue limits) instead of the
+/// daemon's memory growing with a burst. Reading resumes when the queue is down to half.
+final class IntakeGate: Sendable {
+    let limit: Int
+    private let transport: any DaemonTransport
+    private let queued = Atomic<Int>(0)
+    /// Mirrors `state.paused` for a lock-free look on the hot path.
+    private let pausedHint = Atomic<Bool>(false)
+    private let state = Mutex<(paused: Bool, stopping: Bool, pauses: Int)>((false, false, 0))
+
+    init(limit: Int, transport: any DaemonTransport) {
+        self.limit = max(1, limit)
+        self.transport = transport
+    }
+
+    /// Messages taken and not yet handled.
+    var waiting: Int { queued.load(ordering: .relaxed) }
+    /// How often reading was paused.
+    var pauses: Int { state.withLock { $0.pauses } }
+
+    /// A message was queued (network thread).
+    func taken() {
+        let count = queued.add(1, ordering: .relaxed).newValue
+        guard count >= limit else { return }
+        // The transport is told under the lock, so a pause and a resume cannot overtake each other.
+        state.withLock { state in
+            guard !state.paused, !state.stopping else { return }
+            state.paused = true
+            state.pauses += 1
+            pausedHint.store(true, ordering: .relaxed)
+            transport.pauseReading()
+        }
+    }
+
+    /// A queued message was handled (the daemon's loop).
+    func handled() {
+        let count = queued.subtract(1, ordering: .relaxed).newValue
+        guard count <= limit / 2, pausedHint.load(ordering: .relaxed) else { return }
+        state.withLock { state in
+            guard state.paused, !state.stopping else { return }
+            state.paused = false
+            pausedHint.store(false, ordering: .relaxed)
+            transport.resumeReading()
+        }
+    }
+
+    /// A stop begins: nothing more is taken from the socket (what the broker has not handed
+    /// over stays with it), whatever the queue.
+    func stopTaking() {
+        state.withLock { state in
+            guard !state.stopping else { return }
+            state.stopping = true
+            state.paused = true
+            transport.pauseReading()
+        }
+    }
+
+    /// The stop's goodbye needs the broker's acknowledgements: reading resumes for good. What
+    /// arrives now is journaled, not handled (the next start handles it).
+    func readForGoodbye() {
+        state.withLock { state in
+            state.stopping = true
+            state.paused = false
+            pausedHint.store(false, ordering: .relaxed)
+            transport.resumeReading()
+        }
+    }
+}
