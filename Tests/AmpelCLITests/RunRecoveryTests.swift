@@ -18,13 +18,17 @@ struct RunRecoveryTests {
             let text = Mutex("")
         }
 
-        init(_ arguments: [String]) throws {
+        /// - Parameter environment: added to the daemon's environment (through `env`).
+        init(_ arguments: [String], environment: [String: String] = [:]) throws {
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
             let collected = Collected()
             self.collected = collected
+            let binary = try AmpelBinary.url().path
+            let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
-                try AmpelBinary.url().path, ["run"] + arguments, output: .discard,
+                environment.isEmpty ? binary : "/usr/bin/env",
+                (environment.isEmpty ? [] : settings + [binary]) + ["run"] + arguments, output: .discard,
                 errors: .read { data in collected.text.withLock { $0 += String(decoding: data, as: UTF8.self) } },
                 onExit: { status in
                     continuation.yield(status)
@@ -37,8 +41,13 @@ struct RunRecoveryTests {
         /// SIGTERM, then how it ended.
         func stop() async throws -> ChildProcess.Status {
             process.signal(SIGTERM)
+            return try await exit()
+        }
+
+        /// How it ended, once it has.
+        func exit() async throws -> ChildProcess.Status {
             let exits = self.exits
-            return try await withTimeout(.seconds(30), "ampel run to stop after SIGTERM") {
+            return try await withTimeout(.seconds(30), "ampel run to end") {
                 for await status in exits { return status }
                 throw TestTimeout(description: "no exit status")
             }

@@ -78,7 +78,7 @@ struct SignalEngineTests {
         var (engine, _) = started()
         let first = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 5000))
         #expect(first.topics == ["homeassistant/sensor/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
-                                 "ampel/device/alice/phone/state", "ampel/device/alice/phone/alert"])
+                                 "ampel/device/alice/phone/alert", "ampel/device/alice/phone/state"])
         #expect(first.first == .persist(.device(key: "alice/phone", record: engine.devices["alice/phone"]!)))
         let state = try first.json("ampel/device/alice/phone/state")
         #expect(state["phase"] as? String == "red")

@@ -273,10 +273,12 @@ public struct SignalEngine: Sendable {
         if previous == nil, let discovery = settings.discovery {
             actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
         }
-        actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+        // The alert before the state: the retained state then witnesses that the broker took
+        // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != signal.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, signal), kind: .deviceAlert))
         }
+        actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if started {
             actions += lamps(force: false, device: key)
         }
@@ -329,6 +331,14 @@ public struct SignalEngine: Sendable {
             let previousSignal = districtSignals[ags]
             let previousPhase = districtPhases[ags]
             if previousPhase != signal.phase { actions.append(.persist(.district(ags: ags, phase: signal.phase))) }
+            // A district's first phase ever is no change: 96 alerts on a fresh install would be
+            // noise. The alert goes first: the retained phase after it is its witness.
+            if let previousPhase, previousPhase != signal.phase {
+                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
+                                                        payload: signal.alertJSON(device: nil, from: previousPhase),
+                                                        qos: 1, retain: false, expiry: settings.alertExpiry),
+                                        kind: .districtAlert))
+            }
             if initial || previousSignal != signal {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
                                         kind: .districtState))
@@ -336,13 +346,6 @@ public struct SignalEngine: Sendable {
             if initial || previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true),
                                         kind: .districtPhase))
-            }
-            // A district's first phase ever is no change: 96 alerts on a fresh install would be noise.
-            if let previousPhase, previousPhase != signal.phase {
-                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
-                                                        payload: signal.alertJSON(device: nil, from: previousPhase),
-                                                        qos: 1, retain: false, expiry: settings.alertExpiry),
-                                        kind: .districtAlert))
             }
             districtSignals[ags] = signal
             districtPhases[ags] = signal.phase
@@ -367,10 +370,10 @@ public struct SignalEngine: Sendable {
                 record.stale = signal.stale
                 devices[key] = record
                 actions.append(.persist(.device(key: key, record: record)))
+                if previousPhase != signal.phase {
+                    actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
+                }
                 actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
-            }
-            if previousPhase != signal.phase {
-                actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
             }
         }
         return actions

@@ -42,7 +42,7 @@ public final class Journal: Sendable {
         var lastAlertID: UInt64
         var handled: UInt64
         /// Alerts handed to the broker and not yet acknowledged, by id.
-        var pending: [UInt64: OutgoingMessage]
+        var pending: [UInt64: (message: OutgoingMessage, witness: Witness?)]
         /// The last input in each segment that has one (segments from earlier runs included).
         var lastInput: [Int: UInt64]
         /// Segments below this one are covered by the snapshot on disk.
@@ -61,7 +61,7 @@ public final class Journal: Sendable {
         self.logger = logger
         var writer = WriterState(
             segment: replay.lastSegment, lastSeq: replay.lastSeq, lastAlertID: replay.lastAlertID, handled: replay.handled,
-            pending: Dictionary(uniqueKeysWithValues: replay.pendingAlerts.map { ($0.id, $0.message) }),
+            pending: Dictionary(uniqueKeysWithValues: replay.pendingAlerts.map { ($0.id, ($0.message, $0.witness)) }),
             lastInput: replay.lastInput, snapshotSegment: replay.snapshotSegment, bytesSinceSnapshot: replay.bytesSinceSnapshot)
         syncer = Syncer(directory: directory, logger: logger)
         if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
@@ -112,12 +112,12 @@ public final class Journal: Sendable {
     }
 
     /// Records an alert about to be handed over; returns its id for ``acknowledge(_:)``.
-    func appendAlert(_ message: OutgoingMessage) -> UInt64 {
+    func appendAlert(_ message: OutgoingMessage, witness: Witness?) -> UInt64 {
         state.withLock { writer in
             writer.lastAlertID += 1
             let id = writer.lastAlertID
-            writer.pending[id] = message
-            _ = append(.alert(id: id, message: message), &writer)
+            writer.pending[id] = (message, witness)
+            _ = append(.alert(id: id, message: message, witness: witness), &writer)
             return id
         }
     }
@@ -138,8 +138,8 @@ public final class Journal: Sendable {
     }
 
     /// Alerts handed over and not yet acknowledged, oldest first.
-    var pendingAlerts: [(id: UInt64, message: OutgoingMessage)] {
-        state.withLock { $0.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    var pendingAlerts: [(id: UInt64, message: OutgoingMessage, witness: Witness?)] {
+        state.withLock { $0.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value.message, $0.value.witness) } }
     }
 
     /// Appends failed so far, and why the journal stopped writing, if it did.
@@ -234,7 +234,9 @@ public final class Journal: Sendable {
             writer.bytesSinceSnapshot = 0
             return JournalMark(
                 segment: writer.segment, handled: writer.handled, lastSeq: writer.lastSeq, lastAlertID: writer.lastAlertID,
-                pendingAlerts: writer.pending.sorted { $0.key < $1.key }.map { PendingAlert(id: $0.key, message: $0.value) })
+                pendingAlerts: writer.pending.sorted { $0.key < $1.key }.map {
+                    PendingAlert(id: $0.key, message: $0.value.message, witness: $0.value.witness)
+                })
         }
     }
 
@@ -371,14 +373,24 @@ public struct PendingAlert: Codable, Sendable, Equatable {
     public var qos: Int
     public var retain: Bool
     public var expirySeconds: Int?
+    public var witnessTopic: String?
+    /// The witness's payload as text (Ampel's own JSON or a phase name).
+    public var witnessPayload: String?
 
-    init(id: UInt64, message: OutgoingMessage) {
+    init(id: UInt64, message: OutgoingMessage, witness: Witness?) {
+        witnessTopic = witness?.topic
+        witnessPayload = witness.map { String(decoding: $0.payload, as: UTF8.self) }
         self.id = id
         topic = message.topic
         payload = message.text
         qos = message.qos
         retain = message.retain
         expirySeconds = message.expiry.map { Int($0.components.seconds) }
+    }
+
+    var witness: Witness? {
+        guard let witnessTopic, let witnessPayload else { return nil }
+        return Witness(topic: witnessTopic, payload: Array(witnessPayload.utf8))
     }
 
     var message: OutgoingMessage {

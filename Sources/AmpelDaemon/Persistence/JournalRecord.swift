@@ -16,8 +16,9 @@ enum JournalRecord: Sendable, Equatable {
     case device(key: String, record: DeviceRecord)
     /// A district's phase as the engine now holds it.
     case district(ags: String, phase: String)
-    /// An alert decided and about to be handed to the broker.
-    case alert(id: UInt64, message: OutgoingMessage)
+    /// An alert decided and about to be handed to the broker, with its witness: the retained
+    /// message published right after it (``PendingAlert/witness``).
+    case alert(id: UInt64, message: OutgoingMessage, witness: Witness?)
     /// The broker acknowledged alert `id`.
     case alertAcknowledged(id: UInt64)
     /// The daemon stopped cleanly: the retained topics on the broker are what it last published.
@@ -47,8 +48,9 @@ enum JournalRecord: Sendable, Equatable {
             return size
         case .district(let ags, let phase):
             return 1 + 2 + ags.utf8.count + 2 + phase.utf8.count
-        case .alert(_, let message):
+        case .alert(_, let message, let witness):
             return 1 + 8 + 2 + message.topic.utf8.count + 4 + message.payload.count + 1 + 1 + 4
+                + 2 + (witness?.topic.utf8.count ?? 0) + 4 + (witness?.payload.count ?? 0)
         case .stopped:
             return 1
         }
@@ -101,7 +103,7 @@ enum JournalRecord: Sendable, Equatable {
             writer.u8(Kind.district.rawValue)
             writer.string16(ags)
             writer.string16(phase)
-        case .alert(let id, let message):
+        case .alert(let id, let message, let witness):
             writer.u8(Kind.alert.rawValue)
             writer.u64(id)
             writer.string16(message.topic)
@@ -109,6 +111,8 @@ enum JournalRecord: Sendable, Equatable {
             writer.u8(UInt8(message.qos))
             writer.u8(message.retain ? 1 : 0)
             writer.u32(message.expiry.map { UInt32(clamping: $0.components.seconds) } ?? 0)
+            writer.string16(witness?.topic ?? "")
+            writer.bytes32(witness?.payload ?? [])
         case .alertAcknowledged(let id):
             writer.u8(Kind.alertAcknowledged.rawValue)
             writer.u64(id)
@@ -190,9 +194,11 @@ enum JournalRecord: Sendable, Equatable {
             record = .district(ags: ags, phase: phase)
         case .alert:
             guard let id = reader.u64(), let topic = reader.string16(), let payload = reader.bytes32(), let qos = reader.u8(),
-                  let retain = reader.u8(), let expiry = reader.u32() else { return nil }
+                  let retain = reader.u8(), let expiry = reader.u32(), let witnessTopic = reader.string16(),
+                  let witnessPayload = reader.bytes32() else { return nil }
             record = .alert(id: id, message: OutgoingMessage(topic: topic, payload: payload, qos: Int(qos), retain: retain != 0,
-                                                             expiry: expiry == 0 ? nil : .seconds(Int(expiry))))
+                                                             expiry: expiry == 0 ? nil : .seconds(Int(expiry))),
+                            witness: witnessTopic.isEmpty ? nil : Witness(topic: witnessTopic, payload: witnessPayload))
         case .alertAcknowledged:
             record = reader.u64().map { .alertAcknowledged(id: $0) }
         case .stopped:
@@ -200,6 +206,14 @@ enum JournalRecord: Sendable, Equatable {
         }
         return reader.atEnd ? record : nil
     }
+}
+
+/// The retained message published right after an alert, on the same connection: found on the
+/// broker at a restart, it proves that the broker took the alert before it (brokers handle one
+/// connection's messages in order), so the alert is not sent twice.
+public struct Witness: Sendable, Hashable, Codable {
+    public var topic: String
+    public var payload: [UInt8]
 }
 
 /// Writes fields at a raw position (the journal's mapped file), little endian, unaligned.

@@ -13,7 +13,7 @@ public struct JournalReplay: Sendable {
     /// Messages taken from the broker and not handled, in arrival order.
     public var pendingInputs: [(seq: UInt64, receivedAt: Int, message: MQTTMessage)] = []
     /// Alerts to hand over again, oldest first.
-    public var pendingAlerts: [(id: UInt64, message: OutgoingMessage)] = []
+    public var pendingAlerts: [(id: UInt64, message: OutgoingMessage, witness: Witness?)] = []
     /// The last run ended with a clean stop (its goodbye acknowledged): the broker holds what it published.
     public var cleanStop = false
     /// Whether there was anything to read (a first start has neither snapshot mark nor journal).
@@ -40,7 +40,7 @@ public struct JournalReplay: Sendable {
         replay.handled = mark.handled
         replay.lastSeq = mark.lastSeq
         replay.lastAlertID = mark.lastAlertID
-        var alerts = Dictionary(uniqueKeysWithValues: mark.pendingAlerts.map { ($0.id, $0.message) })
+        var alerts = Dictionary(uniqueKeysWithValues: mark.pendingAlerts.map { ($0.id, ($0.message, $0.witness)) })
         var inputs: [UInt64: (receivedAt: Int, message: MQTTMessage)] = [:]
         let numbers = Journal.segmentNumbers(in: directory)
         for number in numbers {
@@ -78,9 +78,9 @@ public struct JournalReplay: Sendable {
                         replay.state.devices[key] = record
                     case .district(let ags, let phase):
                         replay.state.districts[ags] = phase
-                    case .alert(let id, let message):
+                    case .alert(let id, let message, let witness):
                         replay.lastAlertID = max(replay.lastAlertID, id)
-                        alerts[id] = message
+                        alerts[id] = (message, witness)
                     case .alertAcknowledged(let id):
                         alerts[id] = nil
                     case .stopped:
@@ -94,7 +94,7 @@ public struct JournalReplay: Sendable {
         if !replay.found { replay.cleanStop = true }
         replay.pendingInputs = inputs.filter { $0.key > replay.handled }.sorted { $0.key < $1.key }
             .map { ($0.key, $0.value.receivedAt, $0.value.message) }
-        replay.pendingAlerts = alerts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        replay.pendingAlerts = alerts.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1) }
         return replay
     }
 }

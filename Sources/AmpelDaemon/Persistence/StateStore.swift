@@ -136,6 +136,10 @@ public struct StateStore: Sendable {
                         json.bool(alert.retain)
                         json.raw(#","expirySeconds":"#)
                         json.optional(alert.expirySeconds) { $0.number($1) }
+                        json.raw(#","witnessTopic":"#)
+                        json.string(alert.witnessTopic)
+                        json.raw(#","witnessPayload":"#)
+                        json.string(alert.witnessPayload)
                         json.raw("}")
                     }
                     json.raw("]}")

@@ -58,6 +58,11 @@ public actor AmpelDaemon: Service {
     let goodbyeTimeout: Duration = .seconds(3)
     /// Messages taken from the broker and not yet handled, at most (``IntakeGate``).
     let intakeLimit: Int
+    /// For the crash tests only: `AMPEL_TEST_CRASH_AFTER_ALERTS=N` kills the process with SIGKILL
+    /// right after the N-th alert is journaled and before it is handed to the broker, the one
+    /// moment a test cannot hit from outside.
+    let crashAfterAlerts = ProcessInfo.processInfo.environment["AMPEL_TEST_CRASH_AFTER_ALERTS"].flatMap(Int.init)
+    private var alertsJournaled = 0
     private var infoDirty = true
     private var dropLog = RateLimiter(interval: 10, burst: 5)
     private var publishLog = RateLimiter(interval: 10, burst: 5)
@@ -180,7 +185,9 @@ public actor AmpelDaemon: Service {
         }
         // Into the journal before anything else: libmosquitto has acknowledged it already.
         let now = self.now
+        let witnesses = AlertWitnesses()
         transport.deliver { message in
+            if witnesses.take(message) { return }
             let receivedAt = Int(now().timeIntervalSince1970)
             let seq = journal.appendInput(message, receivedAt: receivedAt)
             gate.taken()
@@ -198,10 +205,19 @@ public actor AmpelDaemon: Service {
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
-        // Alerts decided before a crash that the broker never acknowledged: exactly these go again.
-        for (id, message) in replay.pendingAlerts {
-            publishAlert(message, id: id)
-            counters.alertsResent += 1
+        // Alerts decided before a crash that the broker never acknowledged: those it did not
+        // take after all (no witness retained) go again.
+        if !replay.pendingAlerts.isEmpty {
+            let check = await witnesses.notTaken(replay.pendingAlerts, transport: transport,
+                                                 probeTopic: topics.base + "/bridge/probe/" + configuration.mqtt.clientID, timeout: .seconds(5))
+            for id in check.taken { journal.acknowledge(id) }
+            for (id, message) in check.notTaken {
+                publishAlert(message, id: id)
+                counters.alertsResent += 1
+            }
+            logger.notice("alerts the last run handed over without an acknowledgement", metadata: [
+                "taken": "\(check.taken.count)", "sentAgain": "\(check.notTaken.count)", "witnessesRead": "\(check.answered)",
+            ])
         }
         perform(engine.event(.start))
         counters.datasetsApplied += 1
@@ -442,10 +458,13 @@ public actor AmpelDaemon: Service {
     func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
         // Decisions are durable before anything that announces them is handed over.
         for case .persist(let change) in actions { journal.append(change) }
-        for action in actions {
+        for (index, action) in actions.enumerated() {
             switch action {
             case .publish(let message, let kind) where kind.isAlert:
-                publishAlert(message, id: journal.appendAlert(message))
+                let id = journal.appendAlert(message, witness: Self.witness(of: message, kind: kind, after: actions[(index + 1)...]))
+                alertsJournaled += 1
+                if alertsJournaled == crashAfterAlerts { kill(getpid(), SIGKILL) }
+                publishAlert(message, id: id)
                 counters.published += 1
                 counters.alerts += 1
             case .publish(let message, _):
@@ -485,6 +504,16 @@ public actor AmpelDaemon: Service {
                 }
             }
         }
+    }
+
+    /// The retained publish after an alert that proves the broker took it (``AlertWitnesses``).
+    static func witness(of alert: OutgoingMessage, kind: SignalEngine.PublishKind, after rest: ArraySlice<SignalEngine.Action>) -> Witness? {
+        guard alert.topic.hasSuffix("/alert") else { return nil }
+        let topic = alert.topic.dropLast("alert".count) + (kind == .deviceAlert ? "state" : "phase")
+        for case .publish(let message, _) in rest where message.topic == topic && message.retain {
+            return Witness(topic: message.topic, payload: message.payload)
+        }
+        return nil
     }
 
     /// A rough size of a device in the snapshot, to compare the journal with.

@@ -93,6 +93,11 @@ public final class MQTTTransport: DaemonTransport {
         try await client.subscribe(filters.map { ($0, MQTTQoS.atLeastOnce) })
     }
 
+    public func unsubscribe(_ filters: [String]) async throws {
+        guard !filters.isEmpty else { return }
+        try await client.unsubscribe(filters)
+    }
+
     // The message goes over as it is: the engine adds an expiry only on MQTT 5
     // (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks the topic and the expiry.
 

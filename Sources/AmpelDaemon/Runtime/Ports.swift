@@ -18,6 +18,8 @@ public protocol DaemonTransport: Sendable {
     func connect() async throws
     /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
     func subscribe(_ filters: [String]) async throws
+    /// Removes subscriptions (the daemon's own, temporary ones).
+    func unsubscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
     func publish(_ message: OutgoingMessage) async throws
     /// Hands a publish over in call order without waiting for the acknowledgement (the hot
