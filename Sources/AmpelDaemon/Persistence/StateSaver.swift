@@ -53,6 +53,13 @@ public final class StateSaver: Sendable {
         if first { worker.wake.signal() }
     }
 
+    /// Writes `state` now, on the calling thread at its priority (the stop's snapshot: the
+    /// writer thread's idle class may get no CPU on a busy machine). Waits for a write in
+    /// progress first, so that an older state can never replace a newer one.
+    public func writeNow(_ state: PersistedState) -> Bool {
+        worker.writing.withLock { _ in worker.write(state) }
+    }
+
     /// Gives free heap pages back to the system, on the writer thread after any write.
     ///
     /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
@@ -79,6 +86,8 @@ public final class StateSaver: Sendable {
         let logger: Logger
         let shared = Mutex(Shared())
         let wake = DispatchSemaphore(value: 0)
+        /// Held for each write: the writer thread's and ``StateSaver/writeNow(_:)``.
+        let writing = Mutex(())
 
         init(store: StateStore, logger: Logger) {
             self.store = store
@@ -93,7 +102,7 @@ public final class StateSaver: Sendable {
                     defer { shared.pending = nil; shared.waiters = []; shared.written = []; shared.trim = false }
                     return (shared.pending, shared.waiters, shared.written, shared.trim, shared.stop)
                 }
-                if let state, write(state) {
+                if let state, writing.withLock({ _ in write(state) }) {
                     for callback in written { callback() }
                 }
                 if trim {
@@ -106,7 +115,7 @@ public final class StateSaver: Sendable {
             }
         }
 
-        private func write(_ state: PersistedState) -> Bool {
+        func write(_ state: PersistedState) -> Bool {
             let start = ContinuousClock.now
             do {
                 try store.save(state)

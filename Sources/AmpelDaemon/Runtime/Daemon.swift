@@ -555,12 +555,15 @@ public actor AmpelDaemon: Service {
         let state = PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)
         let saver = self.saver
         // Not a task group: it would wait for the write even after the deadline.
+        let outcome = FirstOutcome()
         let written = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let once = Mutex<CheckedContinuation<Bool, Never>?>(continuation)
-            saver.save(state) { once.withLock { $0.take() }?.resume(returning: true) }
-            Task {
+            outcome.set(continuation)
+            Task.detached(priority: .high) {
+                if saver.writeNow(state) { outcome.resume(true) }
+            }
+            Task.detached {
                 try? await Task.sleep(until: deadline)
-                once.withLock { $0.take() }?.resume(returning: false)
+                outcome.resume(false)
             }
         }
         if written {
@@ -591,5 +594,18 @@ public actor AmpelDaemon: Service {
         } catch {
             logger.debug("bridge info not published", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+/// Resumes a continuation with the first of several outcomes (the others are dropped).
+final class FirstOutcome: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func resume(_ value: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }
