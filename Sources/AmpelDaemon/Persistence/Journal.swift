@@ -43,14 +43,13 @@ public final class Journal: Sendable {
         var handled: UInt64
         /// Alerts handed to the broker and not yet acknowledged, by id.
         var pending: [UInt64: (message: OutgoingMessage, witness: Witness?)]
-        /// The last input in each segment that has one (segments from earlier runs included).
-        var lastInput: [Int: UInt64]
+        /// Every segment on disk (earlier runs' included), with its last input (0: none).
+        var segments: [Int: UInt64]
         /// Segments below this one are covered by the snapshot on disk.
         var snapshotSegment: Int
         var bytesSinceSnapshot: Int
         /// Why the journal stopped writing (a disk that is full or gone); `nil` while it works.
         var failure: String?
-        var appendFailures = 0
     }
 
     /// Opens a new segment after the ones `replay` read (a run never appends to an old one).
@@ -62,7 +61,7 @@ public final class Journal: Sendable {
         var writer = WriterState(
             segment: replay.lastSegment, lastSeq: replay.lastSeq, lastAlertID: replay.lastAlertID, handled: replay.handled,
             pending: Dictionary(uniqueKeysWithValues: replay.pendingAlerts.map { ($0.id, ($0.message, $0.witness)) }),
-            lastInput: replay.lastInput, snapshotSegment: replay.snapshotSegment, bytesSinceSnapshot: replay.bytesSinceSnapshot)
+            segments: replay.segments, snapshotSegment: replay.snapshotSegment, bytesSinceSnapshot: replay.bytesSinceSnapshot)
         syncer = Syncer(directory: directory, logger: logger)
         if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
             throw StateStoreError("cannot create a journal segment in \(directory): \(error)")
@@ -88,7 +87,7 @@ public final class Journal: Sendable {
             let seq = writer.lastSeq
             let record = JournalRecord.input(seq: seq, receivedAt: receivedAt, topic: message.topic, payload: message.payload,
                                              qos: UInt8(message.qos.rawValue), retain: message.retain)
-            if append(record, &writer) { writer.lastInput[writer.segment] = seq }
+            if append(record, &writer) { writer.segments[writer.segment] = seq }
             return seq
         }
     }
@@ -142,16 +141,10 @@ public final class Journal: Sendable {
         state.withLock { $0.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value.message, $0.value.witness) } }
     }
 
-    /// Appends failed so far, and why the journal stopped writing, if it did.
-    var health: (failures: Int, failure: String?) {
-        state.withLock { ($0.appendFailures, $0.failure) }
-    }
-
     private func append(_ record: JournalRecord, _ writer: inout WriterState) -> Bool {
         let size = JournalRecord.headerSize + record.bodySize
         if writer.base == nil || writer.used + size > writer.capacity {
             if let error = Self.roll(&writer, minimum: size, syncer: syncer) {
-                writer.appendFailures += 1
                 if writer.failure == nil {
                     writer.failure = error
                     logger.critical("the journal cannot be written: decisions and messages are no longer safe from a crash", metadata: ["error": "\(error)"])
@@ -193,6 +186,7 @@ public final class Journal: Sendable {
             return "\(path): cannot map: \(error)"
         }
         writer.segment = number
+        writer.segments[number] = 0
         writer.fd = fd
         writer.base = base
         writer.capacity = capacity
@@ -247,17 +241,13 @@ public final class Journal: Sendable {
     }
 
     /// Removes the segments that the snapshot covers and whose every message is handled.
-    @discardableResult
-    func removeCovered() -> [Int] {
-        let present = Self.segmentNumbers(in: directory)
+    func removeCovered() {
         let removable: [Int] = state.withLock { writer in
-            let covered = Set(writer.lastInput.keys).union(present)
-                .filter { $0 < writer.snapshotSegment && (writer.lastInput[$0] ?? 0) <= writer.handled }
-            for number in covered { writer.lastInput[number] = nil }
-            return covered.sorted()
+            let covered = writer.segments.filter { $0.key < writer.snapshotSegment && $0.value <= writer.handled }.map(\.key)
+            for number in covered { writer.segments[number] = nil }
+            return covered
         }
         for number in removable { unlink(Self.path(directory, segment: number)) }
-        return removable
     }
 
     /// The segment numbers present in `directory`, in order.

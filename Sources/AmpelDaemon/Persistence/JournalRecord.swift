@@ -39,7 +39,7 @@ enum JournalRecord: Sendable, Equatable {
             return 1 + 8
         case .device(let key, let record):
             var size = 1 + 2 + key.utf8.count + 8 + 8 + 8 + 1 + 1
-            size += 1 + (record.lang?.utf8.count ?? 0)
+            size += 1 + (record.lang.map { 2 + $0.utf8.count } ?? 0)
             if let district = record.district {
                 size += 2 + district.ags.utf8.count + 2 + district.name.utf8.count + 2 + district.state.utf8.count
                 size += 1 + (district.type.map { 2 + $0.utf8.count } ?? 0)
@@ -80,22 +80,12 @@ enum JournalRecord: Sendable, Equatable {
             writer.u64(UInt64(bitPattern: Int64(record.tst)))
             writer.u8(record.stale ? 1 : 0)
             writer.u8(record.district == nil ? 0 : 1)
-            if let lang = record.lang {
-                writer.u8(UInt8(lang.utf8.count))
-                writer.raw(lang)
-            } else {
-                writer.u8(0xFF)
-            }
+            writer.optional(record.lang)
             if let district = record.district {
                 writer.string16(district.ags)
                 writer.string16(district.name)
                 writer.string16(district.state)
-                if let type = district.type {
-                    writer.u8(1)
-                    writer.string16(type)
-                } else {
-                    writer.u8(0)
-                }
+                writer.optional(district.type)
             }
             writer.string16(record.phase)
             writer.string16(record.dataDate)
@@ -123,11 +113,6 @@ enum JournalRecord: Sendable, Equatable {
         base.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 0, as: UInt32.self)
         let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base + Self.headerSize, count: length))
         base.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
-    }
-
-    /// Device records may not hold a language longer than this (a length byte, 0xFF for none).
-    static func fits(_ record: DeviceRecord) -> Bool {
-        (record.lang?.utf8.count ?? 0) < 0xFF
     }
 
     /// What ends a segment's readable part.
@@ -168,21 +153,11 @@ enum JournalRecord: Sendable, Equatable {
             record = reader.u64().map { .handled(seq: $0) }
         case .device:
             guard let key = reader.string16(), let lat = reader.u64(), let lon = reader.u64(), let tst = reader.u64(),
-                  let stale = reader.u8(), let hasDistrict = reader.u8(), let langLength = reader.u8() else { return nil }
-            var lang: String?
-            if langLength != 0xFF {
-                guard let text = reader.raw(Int(langLength)) else { return nil }
-                lang = text
-            }
+                  let stale = reader.u8(), let hasDistrict = reader.u8(), let lang = reader.optional() else { return nil }
             var district: Signal.DistrictRef?
             if hasDistrict != 0 {
                 guard let ags = reader.string16(), let name = reader.string16(), let state = reader.string16(),
-                      let hasType = reader.u8() else { return nil }
-                var type: String?
-                if hasType != 0 {
-                    guard let text = reader.string16() else { return nil }
-                    type = text
-                }
+                      let type = reader.optional() else { return nil }
                 district = Signal.DistrictRef(ags: ags, name: name, state: state, type: type)
             }
             guard let phase = reader.string16(), let dataDate = reader.string16() else { return nil }
@@ -257,6 +232,12 @@ struct JournalWriter {
         raw(text)
     }
 
+    /// A presence byte, then the string if there is one.
+    mutating func optional(_ text: String?) {
+        u8(text == nil ? 0 : 1)
+        if let text { string16(text) }
+    }
+
     mutating func bytes32(_ bytes: [UInt8]) {
         u32(UInt32(bytes.count))
         bytes.withUnsafeBytes { buffer in
@@ -309,6 +290,13 @@ struct JournalReader {
     mutating func string16() -> String? {
         guard let count = u16() else { return nil }
         return raw(Int(count))
+    }
+
+    /// What ``JournalWriter/optional(_:)`` wrote: `.some(nil)` for none, `nil` when malformed.
+    mutating func optional() -> String?? {
+        guard let present = u8() else { return nil }
+        guard present != 0 else { return .some(nil) }
+        return string16().map { .some($0) }
     }
 
     mutating func bytes32() -> [UInt8]? {

@@ -24,8 +24,8 @@ public struct JournalReplay: Sendable {
     public var lastSegment = 0
     public var snapshotSegment = 0
     public var bytesSinceSnapshot = 0
-    /// The last input of each segment read.
-    public var lastInput: [Int: UInt64] = [:]
+    /// Every segment read, with its last input (0: none).
+    public var segments: [Int: UInt64] = [:]
     public var records = 0
     /// Segments whose end was a torn record (the last write of a process that died), or that
     /// could not be read.
@@ -46,6 +46,7 @@ public struct JournalReplay: Sendable {
         for number in numbers {
             replay.found = true
             replay.lastSegment = max(replay.lastSegment, number)
+            replay.segments[number] = replay.segments[number] ?? 0
             let path = Journal.path(directory, segment: number)
             guard let bytes = FileManager.default.contents(atPath: path) else {
                 replay.damaged.append("\(path): cannot be read")
@@ -58,7 +59,7 @@ public struct JournalReplay: Sendable {
                     replay.records += 1
                     if case .input(let seq, let receivedAt, let topic, let payload, let qos, let retain) = record {
                         replay.lastSeq = max(replay.lastSeq, seq)
-                        replay.lastInput[number] = max(replay.lastInput[number] ?? 0, seq)
+                        replay.segments[number] = max(replay.segments[number] ?? 0, seq)
                         if seq > replay.handled {
                             inputs[seq] = (receivedAt, MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: Int(qos)) ?? .atMostOnce,
                                                                    retain: retain))

@@ -93,6 +93,9 @@ public struct StateStore: Sendable {
     /// devices themselves. ``load()`` reads it back with `JSONDecoder`.
     public func save(_ state: PersistedState) throws(StateStoreError) {
         do {
+            // The mark is small (a few numbers and the alerts awaiting an acknowledgement): its
+            // Codable form, as ``load()`` reads it.
+            let mark = try state.journal.map { [UInt8](try JSONEncoder().encode($0)) }
             try AtomicFile(path: path, mode: 0o600).write { output in
                 var json = JSONWriter(capacity: 1 << 17)
                 func flushIfFull() {
@@ -112,37 +115,11 @@ public struct StateStore: Sendable {
                     json.string(phase)
                 }
                 json.raw("}")
-                if let mark = state.journal {
-                    json.raw(#","journal":{"segment":"#)
-                    json.number(mark.segment)
-                    json.raw(#","handled":"#)
-                    json.number(Int(mark.handled))
-                    json.raw(#","lastSeq":"#)
-                    json.number(Int(mark.lastSeq))
-                    json.raw(#","lastAlertID":"#)
-                    json.number(Int(mark.lastAlertID))
-                    json.raw(#","pendingAlerts":["#)
-                    for (index, alert) in mark.pendingAlerts.enumerated() {
-                        if index > 0 { json.raw(",") }
-                        json.raw(#"{"id":"#)
-                        json.number(Int(alert.id))
-                        json.raw(#","topic":"#)
-                        json.string(alert.topic)
-                        json.raw(#","payload":"#)
-                        json.string(alert.payload)
-                        json.raw(#","qos":"#)
-                        json.number(alert.qos)
-                        json.raw(#","retain":"#)
-                        json.bool(alert.retain)
-                        json.raw(#","expirySeconds":"#)
-                        json.optional(alert.expirySeconds) { $0.number($1) }
-                        json.raw(#","witnessTopic":"#)
-                        json.string(alert.witnessTopic)
-                        json.raw(#","witnessPayload":"#)
-                        json.string(alert.witnessPayload)
-                        json.raw("}")
-                    }
-                    json.raw("]}")
+                if let mark {
+                    json.raw(#","journal":"#)
+                    output.append(json.bytes)
+                    json.removeAll()
+                    output.append(mark)
                 }
                 json.raw(#","devices":{"#)
                 first = true

@@ -51,9 +51,10 @@ final class AlertWitnesses: Sendable {
         watch.withLock { $0 = Watch(topics: topics, probe: probeTopic) }
         watching.store(true, ordering: .sequentiallyConsistent)
         defer { watching.store(false, ordering: .sequentiallyConsistent) }
+        let asking = Mutex<Task<Void, Never>?>(nil)
         let answered = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             watch.withLock { $0.done = continuation }
-            Task {
+            asking.withLock { $0 = Task {
                 do {
                     try await transport.subscribe(topics.sorted() + [probeTopic])
                     try await transport.publish(OutgoingMessage(topic: probeTopic, text: "probe", qos: 1, retain: false))
@@ -63,8 +64,10 @@ final class AlertWitnesses: Sendable {
                     watch.done?.resume(returning: false)
                     watch.done = nil
                 }
-            }
+            } }
         }
+        // The probe came back (or the time is up): the timer has nothing left to do.
+        asking.withLock { $0?.cancel() }
         try? await transport.unsubscribe(topics.sorted() + [probeTopic])
         let seen = watch.withLock { $0.seen }
         var notTaken: [(id: UInt64, message: OutgoingMessage)] = []

@@ -37,7 +37,7 @@ public actor AmpelDaemon: Service {
     private var feedState: FeedState?
     /// Set at the start of ``run()``.
     private var journal: Journal!
-    private var gate: IntakeGate!
+    let gate: IntakeGate
     /// When a requested stop stops handling messages (the rest waits in the journal).
     private let stopDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let stopRequested = Atomic<Bool>(false)
@@ -83,6 +83,7 @@ public actor AmpelDaemon: Service {
                 now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000) {
         self.stateRecovery = stateRecovery
         self.intakeLimit = intakeLimit
+        gate = IntakeGate(limit: intakeLimit, transport: transport)
         self.configuration = configuration
         self.ruleSet = ruleSet
         self.locator = locator
@@ -138,11 +139,9 @@ public actor AmpelDaemon: Service {
     nonisolated func requestStop() {
         guard !stopRequested.exchange(true, ordering: .sequentiallyConsistent) else { return }
         stopDeadline.withLock { $0 = .now + drainLimit }
-        gateForStop.withLock { $0?.stopTaking() }
+        gate.stopTaking()
     }
 
-    /// The gate as a stop request from another thread sees it.
-    private nonisolated let gateForStop = Mutex<IntakeGate?>(nil)
 
     public func run() async throws {
         try store.prepare()
@@ -153,10 +152,7 @@ public actor AmpelDaemon: Service {
         }
         let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
         self.journal = journal
-        let gate = IntakeGate(limit: intakeLimit, transport: transport)
-        self.gate = gate
-        gateForStop.withLock { $0 = gate }
-        if stopRequested.load(ordering: .sequentiallyConsistent) { gate.stopTaking() }
+        let gate = self.gate
         let restored = replay.state
         let initial = try await feed.initial()
         feedState = initial
@@ -461,7 +457,7 @@ public actor AmpelDaemon: Service {
         for (index, action) in actions.enumerated() {
             switch action {
             case .publish(let message, let kind) where kind.isAlert:
-                let id = journal.appendAlert(message, witness: Self.witness(of: message, kind: kind, after: actions[(index + 1)...]))
+                let id = journal.appendAlert(message, witness: Self.witness(of: kind, after: actions[(index + 1)...]))
                 alertsJournaled += 1
                 if alertsJournaled == crashAfterAlerts { kill(getpid(), SIGKILL) }
                 publishAlert(message, id: id)
@@ -474,11 +470,7 @@ public actor AmpelDaemon: Service {
                     counters.published += 1
                     if republished { counters.republished += 1 }
                 } catch {
-                    counters.publishFailures += 1
-                    let admitted = publishLog.admit(now: now().timeIntervalSince1970)
-                    if admitted.log {
-                        logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
-                    }
+                    publishFailed(message, error)
                 }
             case .persist:
                 break
@@ -507,10 +499,11 @@ public actor AmpelDaemon: Service {
     }
 
     /// The retained publish after an alert that proves the broker took it (``AlertWitnesses``).
-    static func witness(of alert: OutgoingMessage, kind: SignalEngine.PublishKind, after rest: ArraySlice<SignalEngine.Action>) -> Witness? {
-        guard alert.topic.hasSuffix("/alert") else { return nil }
-        let topic = alert.topic.dropLast("alert".count) + (kind == .deviceAlert ? "state" : "phase")
-        for case .publish(let message, _) in rest where message.topic == topic && message.retain {
+    /// The engine puts it right after the alert's own device or district (``SignalEngine``);
+    /// found by its kind, so the daemon never parses a topic to decide.
+    static func witness(of kind: SignalEngine.PublishKind, after rest: ArraySlice<SignalEngine.Action>) -> Witness? {
+        let witnessKind: SignalEngine.PublishKind = kind == .deviceAlert ? .deviceState : .districtPhase
+        for case .publish(let message, let next) in rest where next == witnessKind {
             return Witness(topic: message.topic, payload: message.payload)
         }
         return nil
@@ -529,11 +522,16 @@ public actor AmpelDaemon: Service {
                 if error == nil || (error as? MQTTError)?.code == .rejected { journal.acknowledge(id) }
             }
         } catch {
-            counters.publishFailures += 1
-            let admitted = publishLog.admit(now: now().timeIntervalSince1970)
-            if admitted.log {
-                logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
-            }
+            publishFailed(message, error)
+        }
+    }
+
+    /// Counts a publish that libmosquitto refused, and logs it within the rate limit.
+    func publishFailed(_ message: OutgoingMessage, _ error: any Error) {
+        counters.publishFailures += 1
+        let admitted = publishLog.admit(now: now().timeIntervalSince1970)
+        if admitted.log {
+            logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
         }
     }
 
@@ -577,7 +575,7 @@ public actor AmpelDaemon: Service {
     func infoPayload(_ engine: SignalEngine) -> [UInt8] {
         guard let feedState else { return [] }
         var counters = self.counters
-        counters.intakePaused = gate?.pauses ?? 0
+        counters.intakePaused = gate.pauses
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
