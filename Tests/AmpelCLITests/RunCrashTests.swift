@@ -10,65 +10,93 @@ struct RunCrashTests {
     static let muenchen = (48.1374, 11.5755)    // 09162, red on 2020-10-15
     static let altoetting = (48.2264, 12.6770)  // 09171, green on 2020-10-15
 
-    /// Every alert and device state, read with `mosquitto_sub` (a process of its own that
-    /// outlives the daemon's restarts; its clean session starts before the first fix).
+    /// Every alert, device state and bridge state, read with `mosquitto_sub` (a process of its
+    /// own that outlives the daemon's restarts).
     final class Collector: Sendable {
-        final class Lines: Sendable {
-            let state = Mutex<(buffer: String, records: [(topic: String, payload: String)])>(("", []))
+        typealias Record = (topic: String, payload: String)
+        struct Seen: Sendable {
+            var records: [Record] = []
+            /// The newest `tst` of each device's state.
+            var latest: [String: Int] = [:]
+            var offline = 0
         }
+
         let process: ChildProcess
-        private let lines: Lines
+        private let seen = Watched(Seen())
 
         init(_ broker: MosquittoBroker) throws {
-            let lines = Lines()
-            self.lines = lines
+            let seen = self.seen
+            let buffer = Mutex("")
             process = try ChildProcess(
                 "/usr/bin/mosquitto_sub",
-                ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-v", "-t", "ampel/device/+/alert", "-t", "ampel/device/+/state"],
+                ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-v",
+                 "-t", "ampel/device/+/alert", "-t", "ampel/device/+/state", "-t", "ampel/bridge/state"],
                 output: .read { data in
-                    lines.state.withLock { state in
-                        state.buffer += String(decoding: data, as: UTF8.self)
-                        while let newline = state.buffer.firstIndex(of: "\n") {
-                            let line = String(state.buffer[..<newline])
-                            state.buffer.removeSubrange(...newline)
+                    let lines: [Substring] = buffer.withLock { buffer in
+                        buffer += String(decoding: data, as: UTF8.self)
+                        guard let end = buffer.lastIndex(of: "\n") else { return [] }
+                        defer { buffer.removeSubrange(...end) }
+                        return buffer[..<end].split(separator: "\n")
+                    }
+                    guard !lines.isEmpty else { return }
+                    seen.update { seen in
+                        for line in lines {
                             guard let space = line.firstIndex(of: " ") else { continue }
-                            state.records.append((String(line[..<space]), String(line[line.index(after: space)...])))
+                            let record = (String(line[..<space]), String(line[line.index(after: space)...]))
+                            seen.records.append(record)
+                            if record.0 == "ampel/bridge/state", record.1.contains("offline") { seen.offline += 1 }
+                            if record.0.hasSuffix("/state"), let tst = Self.field("tst", record.1) as? Int {
+                                let key = Self.key(record.0, suffix: "/state")
+                                seen.latest[key] = max(seen.latest[key] ?? 0, tst)
+                            }
                         }
                     }
                 }, errors: .discard, onExit: { _ in })
         }
 
-        var records: [(topic: String, payload: String)] { lines.state.withLock { $0.records } }
+        static func key(_ topic: String, suffix: String) -> String {
+            String(topic.dropFirst("ampel/device/".count).dropLast(suffix.count))
+        }
 
-        /// The `from`→`to` of every alert, per device key.
+        static func field(_ name: String, _ payload: String) -> Any? {
+            (try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?[name]
+        }
+
+        /// The `from`>`to` of every alert, per device key.
         func alerts() -> [String: [String]] {
             var result: [String: [String]] = [:]
-            for record in records where record.topic.hasSuffix("/alert") {
-                guard let object = try? JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any] else { continue }
-                let key = String(record.topic.dropFirst("ampel/device/".count).dropLast("/alert".count))
-                let from = object["from"] as? String ?? "null"
-                let to = (object["to"] as? [String: Any])?["phase"] as? String ?? (object["to"] as? String ?? "?")
-                result[key, default: []].append("\(from)>\(to)")
+            for record in seen.value.records where record.topic.hasSuffix("/alert") {
+                let from = Self.field("from", record.payload) as? String ?? "null"
+                let to = Self.field("to", record.payload).flatMap { ($0 as? [String: Any])?["phase"] as? String ?? $0 as? String } ?? "?"
+                result[Self.key(record.topic, suffix: "/alert"), default: []].append("\(from)>\(to)")
             }
             return result
         }
 
-        /// Waits until every device's latest state has `tst`.
-        func awaitStates(_ keys: [String], tst: Int, timeout: Duration = .seconds(60)) async throws {
-            try await withTimeout(timeout, "every device state at tst \(tst)") {
-                while true {
-                    var latest: [String: Int] = [:]
-                    for record in self.records where record.topic.hasSuffix("/state") {
-                        let key = String(record.topic.dropFirst("ampel/device/".count).dropLast("/state".count))
-                        if let object = try? JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any],
-                           let value = object["tst"] as? Int {
-                            latest[key] = max(latest[key] ?? 0, value)
-                        }
-                    }
-                    if keys.allSatisfy({ (latest[$0] ?? 0) >= tst }) { return }
-                    try await Task.sleep(for: .milliseconds(50))
-                }
+        /// Until a bridge state arrives: the subscription is live.
+        func awaitBridge() async throws {
+            let seen = self.seen
+            try await withTimeout(.seconds(60), "a bridge state") {
+                await seen.wait { $0.records.contains { $0.topic == "ampel/bridge/state" } }
             }
+        }
+
+        /// Until every device's latest state has `tst`.
+        func awaitStates(_ keys: [String], tst: Int) async throws {
+            let seen = self.seen
+            try await withTimeout(.seconds(60), "every device state at tst \(tst)") {
+                await seen.wait { seen in keys.allSatisfy { (seen.latest[$0] ?? 0) >= tst } }
+            }
+        }
+
+        /// Stops `daemon` with SIGTERM and waits for its `offline`: the broker forwards one
+        /// connection's messages in order, so every alert the daemon sent has arrived here too.
+        func stop(_ daemon: RunRecoveryTests.Daemon) async throws -> ChildProcess.Status {
+            let before = seen.value.offline
+            let status = try await daemon.stop()
+            let seen = self.seen
+            try await withTimeout(.seconds(30), "the daemon's offline") { await seen.wait { $0.offline > before } }
+            return status
         }
 
         func stop() { process.signal(SIGTERM) }
@@ -91,13 +119,6 @@ struct RunCrashTests {
                                      "--log-level", "info"], environment: environment)
     }
 
-    /// Until the daemon has subscribed (its SIGTERM handling is in place by then).
-    func awaitSubscribed(_ daemon: RunRecoveryTests.Daemon) async throws {
-        try await withTimeout(.seconds(60), "ampel run to subscribe") {
-            while !daemon.stderr.contains("subscribed") { try await Task.sleep(for: .milliseconds(20)) }
-        }
-    }
-
     @Test("devices cross a phase border in rounds; the daemon is killed 0 ms to 1.5 s after each round: no alert lost, a repeat only in the witness gap")
     func killAfterCrossings() async throws {
         let broker = try await MosquittoBroker.start()
@@ -110,7 +131,7 @@ struct RunCrashTests {
         let keys = (0..<devices).map { "dev\($0)" }
         let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300), .milliseconds(1500)]
         var daemon = try start(broker, dir)
-        _ = try await RunRecoveryTests.bridge(broker)
+        try await collector.awaitBridge()
         var expected: [String] = []
         var logs: [String] = []
         var previous = "null"
@@ -127,10 +148,9 @@ struct RunCrashTests {
             daemon = try start(broker, dir)
             try await collector.awaitStates(keys, tst: 1000 + round)
         }
-        try await awaitSubscribed(daemon)
-        // Alerts handed over just before the last state may still be on their way.
-        try await Task.sleep(for: .milliseconds(300))
-        let status = try await daemon.stop()
+        // Its SIGTERM handling is in place once it has subscribed.
+        try await daemon.awaitLog("subscribed")
+        let status = try await collector.stop(daemon)
         #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
         // None lost, in order. A repeat is possible only when the process died in the moment
         // between handing an alert and its witness (the state after it) to the kernel
@@ -160,20 +180,20 @@ struct RunCrashTests {
         let devices = 30
         let keys = (0..<devices).map { "dev\($0)" }
         var daemon = try start(broker, dir)
-        _ = try await RunRecoveryTests.bridge(broker)
+        try await collector.awaitBridge()
         try await Self.round(broker, devices: devices, tst: 100, at: Self.muenchen)
         try await collector.awaitStates(keys, tst: 100)
         _ = try await daemon.stop()
         // The 12th alert of this run is journaled, then the process dies before handing it over.
         daemon = try start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "12"])
-        _ = try await RunRecoveryTests.bridge(broker)
+        try await daemon.awaitLog("subscribed")
         try await Self.round(broker, devices: devices, tst: 200, at: Self.altoetting)
         let crashed = try await daemon.exit()
         #expect(crashed.signal == SIGKILL, "\(crashed)")
         daemon = try start(broker, dir)
         try await collector.awaitStates(keys, tst: 200)
-        try await Task.sleep(for: .milliseconds(300))
-        _ = try await daemon.stop()
+        try await daemon.awaitLog("subscribed")
+        _ = try await collector.stop(daemon)
         let alerts = collector.alerts()
         for key in keys {
             #expect(alerts[key] ?? [] == ["null>red", "red>green"], "\(key): \(alerts[key] ?? [])")

@@ -11,32 +11,36 @@ struct RunRecoveryTests {
     /// A running `ampel run`: its standard error collected, its end awaitable.
     final class Daemon: Sendable {
         let process: ChildProcess
-        private let collected: Collected
+        private let collected = Watched("")
         private let exits: AsyncStream<ChildProcess.Status>
 
-        final class Collected: Sendable {
-            let text = Mutex("")
-        }
 
         /// - Parameter environment: added to the daemon's environment (through `env`).
         init(_ arguments: [String], environment: [String: String] = [:]) throws {
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
-            let collected = Collected()
-            self.collected = collected
+            let collected = self.collected
             let binary = try AmpelBinary.url().path
             let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
                 environment.isEmpty ? binary : "/usr/bin/env",
                 (environment.isEmpty ? [] : settings + [binary]) + ["run"] + arguments, output: .discard,
-                errors: .read { data in collected.text.withLock { $0 += String(decoding: data, as: UTF8.self) } },
+                errors: .read { data in collected.update { $0 += String(decoding: data, as: UTF8.self) } },
                 onExit: { status in
                     continuation.yield(status)
                     continuation.finish()
                 })
         }
 
-        var stderr: String { collected.text.withLock { $0 } }
+        var stderr: String { collected.value }
+
+        /// Until the daemon's standard error contains `text`.
+        func awaitLog(_ text: String, timeout: Duration = .seconds(60)) async throws {
+            let collected = self.collected
+            try await withTimeout(timeout, "'\(text)' in the daemon's log") {
+                await collected.wait { $0.contains(text) }
+            }
+        }
 
         /// SIGTERM, then how it ended.
         func stop() async throws -> ChildProcess.Status {

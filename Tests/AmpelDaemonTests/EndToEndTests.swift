@@ -81,6 +81,8 @@ struct EndToEndTests {
 
         try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 100, lang: "de")
         try await recorder.json("ampel/device/bob/alert") { $0["to"] as? String == "green" }
+        // The alert goes before its state: the mark comes after both.
+        try await recorder.json("ampel/device/bob/state") { $0["tst"] as? Int == 100 }
         let mark = recorder.mark
         try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 200)
         try await devices.plain("bob", Places.muenchen.0, Places.muenchen.1, tst: 300)
@@ -127,8 +129,9 @@ struct EndToEndTests {
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10)
-        // The alert follows the state: after it, nothing more is due for the car.
+        // The state follows the alert: after it, nothing more is due for the car.
         try await recorder.json("ampel/device/car/alert")
+        try await recorder.json("ampel/device/car/state") { $0["tst"] as? Int == 10 }
         let mark = recorder.mark
 
         try await devices.send("ampel/location/car", "not json")
