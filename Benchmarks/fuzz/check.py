@@ -10,7 +10,8 @@ import unicodedata
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
-parser.add_argument("--rss-limit-mb", type=float, required=True)
+parser.add_argument("--rss-limit-mb", type=float, default=0, help="absolute limit; 0: --rss-limit-ratio x the RSS at start")
+parser.add_argument("--rss-limit-ratio", type=float, default=2.0)
 parser.add_argument("--generator-exit", type=int, required=True)
 parser.add_argument("--alive", type=int, required=True)
 parser.add_argument("--stop-exit", type=int, required=True)
@@ -64,6 +65,8 @@ end_rss = int(status.get("VmRSS", samples[-1][1] if samples else 0))
 peak_sampled = max((s[1] for s in samples), default=0)
 start_rss = samples[0][1] if samples else 0
 peak = max(hwm, peak_sampled)
+limit_kb = args.rss_limit_mb * 1024 if args.rss_limit_mb > 0 else args.rss_limit_ratio * start_rss
+limit_text = f"{args.rss_limit_mb:.0f} MiB" if args.rss_limit_mb > 0 else f"{args.rss_limit_ratio:g} x the RSS at start = {limit_kb / 1024:.1f} MiB"
 
 
 def mib(kb):
@@ -71,9 +74,9 @@ def mib(kb):
 
 
 print(f"RSS: start {mib(start_rss)}, peak {mib(peak)} (VmHWM {mib(hwm)}, sampled {mib(peak_sampled)}, "
-      f"{len(samples)} samples), end {mib(end_rss)}; limit {args.rss_limit_mb:.0f} MiB")
-if peak > args.rss_limit_mb * 1024:
-    fail(f"peak RSS {mib(peak)} above the limit of {args.rss_limit_mb:.0f} MiB")
+      f"{len(samples)} samples), end {mib(end_rss)}; peak/start {peak / max(start_rss, 1):.2f}; limit {limit_text}")
+if not samples or peak > limit_kb:
+    fail(f"peak RSS {mib(peak)} above the limit ({limit_text})")
 if args.stop_exit != 0 and args.alive == 1:
     fail(f"SIGTERM after the run ended the daemon with {args.stop_exit}, not 0")
 elif args.alive == 1:
@@ -241,8 +244,14 @@ for oid in sorted(object_ids - expected_ids)[:10]:
     fail(f"discovery config for object id {oid!r} of no device that has a state")
 print(f"topics: {topic_count} distinct, every one documented: " + ", ".join(
     f"{cls} {v[0]} topics / {v[1]} messages" for cls, v in sorted(by_class.items())))
+odd_keys = sorted(set(odd_keys))
 if odd_keys:
     print(f"  {len(odd_keys)} device keys from mutated Traccar uniqueIds (ASCII, sanitized), e.g. {odd_keys[:3]}")
+invisible = sorted(k for k in device_keys if any(ch in k for ch in "\u3164\u2800\u034f\ufe0f"))
+if invisible:
+    # Safe by the documented rules (no Cf, Cc or white space), though a person cannot see them.
+    print(f"  {len(invisible)} keys with an invisible character that is neither Cf, Cc nor white space "
+          f"(U+3164, U+2800, U+034F, U+FE0F) got a state, as the documented rules allow: e.g. {invisible[:2]!r}")
 received_keys_in_pool = sum(1 for k in device_keys if k in keys)
 print(f"  device states for {len(device_keys)} keys ({received_keys_in_pool} from the generator's pools); "
       f"hostile keys with a state: {sum(1 for k in device_keys if k in keys and not re.fullmatch(r'[ -~]*', k))}")

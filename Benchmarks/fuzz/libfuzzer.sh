@@ -49,7 +49,7 @@ echo "building the fuzz target (swiftc ${flags[*]}) ..." >&2
 
 # Replaying inputs: only files as arguments.
 if [ $# -gt 0 ] && [ -f "$1" ]; then
-  exec "$build/fuzz-intake" "$@"
+  SWIFT_BACKTRACE=enable=no exec "$build/fuzz-intake" "$@"
 fi
 
 # Seeds: mode byte (0 OwnTracks, 1 plain, 2 Traccar, 3 key, 4 time, 5 scanner), then for the
@@ -133,10 +133,13 @@ cat >"$dict" <<'DICT'
 "Z"
 DICT
 
+# The Swift runtime's backtracer would inspect the process after an abort under ASan and report
+# its own reads as a second crash.
+export SWIFT_BACKTRACE=enable=no
 echo "fuzzing (corpus $corpus, artifacts $out/artifacts) ..." >&2
 set +e
 nice -n "${NICE:-10}" "$build/fuzz-intake" -dict="$dict" -max_len=4096 -print_final_stats=1 -artifact_prefix="$out/artifacts/" \
-  "$@" "$corpus" "$seeds" 2>&1 | tee "$out/fuzz.log" | grep -E --line-buffered '(DONE|pulse|NEW_FUNC|BROKEN|ERROR|SUMMARY|stat::|Test unit written|INFO: Seed)' | grep -v NEW_FUNC
+  "$@" "$corpus" "$seeds" 2>&1 | tee "$out/fuzz.log" | grep -E --line-buffered '(DONE|pulse|BROKEN|ERROR|SUMMARY|stat::|Test unit written|INFO: Seed)'
 status=${PIPESTATUS[0]}
 set -e
 echo "libFuzzer exit status: $status (full log: $out/fuzz.log)" >&2

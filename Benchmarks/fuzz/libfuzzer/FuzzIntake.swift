@@ -194,10 +194,12 @@ func compareWithJSONDecoder(_ kind: InputKind, key: String, _ payload: [UInt8], 
 // MARK: Device keys
 
 /// DeviceKey.isSafe as docs/topics.md words it, scalar by scalar (the shipped one runs a byte
-/// loop first and looks at Unicode properties only beyond ASCII).
+/// loop first and looks at Unicode properties only beyond ASCII). Levels and the leading `$` are
+/// looked at by scalar, never by Character: "/" followed by a combining mark is one Character
+/// but still ends a topic level.
 func referenceIsSafe(_ key: String) -> Bool {
-    if key.isEmpty || key.utf8.count > DeviceKey.maxLength || key.hasPrefix("$") { return false }
-    if key.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return false }
+    if key.isEmpty || key.utf8.count > DeviceKey.maxLength || key.unicodeScalars.first == "$" { return false }
+    if key.unicodeScalars.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return false }
     for scalar in key.unicodeScalars {
         if scalar == "+" || scalar == "#" || scalar.value <= 0x20 || scalar.value == 0x7F { return false }
         if scalar.value >= 0x80 {
