@@ -5,6 +5,7 @@
 #   Benchmarks/fuzz/libfuzzer.sh -max_total_time=600       # ten minutes
 #   Benchmarks/fuzz/libfuzzer.sh -max_total_time=30        # what CI runs
 #   Benchmarks/fuzz/libfuzzer.sh path/to/crash-<sha1>      # replay one input
+#   FUZZ_OUTCOMES=1 Benchmarks/fuzz/libfuzzer.sh -runs=0     # the corpus once: outcomes per input
 #
 # Builds one executable with swiftc -sanitize=fuzzer,address from the shipped sources (no
 # copies): AmpelCore (the scanner) and the two files of AmpelDomain the intake needs (Language,

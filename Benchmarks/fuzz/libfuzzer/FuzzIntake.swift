@@ -21,6 +21,19 @@ import Foundation
 /// The parser under test; a small limit so the oversized path is reachable within -max_len.
 let parser = InputParser(maxPayload: 2048)
 
+/// With FUZZ_OUTCOMES=1, how often each input ended in each outcome, printed at exit: run the
+/// corpus once (`-runs=0`) to see that it reaches every reason of every input.
+nonisolated(unsafe) var outcomes: [String: Int] = [:]
+let countOutcomes: Bool = {
+    guard ProcessInfo.processInfo.environment["FUZZ_OUTCOMES"] == "1" else { return false }
+    atexit {
+        for (name, count) in outcomes.sorted(by: { $0.key < $1.key }) {
+            FileHandle.standardError.write(Data("outcome \(name) \(count)\n".utf8))
+        }
+    }
+    return true
+}()
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -53,6 +66,15 @@ func checkInput(_ kind: InputKind, _ input: [UInt8]) {
     // Pure: the same bytes give the same outcome.
     let again = parser.parse(kind, topicKey: key, payload: payload)
     if outcome != again { broken("parse is deterministic", payload, (outcome, again)) }
+    if countOutcomes {
+        let name: String
+        switch outcome {
+        case .fix(let fix): name = fix.langIgnored ? "fix(lang ignored)" : fix.tst == nil ? "fix(no tst)" : "fix"
+        case .skipped(let type): name = "skipped(\(type))"
+        case .dropped(let reason, _): name = "dropped(\(reason))"
+        }
+        outcomes["\(kind.rawValue) \(name)", default: 0] += 1
+    }
 
     switch outcome {
     case .fix(let fix):
