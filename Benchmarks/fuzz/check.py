@@ -45,15 +45,16 @@ if summary.get("families"):
     print("families: " + ", ".join(f"{k} {v}" for k, v in summary["families"].items()))
 if args.generator_exit != 0:
     fail(f"fuzz_gen exited with {args.generator_exit} (see gen.log)")
-if not summary:
-    fail("no summary.json")
-    sys.exit(1)
 
 # ---------------------------------------------------------------- alive, memory
 if args.alive != 1:
     fail("the daemon is not running after the fuzz run (see daemon.log)")
 else:
     print("daemon: alive after the run")
+if not summary:
+    fail("no summary.json: fuzz_gen did not finish")
+    print(f"FUZZ RUN FAILED: {len(failures)} problem(s)")
+    sys.exit(1)
 samples = []
 for line in read("rss.txt").splitlines():
     parts = line.split()

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <math.h>
 #include <mosquitto.h>
@@ -1456,13 +1457,18 @@ static void send_probe(int64_t n) {
     probes++;
 }
 
+static pid_t daemon_pid; /* --daemon-pid: stop waiting as soon as it is gone */
+
 static int wait_probe(int64_t n, double timeout) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)timeout;
+    double end = now_s() + timeout;
     pthread_mutex_lock(&lock);
     while (probe_seen < n) {
-        if (pthread_cond_timedwait(&cond, &lock, &deadline) == ETIMEDOUT) {
+        struct timespec soon;
+        clock_gettime(CLOCK_REALTIME, &soon);
+        soon.tv_sec += 1;
+        pthread_cond_timedwait(&cond, &lock, &soon);
+        if (probe_seen >= n) break;
+        if ((daemon_pid > 0 && kill(daemon_pid, 0) != 0 && errno == ESRCH) || now_s() > end) {
             pthread_mutex_unlock(&lock);
             return 0;
         }
@@ -1489,7 +1495,8 @@ static FILE *open_out(const char *dir, const char *name) {
 
 static void usage(void) {
     fprintf(stderr, "usage: fuzz_gen --port P [--host H] [--count N] [--seed S] [--window W] [--probe-every K]\n"
-                    "                [--max-payload B] [--traccar-topic T] [--only FAMILY] --out DIR\n");
+                    "                [--max-payload B] [--traccar-topic T] [--only FAMILY] [--only-kind KIND]\n"
+                    "                [--daemon-pid PID] --out DIR\n");
     exit(64);
 }
 
@@ -1511,6 +1518,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--max-payload") == 0) max_payload = atoi(v);
         else if (strcmp(a, "--traccar-topic") == 0) traccar_topic = v;
         else if (strcmp(a, "--out") == 0) out = v;
+        else if (strcmp(a, "--daemon-pid") == 0) daemon_pid = (pid_t)atol(v);
         else if (strcmp(a, "--only-kind") == 0) {
             for (int k = 0; k < K_COUNT; k++)
                 if (strcmp(kind_name[k], v) == 0) only_kind = k;
@@ -1562,7 +1570,7 @@ int main(int argc, char **argv) {
             send_probe(++probe);
             if (window > 0) {
                 int64_t behind = probe - window / probe_every;
-                if (behind > 0 && !wait_probe(behind, 120)) die("no device state for probe %" PRId64 " within 120 s: the daemon stopped answering", behind);
+                if (behind > 0 && !wait_probe(behind, 120)) die("no device state for probe %" PRId64 " within 120 s, or the daemon is gone: it stopped answering", behind);
             }
         }
         double t = now_s();
@@ -1575,7 +1583,7 @@ int main(int argc, char **argv) {
     double sent_at = now_s();
     /* Everything sent before this probe has been handled when its state comes back. */
     send_probe(++probe);
-    if (!wait_probe(probe, 300)) die("no device state for the last probe within 300 s");
+    if (!wait_probe(probe, 300)) die("no device state for the last probe within 300 s, or the daemon is gone");
     double handled_at = now_s();
 
     /* One good location in München for a fresh device. */

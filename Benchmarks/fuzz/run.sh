@@ -175,6 +175,7 @@ echo "fuzzing: $count payloads, seed $seed, window $window, broker port $port, d
 started=$(date +%s.%N)
 gen_rc=0
 "$out/fuzz_gen" --port "$port" --count "$count" --seed "$seed" --window "$window" --traccar-topic traccar/events \
+  --daemon-pid "$daemon_pid" \
   --out "$out" "${gen_extra[@]}" 2>"$out/gen.log" || gen_rc=$?
 finished=$(date +%s.%N)
 cat "$out/gen.log" >&2
