@@ -55,11 +55,11 @@ if not summary:
     fail("no summary.json: fuzz_gen did not finish")
     print(f"FUZZ RUN FAILED: {len(failures)} problem(s)")
     sys.exit(1)
-samples = []
+samples = []  # (time, VmRSS, RssAnon, RssFile) in kB
 for line in read("rss.txt").splitlines():
     parts = line.split()
-    if len(parts) == 2:
-        samples.append((float(parts[0]), int(parts[1])))
+    if len(parts) == 4:
+        samples.append((float(parts[0]), int(parts[1]), int(parts[2]), int(parts[3])))
 status = dict(re.findall(r"^(\w+):\s+(\d+) kB", read("daemon-status.txt"), re.M))
 hwm = int(status.get("VmHWM", 0))
 end_rss = int(status.get("VmRSS", samples[-1][1] if samples else 0))
@@ -76,6 +76,10 @@ def mib(kb):
 
 print(f"RSS: start {mib(start_rss)}, peak {mib(peak)} (VmHWM {mib(hwm)}, sampled {mib(peak_sampled)}, "
       f"{len(samples)} samples), end {mib(end_rss)}; peak/start {peak / max(start_rss, 1):.2f}; limit {limit_text}")
+if samples:
+    top = max(samples, key=lambda x: x[1])
+    print(f"  highest sample {mib(top[1])}: anonymous {mib(top[2])}, file-backed {mib(top[3])} "
+          f"(at start: {mib(samples[0][2])} and {mib(samples[0][3])})")
 if not samples or peak > limit_kb:
     fail(f"peak RSS {mib(peak)} above the limit ({limit_text})")
 if args.stop_exit != 0 and args.alive == 1:

@@ -160,11 +160,12 @@ if [[ $bridge != *online* ]] || ! kill -0 "$daemon_pid" 2>/dev/null; then
   exit 1
 fi
 
-# VmRSS once a second while it runs.
+# VmRSS (and its anonymous and file-backed parts) once a second while it runs.
 : >"$out/rss.txt"
 (
   while [ -r "/proc/$daemon_pid/status" ]; do
-    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$daemon_pid/status" 2>/dev/null || true)
+    rss=$(awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { if (r != "") print r, a, f }' \
+      "/proc/$daemon_pid/status" 2>/dev/null || true)
     [ -n "$rss" ] && echo "$(date +%s.%N) $rss" >>"$out/rss.txt"
     sleep 1
   done
