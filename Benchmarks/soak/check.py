@@ -30,8 +30,9 @@ Only one thing is taken from the daemon: where, between two fixes of a device, a
 publication took effect. A fix and a refresh that happen close together may be handled in
 either order; the state the daemon published for the fix (its `tst` and `dataDate`) says which,
 and that order is then checked for plausibility against the times (a fix cannot have been
-handled with a publication served after its state arrived, nor with an older publication when
-the newer one was served more than --slack seconds before the fix was sent).
+handled with a publication served after its state arrived or more than --slack seconds after
+the fix was sent, nor with an older publication when the newer one was served more than --slack
+seconds before the fix was sent).
 """
 import argparse
 import bisect
@@ -286,7 +287,10 @@ def main():
                 fix_day[i] = k
             else:
                 late = k + 1 < len(served) and serve_times[k + 1] + args.slack * 1000 < f_t[i]
-                early = fix_state_t[i] and serve_times[k] > fix_state_t[i]
+                # Handled with a publication served after its state arrived, or more than the
+                # slack after the fix was sent (the daemon would have been that far behind; or
+                # the fix's own state was lost and a later re-evaluation stands in for it).
+                early = (fix_state_t[i] and serve_times[k] > fix_state_t[i]) or serve_times[k] > f_t[i] + args.slack * 1000
                 if (late or early or k < previous) and len(implausible) < 20:
                     implausible.append({"device": dev, "tst": f_tst[i], "dataDate": served[k], "sentMs": f_t[i],
                                         "stateMs": fix_state_t[i], "why": "late" if late else "early" if early else "backwards"})
