@@ -373,16 +373,20 @@ def main():
     latencies = sorted(fix_state_t[i] - f_t[i] for i in range(n_fixes) if fix_state_t[i])
     figures["load"] = {k: (float(v) if "." in v else int(v)) for k, v in load.items()}
     figures["fixToStateMs"] = {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99),
-                               "p999": percentile(latencies, 99.9), "max": latencies[-1] if latencies else None}
+                               "p999": percentile(latencies, 99.9), "max": latencies[-1] if latencies else None,
+                               "over100ms": sum(1 for x in latencies if x > 100),
+                               "over1s": sum(1 for x in latencies if x > 1000)}
     reeval = []
     for day in served[1:]:
         if day in republish_last:
-            reeval.append({"day": day, "states": republish_count[day], "seconds": (republish_last[day] - serve_t[day]) / 1000})
+            reeval.append({"day": day, "servedMs": serve_t[day], "states": republish_count[day],
+                           "seconds": round((republish_last[day] - serve_t[day]) / 1000, 3)})
     figures["republishAfterPublication"] = {
         "publications": len(reeval),
         "statesMedian": median([r["states"] for r in reeval]),
         "secondsMedian": median([r["seconds"] for r in reeval]),
         "secondsMax": max((r["seconds"] for r in reeval), default=None),
+        "each": reeval,
     }
     info = json.loads(last_info) if last_info else {}
     figures["bridgeInfo"] = info.get("counters")
@@ -476,6 +480,21 @@ def main():
         ticks = cpu[-1]["cpu_ticks"] - cpu[0]["cpu_ticks"]
         secs = (cpu[-1]["t_ms"] - cpu[0]["t_ms"]) / 1000
         figures["daemonCpuPercent"] = round(ticks / int(meta.get("clockTicks", 100)) / secs * 100, 1) if secs > 0 else None
+    # Daemon CPU a publication costs: the CPU seconds of the sampling interval in which it was
+    # served and of the next one, less two intervals' worth of the median of the others.
+    ticks_per_s = int(meta.get("clockTicks", 100))
+    intervals = [((b["cpu_ticks"] - a["cpu_ticks"]) / ticks_per_s, a["t_ms"], b["t_ms"]) for a, b in zip(cpu, cpu[1:])]
+    touched = set()
+    hits = []
+    for day in served[1:]:
+        for n, (_, a_ms, b_ms) in enumerate(intervals):
+            if a_ms <= serve_t[day] < b_ms and n + 1 < len(intervals):
+                touched.update((n, n + 1))
+                hits.append(n)
+    quiet = [c for n, (c, _, _) in enumerate(intervals) if n not in touched]
+    if hits and quiet:
+        base = median(quiet)
+        figures["daemonCpuSecondsPerPublication"] = round(median([intervals[n][0] + intervals[n + 1][0] - 2 * base for n in hits]), 2)
     broker = [s["broker_rss_kb"] for s in after if s.get("broker_rss_kb")]
     figures["brokerRssKiB"] = {"first": broker[0] if broker else None, "last": broker[-1] if broker else None}
 
@@ -509,11 +528,12 @@ def main():
               counts["states"], missing_states, counts["wrongStates"], unexpected_state,
               n_fixes - unresolved, counts["implausibleOrder"]))
     lat = figures["fixToStateMs"]
-    print("  latency:     fix sent -> its state received p50 %s ms, p99 %s ms, p99.9 %s ms, max %s ms" % (
-        lat["p50"], lat["p99"], lat["p999"], lat["max"]))
+    print("  latency:     fix sent -> its state received p50 %s ms, p99 %s ms, p99.9 %s ms, max %s ms; "
+          "%d fixes over 100 ms, %d over 1 s" % (lat["p50"], lat["p99"], lat["p999"], lat["max"], lat["over100ms"], lat["over1s"]))
     rp = figures["republishAfterPublication"]
     print("  republish:   after a publication, median %s device states, the last one %s s after the answer (max %s s)" % (
-        rp["statesMedian"], rp["secondsMedian"], rp["secondsMax"]))
+        rp["statesMedian"], "%.2f" % rp["secondsMedian"] if rp["secondsMedian"] is not None else "-",
+        "%.2f" % rp["secondsMax"] if rp["secondsMax"] is not None else "-"))
     print("  RSS:         start %s, first window %s, last window %s (%s), trend %s; max %s, VmHWM %s%s" % (
         mib(mem["atStartKiB"]), mib(rss_first), mib(rss_last),
         "%+.2f %%" % growth_pct if growth_pct is not None else "-",
@@ -521,8 +541,9 @@ def main():
         mib(mem["maxKiB"]), mib(mem["hwmKiB"]), "" if judged else "  (not judged: run too short)"))
     print("  descriptors: %s..%s after warm-up (first window %s, last %s), %s at start" % (
         fd["min"], fd["max"], fd_first, fd_last, fd["atStart"]))
-    print("  daemon CPU:  %s %% of one core; threads %s..%s" % (
-        figures.get("daemonCpuPercent"), figures["threads"]["min"], figures["threads"]["max"]))
+    print("  daemon CPU:  %s %% of one core on average; a publication costs about %s s of CPU more; threads %s..%s" % (
+        figures.get("daemonCpuPercent"), figures.get("daemonCpuSecondsPerPublication"),
+        figures["threads"]["min"], figures["threads"]["max"]))
     print()
     for name, c in checks.items():
         print("  %-16s %s" % (name, "ok" if c["ok"] else "FAILED"))
