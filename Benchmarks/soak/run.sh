@@ -206,7 +206,8 @@ sampler_pid=$!
 cat >"$out/meta.json" <<JSON
 {"minutes": $minutes, "devices": $devices, "rate": $rate, "refreshSeconds": $refresh, "intervalSeconds": $interval,
  "startDay": "$start_day", "seed": $seed, "sampleSeconds": $sample, "warmupSeconds": $warmup, "windowSeconds": $window,
- "clockTicks": $(getconf CLK_TCK), "commit": "$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- Sources 2>/dev/null || echo '+dirty')",
+ "clockTicks": $(getconf CLK_TCK), "commit": "$(git rev-parse --short HEAD 2>/dev/null)",
+ "sourcesCommit": "$(git log -1 --format=%h -- Sources Package.swift 2>/dev/null)$(git diff --quiet HEAD -- Sources Package.swift 2>/dev/null || echo '+uncommitted')",
  "machine": "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(uname -sr)",
  "mosquitto": "$(mosquitto -h | sed -n 's/mosquitto version //p' | head -1)", "nice": $(nice),
  "loadStartMs": $(date +%s%3N), "loadEndMs": 0}
