@@ -161,6 +161,21 @@ public final class MQTTClient: Sendable {
         await session.disconnect(sendDisconnect: false)
     }
 
+    /// QoS 1/2 publishes handed over (``publish(topic:payload:qos:retain:messageExpiry:)``,
+    /// ``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)``) that the broker has
+    /// not answered yet: what libmosquitto holds in memory for the broker. A producer that
+    /// outruns the broker bounds its memory by waiting on it (``waitForAnswers(atMost:)``).
+    /// Publishes held while disconnected count once they are handed to libmosquitto after the
+    /// reconnect. QoS 0 traffic makes it read low, never high.
+    public var unanswered: Int { session.unanswered }
+
+    /// Returns once at most `target` publishes are unanswered (``unanswered``), or the client is
+    /// closed. One waiter at a time: a new call ends the previous call's wait. The answers are
+    /// read from the socket: a caller that paused reading (``pauseReading()``) must resume it.
+    public func waitForAnswers(atMost target: Int) async {
+        await session.waitForAnswers(atMost: target)
+    }
+
     /// Counters since the client was created.
     public var counters: MQTTCounters { session.counters }
 

@@ -40,4 +40,27 @@ struct MQTTEnqueueTests {
         #expect(throws: MQTTError.self) { try publisher.enqueue(topic: "early/a", payload: bytes("3"), qos: .atLeastOnce) }
         await subscriber.disconnect()
     }
+
+    @Test("unanswered counts what the broker has not acknowledged; waitForAnswers returns once it has")
+    func unansweredAndWaitForAnswers() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let publisher = try await broker.connectedClient("enq-unanswered", .v5)
+        #expect(publisher.unanswered == 0)
+        broker.pause()
+        let count = 300
+        for index in 0..<count {
+            try publisher.enqueue(topic: "unanswered/\(index % 3)", payload: bytes("m\(index)"), qos: .atLeastOnce)
+        }
+        // A frozen broker answers nothing: every QoS 1 publish is still the client's.
+        #expect(publisher.unanswered == count)
+        let drained = Task { await publisher.waitForAnswers(atMost: 10) }
+        broker.resume()
+        await drained.value
+        #expect(publisher.unanswered <= 10)
+        // Everything is answered in the end; a wait for what is already true returns at once.
+        await publisher.waitForAnswers(atMost: 0)
+        #expect(publisher.unanswered == 0)
+        await publisher.disconnect()
+    }
 }

@@ -96,6 +96,9 @@ public struct Counters: Sendable, Hashable {
     public var alertsResent = 0
     /// Times the intake queue was full and the daemon stopped reading from the broker.
     public var intakePaused = 0
+    /// Times the broker had not acknowledged ``AmpelDaemon/outgoingLimit`` publishes and the
+    /// daemon waited for it before handling the next message.
+    public var outgoingWaits = 0
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
     /// language Ampel speaks); the fix itself was used.
     public var invalidLang = 0
@@ -133,6 +136,8 @@ public struct Counters: Sendable, Hashable {
         json.number(intakePaused)
         json.raw(#","invalidLang":"#)
         json.number(invalidLang)
+        json.raw(#","outgoingWaits":"#)
+        json.number(outgoingWaits)
         json.raw(#","publishFailures":"#)
         json.number(publishFailures)
         json.raw(#","published":"#)

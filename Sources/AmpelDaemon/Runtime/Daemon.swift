@@ -47,7 +47,9 @@ public actor AmpelDaemon: Service {
     /// message). With the device count at the last heap trim.
     private var messagesReceived = 0
     private var intakeSeen = (count: 0, at: ContinuousClock.now)
-    private var trimmedAtDevices = 0
+    private var trimmedAt = (devices: 0, messages: 0)
+    /// Messages since the last trim that make a quiet intake worth a trim (a burst's worth).
+    static let trimAfterMessages = 10_000
     /// How long the intake must be quiet before free heap pages are given back.
     let trimQuiet: Duration = .seconds(2)
     /// How long a stop keeps handling the messages it has taken (the rest waits in the journal
@@ -58,6 +60,14 @@ public actor AmpelDaemon: Service {
     let goodbyeTimeout: Duration = .seconds(3)
     /// Messages taken from the broker and not yet handled, at most (``IntakeGate``).
     let intakeLimit: Int
+    /// Publishes the broker has not acknowledged, at most, before the loop handles the next
+    /// message: libmosquitto holds each one in memory until then, and a burst that produces
+    /// publishes faster than the broker takes them would otherwise grow memory without bound
+    /// (docs/benchmarks.md, "Bursts"). The loop then waits until half are acknowledged.
+    let outgoingLimit: Int
+    /// The longest single wait for the broker: ticks, data and a stop queued behind the next
+    /// message are not held up longer by a broker that answers slowly or not at all.
+    let outgoingWaitLimit: Duration = .seconds(1)
     /// For the crash tests only: `AMPEL_TEST_CRASH_AFTER_ALERTS=N` kills the process with SIGKILL
     /// right after the N-th alert is journaled and before it is handed to the broker, the one
     /// moment a test cannot hit from outside.
@@ -80,9 +90,11 @@ public actor AmpelDaemon: Service {
     ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
-                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000) {
+                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
+                outgoingLimit: Int = 2_000) {
         self.stateRecovery = stateRecovery
         self.intakeLimit = intakeLimit
+        self.outgoingLimit = max(2, outgoingLimit)
         gate = IntakeGate(limit: intakeLimit, transport: transport)
         self.configuration = configuration
         self.ruleSet = ruleSet
@@ -176,7 +188,7 @@ public actor AmpelDaemon: Service {
         inbox = continuation
         // What the last run took from the broker but did not handle comes first, in order.
         for input in replay.pendingInputs {
-            gate.taken()
+            gate.taken(bytes: input.message.payload.count)
             continuation.yield(.message(input.message, seq: input.seq, receivedAt: input.receivedAt))
         }
         // Into the journal before anything else: libmosquitto has acknowledged it already.
@@ -186,7 +198,7 @@ public actor AmpelDaemon: Service {
             if witnesses.take(message) { return }
             let receivedAt = Int(now().timeIntervalSince1970)
             let seq = journal.appendInput(message, receivedAt: receivedAt)
-            gate.taken()
+            gate.taken(bytes: message.payload.count)
             continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
         }
         transport.connections { continuation.yield(.connected(sessionPresent: $0)) }
@@ -252,6 +264,7 @@ public actor AmpelDaemon: Service {
                 if stopRequested.load(ordering: .relaxed), let deadline = stopDeadline.withLock({ $0 }), ContinuousClock.now >= deadline {
                     break
                 }
+                await waitForBrokerIfBehind(before: input)
                 handle(input, &engine)
             }
         } onGracefulShutdown: {
@@ -316,6 +329,32 @@ public actor AmpelDaemon: Service {
         logger.info("stopped", metadata: ["devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)"])
     }
 
+    /// Waits until the broker has acknowledged half of ``outgoingLimit`` publishes, at most
+    /// ``outgoingWaitLimit``. Its answers come on the same socket as the messages, so the
+    /// intake is read meanwhile even when it is full (``IntakeGate/holdOpen(_:)``).
+    func waitForBrokerIfBehind(before input: Input) async {
+        guard case .message = input, transport.unanswered >= outgoingLimit, !stopRequested.load(ordering: .relaxed) else { return }
+        counters.outgoingWaits += 1
+        infoDirty = true
+        gate.holdOpen(true)
+        defer { gate.holdOpen(false) }
+        let transport = self.transport
+        let target = outgoingLimit / 2
+        let limit = outgoingWaitLimit
+        let outcome = FirstOutcome()
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            outcome.set(continuation)
+            Task.detached {
+                await transport.waitForAnswers(atMost: target)
+                outcome.resume(true)
+            }
+            Task.detached {
+                try? await Task.sleep(for: limit)
+                outcome.resume(false)
+            }
+        }
+    }
+
     /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s
     /// doubling to 30 s, with jitter); `false` when a shutdown came first.
     func connect() async throws -> Bool {
@@ -346,7 +385,7 @@ public actor AmpelDaemon: Service {
             messagesReceived &+= 1
             defer {
                 journal.appendHandled(seq)
-                gate.handled()
+                gate.handled(bytes: message.payload.count)
             }
             for route in intake.route(topic: message.topic, payload: message.payload) {
                 switch route {
@@ -389,9 +428,12 @@ public actor AmpelDaemon: Service {
                 journal.removeCovered()
             }
             if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
-            // New devices grew the tables; once fixes stop arriving, hand the free pages back.
-            if engine.devices.count != trimmedAtDevices, now - intakeSeen.at >= trimQuiet {
-                trimmedAtDevices = engine.devices.count
+            // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
+            // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
+            // lone fix: the trim walks the whole heap.
+            if engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages,
+               now - intakeSeen.at >= trimQuiet {
+                trimmedAt = (engine.devices.count, messagesReceived)
                 saver.trimHeap()
             }
             if infoDirty { publishInfo(engine) }

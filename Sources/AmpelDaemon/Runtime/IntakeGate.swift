@@ -2,19 +2,31 @@ import Synchronization
 
 /// Bounds the queue between the MQTT network thread and the daemon's loop.
 ///
-/// When `limit` messages wait, the transport stops reading from the socket: the broker keeps
-/// what it has not delivered (as it is built to, within its own queue limits) instead of the
-/// daemon's memory growing with a burst. Reading resumes when the queue is down to half.
+/// When `limit` messages or `byteLimit` payload bytes wait, the transport stops reading from
+/// the socket: the broker keeps what it has not delivered (as it is built to, within its own
+/// queue limits) instead of the daemon's memory growing with a burst. Reading resumes when the
+/// queue is down to half of both.
 final class IntakeGate: Sendable {
     let limit: Int
+    let byteLimit: Int
     private let transport: any DaemonTransport
     private let queued = Atomic<Int>(0)
+    private let queuedBytes = Atomic<Int>(0)
     /// Mirrors `state.paused` for a lock-free look on the hot path.
     private let pausedHint = Atomic<Bool>(false)
-    private let state = Mutex<(paused: Bool, stopping: Bool, pauses: Int)>((false, false, 0))
+    private let state = Mutex<State>(State())
 
-    init(limit: Int, transport: any DaemonTransport) {
+    private struct State {
+        var paused = false
+        var stopping = false
+        var pauses = 0
+        /// The loop waits for the broker's acknowledgements (``holdOpen(_:)``).
+        var heldOpen = false
+    }
+
+    init(limit: Int, byteLimit: Int = 16 << 20, transport: any DaemonTransport) {
         self.limit = max(1, limit)
+        self.byteLimit = max(1, byteLimit)
         self.transport = transport
     }
 
@@ -23,13 +35,14 @@ final class IntakeGate: Sendable {
     /// How often reading was paused.
     var pauses: Int { state.withLock { $0.pauses } }
 
-    /// A message was queued (network thread).
-    func taken() {
+    /// A message of `bytes` was queued (network thread).
+    func taken(bytes: Int) {
         let count = queued.add(1, ordering: .relaxed).newValue
-        guard count >= limit else { return }
+        let total = queuedBytes.add(bytes, ordering: .relaxed).newValue
+        guard count >= limit || total >= byteLimit else { return }
         // The transport is told under the lock, so a pause and a resume cannot overtake each other.
         state.withLock { state in
-            guard !state.paused, !state.stopping else { return }
+            guard !state.paused, !state.stopping, !state.heldOpen else { return }
             state.paused = true
             state.pauses += 1
             pausedHint.store(true, ordering: .relaxed)
@@ -37,15 +50,37 @@ final class IntakeGate: Sendable {
         }
     }
 
-    /// A queued message was handled (the daemon's loop).
-    func handled() {
+    /// A queued message of `bytes` was handled (the daemon's loop).
+    func handled(bytes: Int) {
         let count = queued.subtract(1, ordering: .relaxed).newValue
-        guard count <= limit / 2, pausedHint.load(ordering: .relaxed) else { return }
+        let total = queuedBytes.subtract(bytes, ordering: .relaxed).newValue
+        guard count <= limit / 2, total <= byteLimit / 2, pausedHint.load(ordering: .relaxed) else { return }
         state.withLock { state in
             guard state.paused, !state.stopping else { return }
             state.paused = false
             pausedHint.store(false, ordering: .relaxed)
             transport.resumeReading()
+        }
+    }
+
+    /// While the loop waits for the broker to acknowledge its publishes, reading goes on even
+    /// with a full queue: the acknowledgements come on the same socket as the messages, and a
+    /// paused socket would leave the loop waiting for them. The queue may grow past the limit
+    /// meanwhile, by what the broker sends before the acknowledgements (docs/benchmarks.md, "Bursts").
+    func holdOpen(_ open: Bool) {
+        state.withLock { state in
+            guard !state.stopping, state.heldOpen != open else { return }
+            state.heldOpen = open
+            if open, state.paused {
+                state.paused = false
+                pausedHint.store(false, ordering: .relaxed)
+                transport.resumeReading()
+            } else if !open, !state.paused, queued.load(ordering: .relaxed) >= limit || queuedBytes.load(ordering: .relaxed) >= byteLimit {
+                state.paused = true
+                state.pauses += 1
+                pausedHint.store(true, ordering: .relaxed)
+                transport.pauseReading()
+            }
         }
     }
 

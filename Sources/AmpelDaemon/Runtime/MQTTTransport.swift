@@ -116,6 +116,12 @@ public final class MQTTTransport: DaemonTransport {
                            retain: message.retain, messageExpiry: message.expiry) { error in acknowledged(error) }
     }
 
+    public var unanswered: Int { client.unanswered }
+
+    public func waitForAnswers(atMost target: Int) async {
+        await client.waitForAnswers(atMost: target)
+    }
+
     public func pauseReading() {
         client.pauseReading()
     }

@@ -28,6 +28,10 @@ public protocol DaemonTransport: Sendable {
     /// ``enqueue(_:)``, and reports the broker's answer to `acknowledged` (`nil`: taken; else
     /// why not), from any thread, once.
     func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws
+    /// Publishes handed over that the broker has not acknowledged yet (held in memory for it).
+    var unanswered: Int { get }
+    /// Returns once at most `target` publishes are unanswered (or the transport is closed).
+    func waitForAnswers(atMost target: Int) async
     /// Stops taking messages from the broker (it keeps them) until ``resumeReading()``.
     func pauseReading()
     func resumeReading()
@@ -35,6 +39,12 @@ public protocol DaemonTransport: Sendable {
     /// connection is dropped so that the broker publishes the Will (the goodbye was not
     /// acknowledged, so only the Will can still say `offline`).
     func shutdown(clean: Bool) async
+}
+
+extension DaemonTransport {
+    /// A transport that hands every publish over at once holds none for the broker.
+    public var unanswered: Int { 0 }
+    public func waitForAnswers(atMost target: Int) async {}
 }
 
 /// Finds the district of a position.

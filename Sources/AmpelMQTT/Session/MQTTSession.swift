@@ -52,6 +52,15 @@ final class MQTTSession: Sendable {
     private let receivedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let reconnectCount = Atomic<Int>(0)
+    /// QoS 1/2 publishes handed to libmosquitto and not answered yet (``MQTTClient/unanswered``):
+    /// raised after each hand-over, lowered by every publish answer. A QoS 0 publish is not
+    /// raised, but its written-note lowers it as well, so with QoS 0 traffic it reads low (never
+    /// high: a producer that waits on it never waits for an answer that cannot come).
+    private let unansweredCount = Atomic<Int>(0)
+    /// The count ``waitForAnswers(atMost:)`` waits for (-1: nobody waits), for a lock-free look
+    /// on every answer; the waiter itself under `answersWaiter`.
+    private let answersTarget = Atomic<Int>(-1)
+    private let answersWaiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
 
     init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
         self.configuration = configuration
@@ -113,6 +122,7 @@ final class MQTTSession: Sendable {
             for entry in established.offline {
                 if entry.waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
                 let (rc, mid) = mosquitto.publish(entry.message)
+                if rc == MosquittoResult.success || rc == MosquittoResult.noConnection { handedOver() }
                 guard let waiter = entry.waiter else { continue }
                 if rc == MosquittoResult.success || rc == MosquittoResult.noConnection {
                     machine.sent(mid: mid, token: entry.token, waiter: waiter)
@@ -212,6 +222,7 @@ final class MQTTSession: Sendable {
                     possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     return .refused(rc)
                 }
+                handedOver()
                 if cancelled {
                     possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     return .sentCancelled(mid)
@@ -282,6 +293,7 @@ final class MQTTSession: Sendable {
                     if waiter != nil { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
                     return .refused(rc)
                 }
+                handedOver()
                 if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
                 return .handedOver
             }
@@ -339,6 +351,47 @@ final class MQTTSession: Sendable {
     }
 
     // MARK: - Answers and cancellation
+
+    /// A QoS 1/2 publish is now libmosquitto's until the broker answers.
+    @inline(__always)
+    private func handedOver() {
+        unansweredCount.add(1, ordering: .relaxed)
+    }
+
+    var unanswered: Int { max(0, unansweredCount.load(ordering: .relaxed)) }
+
+    /// A publish answer (or a QoS 0 written-note) arrived (network thread).
+    @inline(__always)
+    func publishAnswered() {
+        let count = unansweredCount.subtract(1, ordering: .relaxed).newValue
+        let target = answersTarget.load(ordering: .relaxed)
+        if target >= 0 && count <= target { releaseAnswersWaiter() }
+    }
+
+    /// Returns once at most `target` publishes are unanswered, or the client is closed. One
+    /// waiter at a time: a new call ends the previous one's wait.
+    func waitForAnswers(atMost target: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let previous = answersWaiter.withLock { waiter in
+                defer { waiter = continuation }
+                return waiter
+            }
+            previous?.resume()
+            answersTarget.store(target, ordering: .sequentiallyConsistent)
+            // Answers that came before the target was set find it on this look.
+            if unanswered <= target || machine.withLock({ $0.isClosed }) { releaseAnswersWaiter() }
+        }
+    }
+
+    private func releaseAnswersWaiter() {
+        let waiter = answersWaiter.withLock { waiter in
+            defer { waiter = nil }
+            return waiter
+        }
+        guard let waiter else { return }
+        answersTarget.store(-1, ordering: .sequentiallyConsistent)
+        waiter.resume()
+    }
 
     /// Resumes the tasks waiting for these answers (network thread, in batches): one lock hold
     /// for all of them instead of one per PUBACK, and the resumed tasks enqueued in one burst,
@@ -403,6 +456,7 @@ final class MQTTSession: Sendable {
 
     private func finish(_ closed: SessionStateMachine<AckWaiter, Waiter>.Closed) {
         possibleWaiters.store(0, ordering: .sequentiallyConsistent)
+        releaseAnswersWaiter()
         for waiter in closed.failed { waiter.resume(returning: .failed(SessionErrors.closed)) }
         closed.connectWaiter?.resume(returning: .failure(SessionErrors.closed))
         messageContinuation.finish()
