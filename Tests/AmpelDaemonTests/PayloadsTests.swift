@@ -13,7 +13,7 @@ struct PayloadsTests {
         struct Counts: Encodable {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
-            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int
+            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
         }
         struct Recovered: Encodable {
             var at: String, movedTo: String, reason: String
@@ -35,7 +35,7 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused),
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits),
                          forKey: .counters)
             try c.encode(info.stateRecovered.map { Recovered(at: $0.at, movedTo: $0.movedTo, reason: $0.reason) }, forKey: .stateRecovered)
         }
@@ -59,6 +59,7 @@ struct PayloadsTests {
         counters.invalidLang = 6
         counters.alertsResent = 3
         counters.intakePaused = 12
+        counters.outgoingWaits = 13
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,

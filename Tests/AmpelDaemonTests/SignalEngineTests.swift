@@ -41,6 +41,22 @@ extension [SignalEngine.Action] {
     var topics: [String] { published.map(\.topic) }
 }
 
+extension SignalEngine {
+    /// `actions` and every batch a re-evaluation after new data asks for, as the daemon would
+    /// feed them back; `batches` counts the events (1 when it fit in one).
+    mutating func followingReevaluation(_ actions: [Action]) -> (actions: [Action], batches: Int) {
+        var all = actions
+        var batches = 1
+        var last = actions
+        while case .continueReevaluation(let generation)? = last.last {
+            last = event(.reevaluateDevices(generation: generation))
+            all += last
+            batches += 1
+        }
+        return (all, batches)
+    }
+}
+
 @Suite("Signal engine")
 struct SignalEngineTests {
     func fix(_ device: String = "alice/phone", _ lat: Double = 48.137, _ lon: Double = 11.575, tst: Int? = 1000, lang: String? = nil) -> LocationFix {
@@ -279,7 +295,7 @@ struct SignalEngineTests {
             before += engine.event(.fix(fix(key, tst: 1000 + index, lang: index == 1 ? "de" : nil),
                                         place: index % 2 == 0 ? Fixtures.muenchen : Fixtures.altoetting, receivedAt: 0))
         }
-        before += engine.event(.data(Fixtures.november, stale: false))
+        before += engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
         // What the broker held before it lost everything: the last retained payload per topic.
         var retained: [String: [UInt8]] = [:]
         for message in before.published where message.retain { retained[message.topic] = message.payload }
@@ -321,6 +337,78 @@ struct SignalEngineTests {
         #expect(old != new)
         #expect(engine.event(.recoverDevices(generation: old)).isEmpty)
         #expect(engine.event(.recoverDevices(generation: new)).on("ampel/device/c/state").count == 1)
+    }
+
+    @Test("new data re-evaluates devices in batches: each change announced once, a fix before its batch not repeated, newer data starts over")
+    func reevaluationInBatches() throws {
+        var settings = Fixtures.settings()
+        settings.recoveryBatch = 2
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        _ = engine.event(.start)
+        let keys = ["a", "b", "c", "d", "e"]
+        for key in keys { _ = engine.event(.fix(fix(key), place: Fixtures.muenchen, receivedAt: 0)) }
+        // München red in October, dark red in November: every device changes phase.
+        let first = engine.event(.data(Fixtures.november, stale: false))
+        #expect(first.published.filter { $0.topic.hasPrefix("ampel/device/") && $0.topic.hasSuffix("/alert") }.count == 2)
+        guard case .continueReevaluation(let generation)? = first.last else {
+            Issue.record("no re-evaluation batch to continue")
+            return
+        }
+        // Device e reports before its batch: its alert comes with the fix, against the new data.
+        let moved = engine.event(.fix(fix("e", tst: 2000), place: Fixtures.muenchen, receivedAt: 0))
+        #expect(try moved.json("ampel/device/e/alert")["to"] as? String == "darkred")
+        let (rest, batches) = engine.followingReevaluation(engine.event(.reevaluateDevices(generation: generation)))
+        #expect(batches == 2)  // c, d; then e, with nothing left to do
+        let all = first + moved + rest
+        for key in keys {
+            #expect(all.on("ampel/device/\(key)/alert").count == 1, "\(key)")
+            #expect(try all.json("ampel/device/\(key)/state")["dataDate"] as? String == "2020-11-05")
+        }
+        // Each alert comes after its decision is persisted and before the state that witnesses it.
+        for key in keys {
+            let persist = all.firstIndex { if case .persist(.device(key, _)) = $0 { true } else { false } }
+            let alert = all.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/\(key)/alert" } else { false } }
+            let state = all.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/\(key)/state" } else { false } }
+            #expect(persist! < alert! && alert! < state!)
+        }
+
+        // Newer data during a walk starts a new one; the older walk's next batch is nothing.
+        let stale = engine.event(.data(Fixtures.november, stale: true))
+        let newer = engine.event(.data(Fixtures.october, stale: false))
+        guard case .continueReevaluation(let old)? = stale.last, case .continueReevaluation(let new)? = newer.last else {
+            Issue.record("no re-evaluation batches to continue")
+            return
+        }
+        #expect(old != new)
+        #expect(engine.event(.reevaluateDevices(generation: old)).isEmpty)
+        let back = engine.followingReevaluation(engine.event(.reevaluateDevices(generation: new))).actions + newer
+        #expect(back.published.filter { $0.topic.hasSuffix("/alert") && $0.topic.hasPrefix("ampel/device/") }.count == 5)
+    }
+
+    @Test("a recovery that reaches a device the re-evaluation has not: the device is brought up to the new data, alert first")
+    func recoveryDuringReevaluation() throws {
+        var settings = Fixtures.settings(discovery: false)
+        settings.recoveryBatch = 1
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        _ = engine.event(.start)
+        for key in ["a", "b"] { _ = engine.event(.fix(fix(key), place: Fixtures.muenchen, receivedAt: 0)) }
+        let data = engine.event(.data(Fixtures.november, stale: false))
+        #expect(data.on("ampel/device/a/alert").count == 1)
+        guard case .continueReevaluation(let walk)? = data.last else {
+            Issue.record("no re-evaluation batch to continue")
+            return
+        }
+        var recovery = engine.event(.reconnected)
+        while case .continueRecovery(let generation)? = recovery.last {
+            recovery += engine.event(.recoverDevices(generation: generation))
+        }
+        let alert = recovery.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/b/alert" } else { false } }
+        let state = recovery.firstIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/b/state" } else { false } }
+        #expect(alert != nil && state != nil && alert! < state!)
+        #expect(recovery.on("ampel/device/b/state").count == 1)
+        #expect(recovery.on("ampel/device/a/alert").isEmpty)
+        // The walk then finds b done.
+        #expect(engine.event(.reevaluateDevices(generation: walk)).on("ampel/device/b/alert").isEmpty)
     }
 
     @Test("the persisted state round-trips through JSON")

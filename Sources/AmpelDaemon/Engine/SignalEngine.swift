@@ -65,8 +65,9 @@ public struct SignalEngine: Sendable {
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
-        /// Devices republished per batch after a reconnect (state and discovery config each);
-        /// the daemon handles what arrived in between before it asks for the next batch.
+        /// Devices republished per batch after a reconnect (state and discovery config each),
+        /// and devices re-evaluated per batch after new data; the daemon handles what arrived
+        /// in between before it asks for the next batch.
         public var recoveryBatch: Int
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
@@ -103,6 +104,9 @@ public struct SignalEngine: Sendable {
         /// The next batch of the device states (and their discovery configs) of the recovery
         /// `generation`; nothing when a later reconnect started a new one.
         case recoverDevices(generation: Int)
+        /// The next batch of devices to re-evaluate against the data of re-evaluation
+        /// `generation`; nothing when newer data started a new one.
+        case reevaluateDevices(generation: Int)
     }
 
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
@@ -134,6 +138,9 @@ public struct SignalEngine: Sendable {
         /// More device states of recovery `generation` are due: send
         /// ``Event/recoverDevices(generation:)`` once the inputs waiting now are handled.
         case continueRecovery(generation: Int)
+        /// More devices of re-evaluation `generation` are due: send
+        /// ``Event/reevaluateDevices(generation:)`` once the inputs waiting now are handled.
+        case continueReevaluation(generation: Int)
     }
 
     public let settings: Settings
@@ -149,6 +156,9 @@ public struct SignalEngine: Sendable {
     /// The device keys a recovery still has to republish, from `next` on.
     private var recovery: (generation: Int, keys: [String], next: Int)?
     private var recoveries = 0
+    /// The device keys a re-evaluation after new data still has to look at, from `next` on.
+    private var reevaluation: (generation: Int, keys: [String], next: Int)?
+    private var reevaluations = 0
 
     public init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
         self.settings = settings
@@ -168,14 +178,14 @@ public struct SignalEngine: Sendable {
             var actions = evaluateAll(initial: true)
             actions += discoveryMessages().map { .publish($0, kind: .discovery) }
             actions += lamps(force: true)
-            return actions
+            return actions + nextReevaluationBatch()
         case .fix(let fix, let place, let receivedAt):
             return apply(fix, place: place, receivedAt: receivedAt)
         case .data(let dataset, let stale):
             self.dataset = dataset
             self.stale = stale
             guard started else { return [] }
-            return evaluateAll(initial: false) + lamps(force: false)
+            return evaluateAll(initial: false) + lamps(force: false) + nextReevaluationBatch()
         case .lampOnline(let name):
             guard let lamp = settings.lamps.first(where: { $0.name == name }), let look = look(for: lamp) else { return [] }
             lampLooks[lamp.name] = look
@@ -187,6 +197,9 @@ public struct SignalEngine: Sendable {
         case .recoverDevices(let generation):
             guard recovery?.generation == generation else { return [] }
             return nextRecoveryBatch()
+        case .reevaluateDevices(let generation):
+            guard reevaluation?.generation == generation else { return [] }
+            return nextReevaluationBatch()
         }
     }
 
@@ -230,6 +243,18 @@ public struct SignalEngine: Sendable {
         var actions: [Action] = []
         let end = min(current.keys.count, current.next + settings.recoveryBatch)
         for key in current.keys[current.next..<end] {
+            // A device the re-evaluation after new data has not reached yet is brought up to
+            // that data here, alert first: a republished state in the new phase without its
+            // alert would pass for the alert's witness after a crash (decision 27).
+            var reevaluated: [Action] = []
+            if reevaluate(key, into: &reevaluated) {
+                if let discovery = settings.discovery {
+                    actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
+                }
+                actions += reevaluated
+                continue
+            }
+            actions += reevaluated
             guard let record = devices[key] else { continue }
             let language = self.language(device: key, messageLang: record.lang)
             // A device whose signal cannot be computed had none published for this data either.
@@ -311,7 +336,8 @@ public struct SignalEngine: Sendable {
 
     // MARK: Re-evaluation
 
-    /// Re-evaluates every district and device against the data in force.
+    /// Re-evaluates every district against the data in force, and starts the walk over the
+    /// devices (``nextReevaluationBatch()`` gives its first batch).
     ///
     /// At start every district topic is published (retained values may be missing), and an
     /// alert goes out where the phase differs from the one remembered; afterwards only what
@@ -350,33 +376,59 @@ public struct SignalEngine: Sendable {
             districtSignals[ags] = signal
             districtPhases[ags] = signal.phase
         }
-        for key in devices.sortedKeys {
-            guard var record = devices[key] else { continue }
-            let language = self.language(device: key, messageLang: record.lang)
-            let signal: Signal
-            do {
-                signal = try self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language)
-            } catch {
-                actions.append(.problem(error.message))
-                continue
-            }
-            let previousPhase = record.phase
-            guard initial || previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else {
-                continue
-            }
-            if previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale {
-                record.phase = signal.phase
-                record.dataDate = signal.dataDate
-                record.stale = signal.stale
-                devices[key] = record
-                actions.append(.persist(.device(key: key, record: record)))
-                if previousPhase != signal.phase {
-                    actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
-                }
-                actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
-            }
+        // Devices in batches, like a recovery: a new publication that changes 1,000,000 devices
+        // must not hand the daemon 1,000,000 publishes at once, nor hold up live fixes behind
+        // them. A device whose fix comes before its batch is evaluated against the new data
+        // then, and its batch finds nothing left to do.
+        reevaluations += 1
+        reevaluation = (reevaluations, devices.sortedKeys, 0)
+        return actions
+    }
+
+    /// Up to ``Settings/recoveryBatch`` devices of the re-evaluation: an alert where the phase
+    /// changed, the state where phase, data day or staleness changed.
+    mutating func nextReevaluationBatch() -> [Action] {
+        guard var current = reevaluation else { return [] }
+        var actions: [Action] = []
+        let end = min(current.keys.count, current.next + settings.recoveryBatch)
+        for key in current.keys[current.next..<end] {
+            _ = reevaluate(key, into: &actions)
+        }
+        current.next = end
+        if end < current.keys.count {
+            reevaluation = current
+            actions.append(.continueReevaluation(generation: current.generation))
+        } else {
+            reevaluation = nil
         }
         return actions
+    }
+
+    /// Brings device `key` up to the data in force: an alert where its phase changed, its state
+    /// where phase, data day or staleness changed. Returns whether its state was published.
+    mutating func reevaluate(_ key: String, into actions: inout [Action]) -> Bool {
+        guard var record = devices[key] else { return false }
+        let language = self.language(device: key, messageLang: record.lang)
+        let signal: Signal
+        do {
+            signal = try self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language)
+        } catch {
+            actions.append(.problem(error.message))
+            return false
+        }
+        let previousPhase = record.phase
+        guard previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else { return false }
+        record.phase = signal.phase
+        record.dataDate = signal.dataDate
+        record.stale = signal.stale
+        devices[key] = record
+        actions.append(.persist(.device(key: key, record: record)))
+        if previousPhase != signal.phase {
+            actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
+        }
+        actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+        if started, previousPhase != signal.phase { actions += lamps(force: false, device: key) }
+        return true
     }
 
     // MARK: Discovery

@@ -84,6 +84,8 @@ public actor AmpelDaemon: Service {
     private var connections = 0
     /// The wait for the broker between two recovery batches (see `continueRecovery`).
     private var recoveryPace: Task<Void, Never>?
+    /// The same for a re-evaluation after new data.
+    private var reevaluationPace: Task<Void, Never>?
 
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
@@ -138,6 +140,8 @@ public actor AmpelDaemon: Service {
         case connected(sessionPresent: Bool)
         /// The next batch of a recovery after a reconnect (queued behind what waits now).
         case recover(generation: Int)
+        /// The next batch of a re-evaluation after new data (queued behind what waits now).
+        case reevaluate(generation: Int)
     }
 
     /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
@@ -282,8 +286,10 @@ public actor AmpelDaemon: Service {
         producers.cancel()
         continuation.finish()
         // A recovery's `online` probe goes out before the `offline` below, or not at all.
-        recoveryPace?.cancel()
-        await recoveryPace?.value
+        for pace in [recoveryPace, reevaluationPace] {
+            pace?.cancel()
+            await pace?.value
+        }
         let deadline = stopDeadline.withLock { $0 } ?? .now + drainLimit
         await writeSnapshot(engine, before: max(deadline, .now + .milliseconds(500)))
         gate.readForGoodbye()
@@ -453,6 +459,8 @@ public actor AmpelDaemon: Service {
         case .recover(let generation):
             infoDirty = true
             perform(engine.event(.recoverDevices(generation: generation)), republished: true)
+        case .reevaluate(let generation):
+            perform(engine.event(.reevaluateDevices(generation: generation)))
         case .stop:
             break
         }
@@ -523,21 +531,29 @@ public actor AmpelDaemon: Service {
             case .publishInfo:
                 if let engine { publishInfo(engine) } else { infoDirty = true }
             case .continueRecovery(let generation):
-                // Paced by the broker: the next batch is queued (behind the messages that arrive
-                // meanwhile) once the broker has acknowledged a publish made after this batch, so
-                // it has taken the whole batch (one connection, in order) and libmosquitto holds
-                // at most one batch for it. The probe is `online` again: the value `bridge/state`
-                // holds while the daemon runs, so it may overtake or follow any other publish; the
-                // stop waits for it before saying offline.
-                let transport = self.transport
-                let inbox = self.inbox
-                let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
-                recoveryPace = Task.detached {
-                    try? await transport.publish(probe)
-                    inbox?.yield(.recover(generation: generation))
-                }
+                pace(then: .recover(generation: generation))
+            case .continueReevaluation(let generation):
+                pace(then: .reevaluate(generation: generation))
             }
         }
+    }
+
+    /// Queues `next` (the next batch of a recovery or re-evaluation) once the broker has
+    /// acknowledged a publish made after this batch: it has then taken the whole batch (one
+    /// connection, in order), libmosquitto holds at most one batch for it, and the messages
+    /// that arrived meanwhile are queued before `next`. The probe is `online` again: the value
+    /// `bridge/state` holds while the daemon runs, so it may overtake or follow any other
+    /// publish; the stop waits for it before saying offline.
+    func pace(then next: Input) {
+        let transport = self.transport
+        let inbox = self.inbox
+        let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
+        let pace = Task.detached {
+            try? await transport.publish(probe)
+            inbox?.yield(next)
+        }
+        // One pace per kind of walk is ever under way: its batch comes only after it.
+        if case .recover = next { recoveryPace = pace } else { reevaluationPace = pace }
     }
 
     /// The retained publish after an alert that proves the broker took it (``AlertWitnesses``).
