@@ -385,6 +385,34 @@ struct SignalEngineTests {
         #expect(back.published.filter { $0.topic.hasSuffix("/alert") && $0.topic.hasPrefix("ampel/device/") }.count == 5)
     }
 
+    @Test("device discovery configs go out in batches at start and when Home Assistant comes online: each device once")
+    func discoveryInBatches() throws {
+        var settings = Fixtures.settings()
+        settings.recoveryBatch = 2
+        var first = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        _ = first.event(.start)
+        let keys = ["a", "b", "c", "d", "e"]
+        for key in keys { _ = first.event(.fix(fix(key), place: Fixtures.muenchen, receivedAt: 0)) }
+        func deviceConfigs(_ actions: [SignalEngine.Action]) -> [String] {
+            actions.published.map(\.topic).filter { $0.hasPrefix("homeassistant/") && $0.contains("/ampel/device_") }
+        }
+        // A restart: the first event carries the districts' configs and one batch of devices.
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false, restored: first.persisted)
+        let start = engine.event(.start)
+        #expect(deviceConfigs(start).count == 2)
+        #expect(start.published.filter { $0.topic.contains("/ampel/district_") }.count == 96)
+        let (all, batches) = engine.followingReevaluation(start)
+        #expect(batches == 3)
+        #expect(deviceConfigs(all).count == 5 && Set(deviceConfigs(all)).count == 5)
+
+        let online = engine.event(.homeAssistantOnline)
+        #expect(deviceConfigs(online).count == 2)
+        let (again, _) = engine.followingReevaluation(online)
+        #expect(Set(deviceConfigs(again)) == Set(deviceConfigs(all)) && deviceConfigs(again).count == 5)
+        // Nothing changed: the walk announces, it does not republish states or alert.
+        #expect(!again.published.contains { $0.topic.hasPrefix("ampel/") })
+    }
+
     @Test("a recovery that reaches a device the re-evaluation has not: the device is brought up to the new data, alert first")
     func recoveryDuringReevaluation() throws {
         var settings = Fixtures.settings(discovery: false)

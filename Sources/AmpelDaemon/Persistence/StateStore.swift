@@ -27,7 +27,7 @@ public struct StateStore: Sendable {
             throw StateStoreError("cannot read \(path)")
         }
         do {
-            let state = try JSONDecoder().decode(PersistedState.self, from: data)
+            let state = try StateFileReader.read(data)
             guard state.version == PersistedState.currentVersion else {
                 throw StateStoreError("\(path) has version \(state.version), this ampel reads \(PersistedState.currentVersion)")
             }
@@ -90,7 +90,7 @@ public struct StateStore: Sendable {
     ///
     /// The JSON is written record by record in 64 KiB chunks rather than built in memory:
     /// with 100,000 devices an encoder's intermediate tree would cost far more than the
-    /// devices themselves. ``load()`` reads it back with `JSONDecoder`.
+    /// devices themselves. ``load()`` reads it back with ``StateFileReader``.
     public func save(_ state: PersistedState) throws(StateStoreError) {
         do {
             // The mark is small (a few numbers and the alerts awaiting an acknowledgement): its

@@ -458,9 +458,17 @@ public actor AmpelDaemon: Service {
             infoDirty = true
         case .recover(let generation):
             infoDirty = true
-            perform(engine.event(.recoverDevices(generation: generation)), republished: true)
+            let actions = engine.event(.recoverDevices(generation: generation))
+            perform(actions, republished: true)
+            if !actions.isEmpty, !actions.contains(where: { if case .continueRecovery = $0 { true } else { false } }) {
+                logger.info("every device state republished", metadata: ["devices": "\(engine.devices.count)"])
+            }
         case .reevaluate(let generation):
-            perform(engine.event(.reevaluateDevices(generation: generation)))
+            let actions = engine.event(.reevaluateDevices(generation: generation))
+            perform(actions)
+            if !actions.isEmpty, !actions.contains(where: { if case .continueReevaluation = $0 { true } else { false } }) {
+                logger.info("every device re-evaluated", metadata: ["devices": "\(engine.devices.count)"])
+            }
         case .stop:
             break
         }
