@@ -145,3 +145,157 @@ struct RunRecoveryTests {
         #expect(daemon.stderr.contains("moved aside"), "\(daemon.stderr)")
     }
 }
+
+/// After a lost state the daemon rebuilds the device phases from its own retained device states
+/// before it alerts anyone: a device that reports again in its phase gets no alert.
+@Suite("ampel run rebuilds device phases from the broker after a lost state (built binary, real mosquitto)")
+struct RunRebuildTests {
+    /// On 2020-10-15: SK München red, LK München yellow, Altötting green; Stuttgart outside
+    /// Bavaria, Vienna outside Germany (no district).
+    static let places: [String: (lat: Double, lon: Double, phase: String)] = [
+        "muenchen": (48.1374, 11.5755, "red"), "landkreis": (48.2489, 11.6528, "yellow"), "altoetting": (48.2264, 12.6770, "green"),
+        "stuttgart": (48.7758, 9.1829, "outside"), "wien": (48.2082, 16.3738, "outside"),
+    ]
+    /// Device, input, where it is: a plain key with and without a language, an OwnTracks key of two levels.
+    static let devices: [(key: String, place: String, lang: String?)] = [
+        ("alice", "muenchen", nil), ("bob", "altoetting", nil), ("carol", "landkreis", "de"), ("dave/phone", "stuttgart", nil),
+        ("erin", "wien", nil), ("frank", "muenchen", "de"),
+    ]
+
+    static func report(_ broker: MosquittoBroker, _ key: String, at place: String, tst: Int, lang: String?) async throws {
+        let spot = try #require(places[place])
+        let topic: String
+        var payload: String
+        if key.contains("/") {
+            topic = "owntracks/" + key
+            payload = #"{"_type":"location","lat":\#(spot.lat),"lon":\#(spot.lon),"tst":\#(tst)"#
+        } else {
+            topic = "ampel/location/" + key
+            payload = #"{"lat":\#(spot.lat),"lon":\#(spot.lon),"tst":\#(tst)"#
+        }
+        if let lang { payload += #","lang":"\#(lang)""# }
+        payload += "}"
+        try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+    }
+
+    func start(_ broker: MosquittoBroker, _ dir: URL) throws -> RunRecoveryTests.Daemon {
+        try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
+                                     "--log-level", "info"])
+    }
+
+    @Test("garbage state.json and no journal: devices reporting again in their phase get no alert, one that moves gets exactly one, from its old phase")
+    func rebuildFromRetainedStates() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try RunCrashTests.Collector(broker)
+        defer { collector.stop() }
+        let keys = Self.devices.map(\.key)
+
+        var daemon = try start(broker, dir)
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        for device in Self.devices {
+            try await Self.report(broker, device.key, at: device.place, tst: 100, lang: device.lang)
+        }
+        try await collector.awaitStates(keys, tst: 100)
+        var status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+        var expected: [String: [String]] = [:]
+        for device in Self.devices { expected[device.key] = ["null>\(Self.places[device.place]!.phase)"] }
+        #expect(collector.alerts() == expected, "first run")
+
+        // Nothing on disk remembers the devices any more: the state file is garbage, the journal gone.
+        let garbage = Data("\u{0}garbage, not a state file".utf8)
+        try garbage.write(to: dir.appendingPathComponent("state.json"))
+        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("journal-") && $0.hasSuffix(".log") }
+        #expect(!segments.isEmpty)
+        for name in segments { try FileManager.default.removeItem(at: dir.appendingPathComponent(name)) }
+
+        daemon = try start(broker, dir)
+        try await daemon.awaitLog("subscribed")
+        // Everyone again where they were (a later fix), but bob has moved from Altötting (green) to München (red).
+        for device in Self.devices {
+            try await Self.report(broker, device.key, at: device.key == "bob" ? "muenchen" : device.place, tst: 200, lang: device.lang)
+        }
+        try await collector.awaitStates(keys, tst: 200)
+        status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+        expected["bob", default: []].append("green>red")
+        #expect(collector.alerts() == expected, "after the restart only bob's move is announced\n\(daemon.stderr)")
+
+        // The goodbye's bridge/info (retained) says what was rebuilt.
+        let info = try await MosquittoBroker.runTool(
+            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/bridge/info", "-C", "1", "-W", "30"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(info.utf8)) as? [String: Any])
+        let recovered = try #require(json["stateRecovered"] as? [String: Any], "\(json)")
+        #expect((recovered["movedTo"] as? String)?.hasPrefix(dir.path + "/state.json.corrupt-") == true, "\(recovered)")
+        let rebuilt = try #require(recovered["rebuilt"] as? [String: Any], "\(recovered)")
+        #expect(rebuilt["devices"] as? Int == Self.devices.count, "\(rebuilt)")
+        #expect(rebuilt["known"] as? Int == 0, "\(rebuilt)")
+        #expect(rebuilt["districts"] as? Int == 96, "\(rebuilt)")
+        #expect(rebuilt["skipped"] as? Int == 0, "\(rebuilt)")
+        #expect(rebuilt["expectedDevices"] as? Int == Self.devices.count, "\(rebuilt)")
+        #expect(rebuilt["complete"] as? Bool == true, "\(rebuilt)")
+        #expect(daemon.stderr.contains("rebuilt the device phases from the broker's retained states"), "\(daemon.stderr)")
+        // The rebuild's snapshot and the stop's: a valid state file with every device again.
+        let state = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("state.json"))) as? [String: Any])
+        #expect(Set(((state["devices"] as? [String: Any]) ?? [:]).keys) == Set(keys))
+    }
+
+    @Test("state.json missing under a journal that continues from it: the journal's decisions win, the broker fills the rest, no alert repeats")
+    func rebuildUnderJournal() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try RunCrashTests.Collector(broker)
+        defer { collector.stop() }
+        let keys = Self.devices.map(\.key)
+
+        var daemon = try start(broker, dir)
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        for device in Self.devices {
+            try await Self.report(broker, device.key, at: device.place, tst: 100, lang: device.lang)
+        }
+        try await collector.awaitStates(keys, tst: 100)
+        _ = try await collector.stop(daemon)
+        // bob moves in a second run, which dies before it writes a snapshot: the decision is
+        // only in the journal (and in the broker's retained state).
+        daemon = try start(broker, dir)
+        try await daemon.awaitLog("subscribed")
+        try await Self.report(broker, "bob", at: "muenchen", tst: 200, lang: nil)
+        try await collector.awaitStates(["bob"], tst: 200)
+        daemon.process.signal(SIGKILL)
+        _ = try await daemon.exit()
+        // The snapshot goes; the journal segments after it stay.
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("state.json"))
+        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("journal-") }.sorted()
+        #expect(segments.first.map { $0 != "journal-00000001.log" } == true, "\(segments)")
+
+        daemon = try start(broker, dir)
+        try await daemon.awaitLog("subscribed")
+        for device in Self.devices {
+            try await Self.report(broker, device.key, at: device.key == "bob" ? "muenchen" : device.place, tst: 300, lang: device.lang)
+        }
+        try await collector.awaitStates(keys, tst: 300)
+        _ = try await collector.stop(daemon)
+        var expected: [String: [String]] = [:]
+        for device in Self.devices { expected[device.key] = ["null>\(Self.places[device.place]!.phase)"] }
+        expected["bob", default: []].append("green>red")
+        #expect(collector.alerts() == expected, "\(daemon.stderr)")
+
+        let info = try await MosquittoBroker.runTool(
+            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/bridge/info", "-C", "1", "-W", "30"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(info.utf8)) as? [String: Any])
+        let recovered = try #require(json["stateRecovered"] as? [String: Any], "\(json)")
+        #expect(recovered["movedTo"] is NSNull, "\(recovered)")
+        #expect((recovered["reason"] as? String)?.contains("missing") == true, "\(recovered)")
+        let rebuilt = try #require(recovered["rebuilt"] as? [String: Any], "\(recovered)")
+        #expect(rebuilt["known"] as? Int == 1, "bob came from the journal: \(rebuilt)")
+        #expect(rebuilt["devices"] as? Int == Self.devices.count - 1, "\(rebuilt)")
+        #expect(rebuilt["complete"] as? Bool == true, "\(rebuilt)")
+    }
+}

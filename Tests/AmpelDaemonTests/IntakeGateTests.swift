@@ -15,7 +15,7 @@ struct IntakeGateTests {
         func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
         func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
         func connect() async throws {}
-        func subscribe(_ filters: [String]) async throws {}
+        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
         func unsubscribe(_ filters: [String]) async throws {}
         func publish(_ message: OutgoingMessage) async throws {}
         func enqueue(_ message: OutgoingMessage) throws {}

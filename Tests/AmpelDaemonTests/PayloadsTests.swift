@@ -15,8 +15,29 @@ struct PayloadsTests {
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
         }
+        struct Rebuilt: Encodable {
+            var complete: Bool, devices: Int, districts: Int, expectedDevices: Int?, known: Int, skipped: Int
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(complete, forKey: .complete)
+                try c.encode(devices, forKey: .devices)
+                try c.encode(districts, forKey: .districts)
+                try c.encode(expectedDevices, forKey: .expectedDevices)
+                try c.encode(known, forKey: .known)
+                try c.encode(skipped, forKey: .skipped)
+            }
+            enum CodingKeys: String, CodingKey { case complete, devices, districts, expectedDevices, known, skipped }
+        }
         struct Recovered: Encodable {
-            var at: String, movedTo: String, reason: String
+            var at: String, movedTo: String?, reason: String, rebuilt: Rebuilt?
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(at, forKey: .at)
+                try c.encode(movedTo, forKey: .movedTo)
+                try c.encode(reason, forKey: .reason)
+                try c.encode(rebuilt, forKey: .rebuilt)
+            }
+            enum CodingKeys: String, CodingKey { case at, movedTo, reason, rebuilt }
         }
         let info: BridgeInfo
         enum Keys: String, CodingKey { case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters, stateRecovered }
@@ -37,7 +58,12 @@ struct PayloadsTests {
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
                                 intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits),
                          forKey: .counters)
-            try c.encode(info.stateRecovered.map { Recovered(at: $0.at, movedTo: $0.movedTo, reason: $0.reason) }, forKey: .stateRecovered)
+            try c.encode(info.stateRecovered.map { recovered in
+                Recovered(at: recovered.at, movedTo: recovered.movedTo, reason: recovered.reason, rebuilt: recovered.rebuilt.map {
+                    Rebuilt(complete: $0.complete, devices: $0.devices, districts: $0.districts, expectedDevices: $0.expectedDevices,
+                            known: $0.known, skipped: $0.skipped)
+                })
+            }, forKey: .stateRecovered)
         }
     }
 
@@ -66,7 +92,16 @@ struct PayloadsTests {
                               stateRecovered: StateRecovery(movedTo: "/var/lib/ampel/state.json.corrupt-20261124T113000Z",
                                                             reason: #"/var/lib/ampel/state.json is not a valid state file: "x" \ ü"#,
                                                             at: "2026-11-24T11:30:00Z"))
-        for info in [empty, full] {
+        // A state file missing while the journal continues from it: nothing was moved; and what
+        // the start read back from the broker, with and without the last run's device count.
+        var missing = full
+        missing.stateRecovered = StateRecovery(movedTo: nil, reason: "state.json is missing", at: "2026-11-24T11:30:00Z",
+                                               rebuilt: StateRebuild(devices: 99_000, districts: 96, known: 1_000, skipped: 2,
+                                                                     expectedDevices: nil, complete: true))
+        var cut = full
+        cut.stateRecovered?.rebuilt = StateRebuild(devices: 74_566, districts: 0, known: 0, skipped: 0, expectedDevices: 100_000,
+                                                   complete: false)
+        for info in [empty, full, missing, cut] {
             #expect(String(decoding: info.json(), as: UTF8.self) == (try AmpelJSON.string(Reference(info: info))))
         }
     }

@@ -64,7 +64,7 @@ struct StateStoreTests {
             #expect(recovery.movedTo == expected)
             #expect(recovery.reason.contains("state.json"))
             #expect(!FileManager.default.fileExists(atPath: store.path))
-            #expect(try Data(contentsOf: URL(fileURLWithPath: recovery.movedTo)) == bad)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(recovery.movedTo))) == bad)
         }
     }
 

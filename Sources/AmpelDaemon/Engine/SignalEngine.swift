@@ -109,6 +109,12 @@ public struct SignalEngine: Sendable {
         /// The next batch of devices to re-evaluate against the data of re-evaluation
         /// `generation`; nothing when newer data started a new one.
         case reevaluateDevices(generation: Int)
+        /// What the daemon published before its state file was lost, read back from the
+        /// broker's retained topics (``RetainedState``). It fills only the devices and district
+        /// phases the engine does not know: what it knows came from the journal, which holds
+        /// every decision before its announcement and so is never older than the broker. Each
+        /// one taken is persisted. Before `start` only; ignored afterwards.
+        case restore(devices: DeviceTable, districts: [String: String])
     }
 
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
@@ -206,7 +212,35 @@ public struct SignalEngine: Sendable {
         case .reevaluateDevices(let generation):
             guard reevaluation?.generation == generation else { return [] }
             return nextReevaluationBatch()
+        case .restore(let found, let districts):
+            return restore(found, districts: districts)
         }
+    }
+
+    // MARK: Restoring from the broker
+
+    /// Takes the devices and district phases the engine does not know; a `.persist` for each.
+    ///
+    /// Before `start`, so that its re-evaluation compares the data in force with the phases
+    /// last announced, as it does for a state read from the file: an alert only for a change.
+    mutating func restore(_ found: DeviceTable, districts: [String: String]) -> [Action] {
+        guard !started else { return [] }
+        var actions: [Action] = []
+        found.forEach { key, record in
+            guard devices[key] == nil else { return }
+            var record = record
+            // The state names the language it was written in; a device that never asked for
+            // one keeps following the default (and its configuration) rather than being pinned.
+            if record.lang == language(device: key, messageLang: nil).rawValue { record.lang = nil }
+            devices[key] = record
+            actions.append(.persist(.device(key: key, record: record)))
+        }
+        let region = Set(dataset.districts(in: settings.region).map(\.district.ags))
+        for (ags, phase) in districts.sorted(by: { $0.key < $1.key }) where districtPhases[ags] == nil && region.contains(ags) {
+            districtPhases[ags] = phase
+            actions.append(.persist(.district(ags: ags, phase: phase)))
+        }
+        return actions
     }
 
     // MARK: Recovery after a reconnect

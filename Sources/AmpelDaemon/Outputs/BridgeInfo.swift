@@ -19,8 +19,9 @@ public struct BridgeInfo: Sendable, Hashable {
     public var stale: Bool
     public var devices: Int
     public var counters: Counters
-    /// Set when the state file could not be read at start and was moved aside: the daemon
-    /// started from an empty state. `null` otherwise.
+    /// Set when the state was lost at start (the state file could not be read and was moved
+    /// aside, or it is missing while the journal continues from it), with what was rebuilt
+    /// from the broker's retained states. `null` otherwise.
     public var stateRecovered: StateRecovery?
 
     public init(version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters,
@@ -64,6 +65,8 @@ public struct BridgeInfo: Sendable, Hashable {
             json.string(stateRecovered.movedTo)
             json.raw(#","reason":"#)
             json.string(stateRecovered.reason)
+            json.raw(#","rebuilt":"#)
+            json.optional(stateRecovered.rebuilt) { $1.write(to: &$0) }
             json.raw("}")
         } else {
             json.raw("null")
@@ -72,6 +75,25 @@ public struct BridgeInfo: Sendable, Hashable {
         json.string(version)
         json.raw("}")
         return json.bytes
+    }
+}
+
+extension StateRebuild {
+    /// `{"complete","devices","districts","expectedDevices","known","skipped"}`.
+    func write(to json: inout JSONWriter) {
+        json.raw(#"{"complete":"#)
+        json.bool(complete)
+        json.raw(#","devices":"#)
+        json.number(devices)
+        json.raw(#","districts":"#)
+        json.number(districts)
+        json.raw(#","expectedDevices":"#)
+        json.optional(expectedDevices) { $0.number($1) }
+        json.raw(#","known":"#)
+        json.number(known)
+        json.raw(#","skipped":"#)
+        json.number(skipped)
+        json.raw("}")
     }
 }
 

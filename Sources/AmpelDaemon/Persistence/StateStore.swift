@@ -44,8 +44,10 @@ public struct StateStore: Sendable {
     /// content untouched, for whoever looks into it) and ``StateRecovery`` says where and why.
     ///
     /// A daemon that refuses to start over a bad state file stays down until someone moves it
-    /// (systemd does not restart on a configuration error); starting empty costs each device
-    /// one alert when it next reports, which is less harm than no signals at all.
+    /// (systemd does not restart on a configuration error). The daemon then rebuilds the device
+    /// phases from the states the broker retains before it alerts anyone (``RetainedState``);
+    /// what the broker no longer holds costs that device one alert when it next reports, which
+    /// is less harm than no signals at all.
     ///
     /// - Throws: ``StateStoreError`` only when the bad file cannot be moved aside (the state
     ///   directory is not writable): the daemon could not save its state either.
@@ -164,19 +166,52 @@ public struct StateStore: Sendable {
     }
 }
 
-/// A state file that could not be read at start and was moved aside (``StateStore/loadRecovering(now:)``).
+/// A state that was lost: a state file that could not be read at start and was moved aside
+/// (``StateStore/loadRecovering(now:)``), or one that is missing while the journal continues
+/// from it. The daemon rebuilds what it can from the broker (``rebuilt``).
 public struct StateRecovery: Sendable, Hashable {
-    /// Where the file is now: `<state dir>/state.json.corrupt-<UTC time>`.
-    public let movedTo: String
-    /// Why it could not be read (the parse or read error).
+    /// Where the file is now: `<state dir>/state.json.corrupt-<UTC time>`; `nil` when there
+    /// was no file to move (it is missing, and the journal shows that it existed).
+    public let movedTo: String?
+    /// Why it could not be read (the parse or read error), or why it counts as lost.
     public let reason: String
     /// When, ISO 8601 UTC.
     public let at: String
+    /// What the start read back from the broker's retained states; `nil` until it has.
+    public var rebuilt: StateRebuild?
 
-    public init(movedTo: String, reason: String, at: String) {
+    public init(movedTo: String?, reason: String, at: String, rebuilt: StateRebuild? = nil) {
         self.movedTo = movedTo
         self.reason = reason
         self.at = at
+        self.rebuilt = rebuilt
+    }
+}
+
+/// What a start after a lost state took from the broker's retained topics (``RetainedState``).
+public struct StateRebuild: Sendable, Hashable {
+    /// Devices taken from their retained states (the journal did not know them).
+    public var devices: Int
+    /// District phases taken from their retained `phase` topics.
+    public var districts: Int
+    /// Device states read whose device the journal knew: its later decision was kept.
+    public var known: Int
+    /// Retained messages on those topics that are no state the daemon writes (skipped).
+    public var skipped: Int
+    /// How many devices the last run held (its retained `bridge/info`); `nil` without one.
+    public var expectedDevices: Int?
+    /// Every retained message arrived: the broker answered the probe in time, and it sent at
+    /// least as many device states as the last run held. A broker whose queue limits are too
+    /// small for the flood drops the rest without a word (docs/deploy.md).
+    public var complete: Bool
+
+    public init(devices: Int, districts: Int, known: Int, skipped: Int, expectedDevices: Int?, complete: Bool) {
+        self.devices = devices
+        self.districts = districts
+        self.known = known
+        self.skipped = skipped
+        self.expectedDevices = expectedDevices
+        self.complete = complete
     }
 }
 

@@ -26,8 +26,12 @@ public actor AmpelDaemon: Service {
     let flushInterval: Duration
     /// The state read by ``DaemonRuntime/prepare(_:)``; `nil` to read it at start.
     let restored: PersistedState?
-    /// The state file moved aside at start, for `bridge/info`.
-    let stateRecovery: StateRecovery?
+    /// The state lost at start (file moved aside, or missing under a journal that continues
+    /// from it) and what was rebuilt from the broker, for `bridge/info`.
+    private(set) var stateRecovery: StateRecovery?
+    /// How long the read of the broker's retained states may go without a message, and at most.
+    let rebuildIdle: Duration = .seconds(10)
+    let rebuildLimit: Duration = .seconds(120)
 
     let intake: Intake
     let parser: InputParser
@@ -166,6 +170,12 @@ public actor AmpelDaemon: Service {
         for damage in replay.damaged {
             logger.warning("journal segment ends in a torn record (the last write of a process that died); read up to it", metadata: ["segment": "\(damage)"])
         }
+        if stateRecovery == nil, let lost = Self.lostSnapshot(snapshot, replay: replay) {
+            stateRecovery = StateRecovery(movedTo: nil, reason: lost, at: InternetTime.format(secondsSince1970: now().timeIntervalSince1970))
+            logger.error("the state file is missing but the journal continues from it; rebuilding device phases from the broker's retained states", metadata: [
+                "reason": "\(lost)", "stateDir": "\(store.directory)",
+            ])
+        }
         let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
         self.journal = journal
         let gate = self.gate
@@ -198,8 +208,9 @@ public actor AmpelDaemon: Service {
         // Into the journal before anything else: libmosquitto has acknowledged it already.
         let now = self.now
         let witnesses = AlertWitnesses()
+        let retained = RetainedStates(topics: topics, clientID: configuration.mqtt.clientID)
         transport.deliver { message in
-            if witnesses.take(message) { return }
+            if witnesses.take(message) || retained.take(message) { return }
             let receivedAt = Int(now().timeIntervalSince1970)
             let seq = journal.appendInput(message, receivedAt: receivedAt)
             gate.taken(bytes: message.payload.count)
@@ -217,6 +228,13 @@ public actor AmpelDaemon: Service {
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
+        if stateRecovery != nil {
+            await rebuild(from: retained, &engine)
+        } else {
+            // A read cut short by a crash leaves its QoS 0 subscriptions in the persistent
+            // session, and every state the daemon publishes would come back to it as an input.
+            try? await transport.unsubscribe(retained.filters)
+        }
         // Alerts decided before a crash that the broker never acknowledged: those it did not
         // take after all (no witness retained) go again.
         if !replay.pendingAlerts.isEmpty {
@@ -359,6 +377,58 @@ public actor AmpelDaemon: Service {
                 outcome.resume(false)
             }
         }
+    }
+
+    /// Why the snapshot the journal continues from is lost, or `nil` when nothing is lost.
+    ///
+    /// Segments are numbered from 1 in a state directory and removed only once a snapshot on
+    /// disk covers them, so a journal that begins after segment 1 continues from a snapshot.
+    /// Without its mark in a state file, that snapshot is gone, and with it every device decided
+    /// before it. A journal that begins at segment 1 holds every decision ever made (a first
+    /// run that never took a snapshot): nothing is lost, and nothing is read from the broker.
+    static func lostSnapshot(_ snapshot: PersistedState, replay: JournalReplay) -> String? {
+        guard snapshot.journal == nil, let first = replay.segments.keys.min(), first > 1 else { return nil }
+        return "state.json is missing, but the journal begins at segment \(first): the snapshot that covered the segments before it is lost"
+    }
+
+    /// Takes what the broker retains of the daemon's device states and district phases into the
+    /// engine before its start, so that a device reporting again in its phase gets no alert;
+    /// persists it, and writes a snapshot at once so that the next start has its state file.
+    func rebuild(from retained: RetainedStates, _ engine: inout SignalEngine) async {
+        logger.notice("reading the device states the broker retains", metadata: ["topic": "\(topics.base)/device/#"])
+        let started = ContinuousClock.now
+        let reading = await retained.read(transport: transport, idle: rebuildIdle, limit: rebuildLimit)
+        let took = ContinuousClock.now - started
+        let read = reading.devices.count
+        let actions = engine.event(.restore(devices: reading.devices, districts: reading.districts))
+        perform(actions)
+        var devices = 0
+        var districts = 0
+        for case .persist(let change) in actions {
+            if case .device = change { devices += 1 } else { districts += 1 }
+        }
+        let complete = reading.answered && read >= (reading.expectedDevices ?? 0)
+        let rebuild = StateRebuild(devices: devices, districts: districts, known: read - devices, skipped: reading.skipped,
+                                   expectedDevices: reading.expectedDevices, complete: complete)
+        stateRecovery?.rebuilt = rebuild
+        for example in reading.skippedExamples {
+            logger.warning("a retained message is no state the daemon writes; skipped", metadata: ["topic": "\(example.topic)", "reason": "\(example.reason)"])
+        }
+        let metadata: Logger.Metadata = [
+            "devices": "\(devices)", "known": "\(rebuild.known)", "districts": "\(districts)", "skipped": "\(reading.skipped)",
+            "expectedDevices": "\(reading.expectedDevices.map(String.init) ?? "unknown")", "took": "\(took)",
+        ]
+        if let failure = reading.failure {
+            logger.error("cannot read the retained device states; devices unknown to the journal get an alert when they next report", metadata: metadata.merging(["error": "\(failure)"]) { $1 })
+        } else if !reading.answered {
+            logger.error("the broker did not answer the read of the retained device states in time; rebuilt what arrived", metadata: metadata)
+        } else if !complete {
+            logger.error("the broker sent fewer device states than the last run held: its queue limits (max_queued_bytes, max_queued_messages) cut the flood; the others get an alert when they next report", metadata: metadata)
+        } else {
+            logger.notice("rebuilt the device phases from the broker's retained states", metadata: metadata)
+        }
+        infoDirty = true
+        takeSnapshot(engine)
     }
 
     /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s

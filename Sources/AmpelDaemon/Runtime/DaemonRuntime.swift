@@ -21,7 +21,7 @@ public enum DaemonRuntime {
         /// rather than reading it again.
         public let restored: PersistedState
         /// Set when the state file could not be read and was moved aside: the daemon starts
-        /// empty and says so in `bridge/info`.
+        /// from the journal and the broker's retained states, and says so in `bridge/info`.
         public let stateRecovery: StateRecovery?
 
         /// The effective configuration in a few lines, for `--check-config`.
@@ -74,8 +74,8 @@ public enum DaemonRuntime {
             throw ConfigurationError(key: "state_dir", line: nil, message: error.message)
         }
         if let recovery {
-            logger.error("the state file could not be read and was moved aside; starting with an empty state (every device gets its alert again when it next reports)", metadata: [
-                "movedTo": "\(recovery.movedTo)", "reason": "\(recovery.reason)",
+            logger.error("the state file could not be read and was moved aside; rebuilding device phases from the broker's retained states before alerting anyone", metadata: [
+                "movedTo": "\(recovery.movedTo ?? "")", "reason": "\(recovery.reason)",
             ])
         }
         let locator = try GeoLocator.bundled()

@@ -88,9 +88,9 @@ public final class MQTTTransport: DaemonTransport {
         }
     }
 
-    public func subscribe(_ filters: [String]) async throws {
+    public func subscribe(_ filters: [String], qos: MQTTQoS) async throws {
         guard !filters.isEmpty else { return }
-        try await client.subscribe(filters.map { ($0, MQTTQoS.atLeastOnce) })
+        try await client.subscribe(filters.map { ($0, qos) })
     }
 
     public func unsubscribe(_ filters: [String]) async throws {

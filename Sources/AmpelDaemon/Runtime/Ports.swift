@@ -16,8 +16,9 @@ public protocol DaemonTransport: Sendable {
     func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connect() async throws
-    /// Subscribes to `filters` with QoS 1 (the session keeps them while the daemon is away).
-    func subscribe(_ filters: [String]) async throws
+    /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their
+    /// messages while the daemon is away), QoS 0 for reading retained messages back.
+    func subscribe(_ filters: [String], qos: MQTTQoS) async throws
     /// Removes subscriptions (the daemon's own, temporary ones).
     func unsubscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
@@ -45,6 +46,11 @@ extension DaemonTransport {
     /// A transport that hands every publish over at once holds none for the broker.
     public var unanswered: Int { 0 }
     public func waitForAnswers(atMost target: Int) async {}
+
+    /// Subscribes to `filters` with QoS 1.
+    func subscribe(_ filters: [String]) async throws {
+        try await subscribe(filters, qos: .atLeastOnce)
+    }
 }
 
 /// Finds the district of a position.
