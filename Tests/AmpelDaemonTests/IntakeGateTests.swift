@@ -59,6 +59,7 @@ struct IntakeGateTests {
     func heldOpen() {
         let transport = ReadingSwitch()
         let gate = IntakeGate(limit: 4, transport: transport)
+        gate.loopStarted()
         for _ in 0..<4 { gate.taken(bytes: 1) }
         #expect(transport.log == ["pause"])
         gate.holdOpen(true)
@@ -71,5 +72,17 @@ struct IntakeGateTests {
         gate.stopTaking()
         gate.holdOpen(true)
         #expect(transport.log.last == "pause")
+    }
+
+    @Test("a stop before the loop runs pauses reading only once it runs: the start's round trips still get their answers")
+    func stopDuringStart() {
+        let transport = ReadingSwitch()
+        let gate = IntakeGate(limit: 4, transport: transport)
+        gate.stopTaking()
+        #expect(transport.log.isEmpty)
+        gate.loopStarted()
+        #expect(transport.log == ["pause"])
+        gate.readForGoodbye()
+        #expect(transport.log == ["pause", "resume"])
     }
 }

@@ -227,13 +227,16 @@ public actor AmpelDaemon: Service {
         let filters = intake.subscriptions
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
+        if stateRecovery == nil {
+            // A read cut short by a crash leaves its QoS 0 subscriptions in the persistent
+            // session, and every state the daemon publishes would come back to it as an input.
+            // Before `online`: whoever sees `online` may stop or freeze the broker, and this
+            // round trip must not be left waiting then.
+            try? await transport.unsubscribe(retained.filters)
+        }
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
         if stateRecovery != nil {
             await rebuild(from: retained, &engine)
-        } else {
-            // A read cut short by a crash leaves its QoS 0 subscriptions in the persistent
-            // session, and every state the daemon publishes would come back to it as an input.
-            try? await transport.unsubscribe(retained.filters)
         }
         // Alerts decided before a crash that the broker never acknowledged: those it did not
         // take after all (no witness retained) go again.
@@ -280,6 +283,7 @@ public actor AmpelDaemon: Service {
                 }
             }
         }
+        gate.loopStarted()
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }

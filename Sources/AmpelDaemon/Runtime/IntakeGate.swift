@@ -22,6 +22,7 @@ final class IntakeGate: Sendable {
         var pauses = 0
         /// The loop waits for the broker's acknowledgements (``holdOpen(_:)``).
         var heldOpen = false
+        var loopRunning = false
     }
 
     init(limit: Int, byteLimit: Int = 16 << 20, transport: any DaemonTransport) {
@@ -85,11 +86,24 @@ final class IntakeGate: Sendable {
     }
 
     /// A stop begins: nothing more is taken from the socket (what the broker has not handed
-    /// over stays with it), whatever the queue.
+    /// over stays with it), whatever the queue. Before the loop runs (``loopStarted()``), the
+    /// start still awaits the broker's answers (SUBACK, UNSUBACK, PUBACK) on that socket: the
+    /// pause then waits for the loop, which ends at once; what arrives meanwhile is journaled.
     func stopTaking() {
         state.withLock { state in
             guard !state.stopping else { return }
             state.stopping = true
+            guard state.loopRunning else { return }
+            state.paused = true
+            transport.pauseReading()
+        }
+    }
+
+    /// The daemon's loop runs: the start's round trips to the broker are over.
+    func loopStarted() {
+        state.withLock { state in
+            state.loopRunning = true
+            guard state.stopping, !state.paused else { return }
             state.paused = true
             transport.pauseReading()
         }
