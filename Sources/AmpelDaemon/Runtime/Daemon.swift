@@ -247,6 +247,8 @@ public actor AmpelDaemon: Service {
                 }
             }
         }
+        // From here the loop empties the queue: the intake bound holds (``IntakeGate``).
+        gate.open()
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }

@@ -5,12 +5,21 @@ import Synchronization
 /// When `limit` messages wait, the transport stops reading from the socket: the broker keeps
 /// what it has not delivered (as it is built to, within its own queue limits) instead of the
 /// daemon's memory growing with a burst. Reading resumes when the queue is down to half.
+///
+/// The bound holds from ``open()`` on, when the loop that empties the queue runs. Before it, the
+/// start waits for the broker's answers (CONNACK, SUBACK, the acknowledgement of `online`, the
+/// witness probe), and those come behind whatever the broker kept for the session: a pause then
+/// would stop the start for good (with 20,000 messages queued at the broker, or left unhandled in
+/// the journal, the daemon never came online again). What the start reads is bounded by the
+/// broker's own queue limits (`max_queued_messages`, `max_queued_bytes`).
 final class IntakeGate: Sendable {
     let limit: Int
     private let transport: any DaemonTransport
     private let queued = Atomic<Int>(0)
     /// Mirrors `state.paused` for a lock-free look on the hot path.
     private let pausedHint = Atomic<Bool>(false)
+    /// Set by ``open()``; until then nothing pauses.
+    private let opened = Atomic<Bool>(false)
     private let state = Mutex<(paused: Bool, stopping: Bool, pauses: Int)>((false, false, 0))
 
     init(limit: Int, transport: any DaemonTransport) {
@@ -26,7 +35,18 @@ final class IntakeGate: Sendable {
     /// A message was queued (network thread).
     func taken() {
         let count = queued.add(1, ordering: .relaxed).newValue
-        guard count >= limit else { return }
+        guard count >= limit, opened.load(ordering: .relaxed) else { return }
+        pauseIfFull()
+    }
+
+    /// The loop that empties the queue runs: the bound holds from now on (a queue that is full
+    /// already pauses reading at once, and resumes at half as usual).
+    func open() {
+        opened.store(true, ordering: .sequentiallyConsistent)
+        if queued.load(ordering: .relaxed) >= limit { pauseIfFull() }
+    }
+
+    private func pauseIfFull() {
         // The transport is told under the lock, so a pause and a resume cannot overtake each other.
         state.withLock { state in
             guard !state.paused, !state.stopping else { return }
