@@ -311,6 +311,7 @@ public actor AmpelDaemon: Service {
             // The broker acknowledged the goodbye, so everything published before it too.
             journal.appendStopped()
         }
+        gate.stopReading()
         await transport.shutdown(clean: outcome == nil)
         // Messages taken while saying goodbye are in the journal (handled at the next start).
         transport.deliver { _ in }

@@ -80,14 +80,27 @@ final class IntakeGate: Sendable {
         }
     }
 
-    /// The stop's goodbye needs the broker's acknowledgements: reading resumes for good. What
-    /// arrives now is journaled, not handled (the next start handles it).
+    /// The stop's goodbye needs the broker's acknowledgements: reading resumes. What arrives
+    /// now is journaled, not handled (the next start handles it).
     func readForGoodbye() {
         state.withLock { state in
             state.stopping = true
             state.paused = false
             pausedHint.store(false, ordering: .relaxed)
             transport.resumeReading()
+        }
+    }
+
+    /// The goodbye is over: nothing more is read before the connection ends. Every message
+    /// taken so far then has its PUBACK queued ahead of the DISCONNECT, and the broker, with no
+    /// more acknowledgements coming, stops sending once its receive maximum is in flight. A
+    /// message taken later would go unacknowledged: the broker would deliver it again to the
+    /// next start, which has it in its journal and would handle it twice.
+    func stopReading() {
+        state.withLock { state in
+            state.stopping = true
+            state.paused = true
+            transport.pauseReading()
         }
     }
 }
