@@ -98,6 +98,9 @@ struct RunCrashTests {
             }
         }
 
+        /// The newest `tst` seen in each device's state.
+        var latest: [String: Int] { seen.value.latest }
+
         /// Until every device's latest state has `tst`.
         func awaitStates(_ keys: [String], tst: Int) async throws {
             let seen = self.seen
