@@ -139,7 +139,8 @@ let package = Package(
         // Every test that runs the built `ampel` binary, one file per command, fixtures next to them.
         .testTarget(
             name: "AmpelCLITests",
-            dependencies: ["AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport"],
+            // AmpelMQTT: a QoS 1 load publisher for the stop-under-load test (one client, many device topics).
+            dependencies: ["AmpelData", "AmpelDomain", "AmpelGeo", "AmpelMQTT", "AmpelTestSupport"],
             resources: [.copy("Fixtures")]
         ),
     ]

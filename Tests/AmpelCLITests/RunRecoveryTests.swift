@@ -32,6 +32,12 @@ struct RunRecoveryTests {
                 })
         }
 
+        /// A test that ends half-way (a failed expectation, a timeout) takes its daemon with it:
+        /// none keeps running against a broker that is gone.
+        deinit {
+            process.signal(SIGKILL)
+        }
+
         var stderr: String { collected.value }
 
         /// Until the daemon's standard error contains `text`.

@@ -29,6 +29,7 @@ struct IntakeGateTests {
     func countBound() {
         let transport = ReadingSwitch()
         let gate = IntakeGate(limit: 10, transport: transport)
+        gate.loopStarted()
         for _ in 0..<9 { gate.taken(bytes: 1) }
         #expect(transport.log.isEmpty)
         gate.taken(bytes: 1)
@@ -44,6 +45,7 @@ struct IntakeGateTests {
     func byteBound() {
         let transport = ReadingSwitch()
         let gate = IntakeGate(limit: 1_000, byteLimit: 1_000, transport: transport)
+        gate.loopStarted()
         gate.taken(bytes: 600)
         #expect(transport.log.isEmpty)
         gate.taken(bytes: 600)
@@ -83,6 +85,18 @@ struct IntakeGateTests {
         gate.loopStarted()
         #expect(transport.log == ["pause"])
         gate.readForGoodbye()
+        #expect(transport.log == ["pause", "resume"])
+    }
+
+    @Test("during the start a full queue does not pause reading (the start awaits answers behind it); the loop's start does")
+    func fullDuringStart() {
+        let transport = ReadingSwitch()
+        let gate = IntakeGate(limit: 4, transport: transport)
+        for _ in 0..<6 { gate.taken(bytes: 1) }
+        #expect(transport.log.isEmpty)
+        gate.loopStarted()
+        #expect(transport.log == ["pause"])
+        for _ in 0..<4 { gate.handled(bytes: 1) }
         #expect(transport.log == ["pause", "resume"])
     }
 }

@@ -102,11 +102,33 @@ public final class Journal: Sendable {
 
     /// Records a device's or a district's new state.
     func append(_ change: SignalEngine.Change) {
+        state.withLock { writer in _ = append(Self.record(change), &writer) }
+    }
+
+    /// Records a decision together with the alert that announces it: the alert first, then the
+    /// decision, in one segment and under one lock, so nothing comes between the two. An alert
+    /// that ends its segment is thus the trace of a process that died before its decision was
+    /// written, and so before the alert was handed over: ``JournalReplay`` drops it and the next
+    /// start decides (and announces) again. Returns the alert's id for ``acknowledge(_:)``.
+    func append(_ change: SignalEngine.Change, announcedBy message: OutgoingMessage, witness: Witness?) -> UInt64 {
         state.withLock { writer in
-            switch change {
-            case .device(let key, let record): _ = append(.device(key: key, record: record), &writer)
-            case .district(let ags, let phase): _ = append(.district(ags: ags, phase: phase), &writer)
+            writer.lastAlertID += 1
+            let id = writer.lastAlertID
+            writer.pending[id] = (message, witness)
+            let alert = JournalRecord.alert(id: id, message: message, witness: witness)
+            let decision = Self.record(change)
+            if reserve(2 * JournalRecord.headerSize + alert.bodySize + decision.bodySize, &writer) {
+                _ = append(alert, &writer)
+                _ = append(decision, &writer)
             }
+            return id
+        }
+    }
+
+    private static func record(_ change: SignalEngine.Change) -> JournalRecord {
+        switch change {
+        case .device(let key, let record): .device(key: key, record: record)
+        case .district(let ags, let phase): .district(ags: ags, phase: phase)
         }
     }
 
@@ -143,6 +165,16 @@ public final class Journal: Sendable {
 
     private func append(_ record: JournalRecord, _ writer: inout WriterState) -> Bool {
         let size = JournalRecord.headerSize + record.bodySize
+        guard reserve(size, &writer), let base = writer.base else { return false }
+        record.write(to: base + writer.used)
+        writer.used += size
+        writer.bytesSinceSnapshot += size
+        return true
+    }
+
+    /// Makes room for `size` bytes in the current segment, opening the next one if needed;
+    /// `false` when the journal cannot be written.
+    private func reserve(_ size: Int, _ writer: inout WriterState) -> Bool {
         if writer.base == nil || writer.used + size > writer.capacity {
             if let error = Self.roll(&writer, minimum: size, syncer: syncer) {
                 if writer.failure == nil {
@@ -152,10 +184,6 @@ public final class Journal: Sendable {
                 return false
             }
         }
-        guard let base = writer.base else { return false }
-        record.write(to: base + writer.used)
-        writer.used += size
-        writer.bytesSinceSnapshot += size
         return true
     }
 

@@ -27,6 +27,8 @@ public struct JournalReplay: Sendable {
     /// Every segment read, with its last input (0: none).
     public var segments: [Int: UInt64] = [:]
     public var records = 0
+    /// Alerts dropped because the process died before their decision was journaled.
+    public var alertsWithoutDecision = 0
     /// Segments whose end was a torn record (the last write of a process that died), or that
     /// could not be read.
     public var damaged: [String] = []
@@ -54,9 +56,12 @@ public struct JournalReplay: Sendable {
             }
             let covered = number < mark.segment
             if !covered { replay.bytesSinceSnapshot += bytes.count }
+            // The alert read last, while no record has followed it.
+            var trailingAlert: UInt64?
             let end = bytes.withUnsafeBytes { buffer in
                 JournalRecord.readAll(buffer) { record in
                     replay.records += 1
+                    trailingAlert = nil
                     if case .input(let seq, let receivedAt, let topic, let payload, let qos, let retain) = record {
                         replay.lastSeq = max(replay.lastSeq, seq)
                         replay.segments[number] = max(replay.segments[number] ?? 0, seq)
@@ -82,6 +87,7 @@ public struct JournalReplay: Sendable {
                     case .alert(let id, let message, let witness):
                         replay.lastAlertID = max(replay.lastAlertID, id)
                         alerts[id] = (message, witness)
+                        trailingAlert = id
                     case .alertAcknowledged(let id):
                         alerts[id] = nil
                     case .stopped:
@@ -90,6 +96,13 @@ public struct JournalReplay: Sendable {
                 }
             }
             if case .torn(let offset) = end { replay.damaged.append("\(path): torn record at byte \(offset)") }
+            // An alert is written in one segment with the decision after it (``Journal/append(_:announcedBy:witness:)``):
+            // one that ends its segment lost its decision with the process, before it was handed
+            // over. The start decides again and announces it then; sending this one too would repeat it.
+            if let trailingAlert {
+                alerts[trailingAlert] = nil
+                replay.alertsWithoutDecision += 1
+            }
         }
         // No journal and no mark: a state file from before the journal, written at a clean stop.
         if !replay.found { replay.cleanStop = true }

@@ -191,7 +191,8 @@ public actor AmpelDaemon: Service {
         if replay.found {
             logger.info("journal replayed", metadata: [
                 "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",
-                "unacknowledgedAlerts": "\(replay.pendingAlerts.count)", "cleanStop": "\(replay.cleanStop)",
+                "unacknowledgedAlerts": "\(replay.pendingAlerts.count)", "alertsWithoutDecision": "\(replay.alertsWithoutDecision)",
+                "cleanStop": "\(replay.cleanStop)",
             ])
         }
 
@@ -349,6 +350,7 @@ public actor AmpelDaemon: Service {
             // The broker acknowledged the goodbye, so everything published before it too.
             journal.appendStopped()
         }
+        gate.stopReading()
         await transport.shutdown(clean: outcome == nil)
         // Messages taken while saying goodbye are in the journal (handled at the next start).
         transport.deliver { _ in }
@@ -584,14 +586,33 @@ public actor AmpelDaemon: Service {
     ///     under `republished` as well.
     ///   - engine: the engine after the event, for a `bridge/info` it asks for.
     func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
-        // Decisions are durable before anything that announces them is handed over.
-        for case .persist(let change) in actions { journal.append(change) }
+        // Each decision is journaled where the engine put it, before what announces it, and
+        // together with its alert (one journal write): a crash part-way through a batch (a new
+        // publication changes many districts and devices at once) leaves each decision with its
+        // alert or neither, and the next start makes the missing decisions again. Journaling the
+        // batch's decisions all first lost the alerts not yet journaled: the restart took them
+        // as announced.
+        var alertIDs: [Int: UInt64] = [:]
         for (index, action) in actions.enumerated() {
             switch action {
-            case .publish(let message, let kind) where kind.isAlert:
-                let id = journal.appendAlert(message, witness: Self.witness(of: kind, after: actions[(index + 1)...]))
+            case .persist(let change):
+                guard let alertIndex = Self.alert(announcing: index, in: actions), case .publish(let alert, let kind) = actions[alertIndex] else {
+                    journal.append(change)
+                    continue
+                }
+                alertIDs[alertIndex] = journal.append(change, announcedBy: alert, witness: Self.witness(of: kind, after: actions[(alertIndex + 1)...]))
                 alertsJournaled += 1
                 if alertsJournaled == crashAfterAlerts { kill(getpid(), SIGKILL) }
+            case .publish(let message, let kind) where kind.isAlert:
+                // Journaled with its decision above: the engine decides before it announces.
+                let id: UInt64
+                if let journaled = alertIDs[index] {
+                    id = journaled
+                } else {
+                    id = journal.appendAlert(message, witness: Self.witness(of: kind, after: actions[(index + 1)...]))
+                    alertsJournaled += 1
+                    if alertsJournaled == crashAfterAlerts { kill(getpid(), SIGKILL) }
+                }
                 publishAlert(message, id: id)
                 counters.published += 1
                 counters.alerts += 1
@@ -604,8 +625,6 @@ public actor AmpelDaemon: Service {
                 } catch {
                     publishFailed(message, error)
                 }
-            case .persist:
-                break
             case .dropped(let reason):
                 drop(reason, detail: "older than the fix held for the device", topic: topic)
             case .problem(let message):
@@ -636,6 +655,18 @@ public actor AmpelDaemon: Service {
         }
         // One pace per kind of walk is ever under way: its batch comes only after it.
         if case .recover = next { recoveryPace = pace } else { reevaluationPace = pace }
+    }
+
+    /// The alert that announces the decision at `index`: the first before the next decision.
+    static func alert(announcing index: Int, in actions: [SignalEngine.Action]) -> Int? {
+        for next in (index + 1)..<actions.count {
+            switch actions[next] {
+            case .persist: return nil
+            case .publish(_, let kind) where kind.isAlert: return next
+            default: continue
+            }
+        }
+        return nil
     }
 
     /// The retained publish after an alert that proves the broker took it (``AlertWitnesses``).

@@ -6,6 +6,13 @@ import Synchronization
 /// the socket: the broker keeps what it has not delivered (as it is built to, within its own
 /// queue limits) instead of the daemon's memory growing with a burst. Reading resumes when the
 /// queue is down to half of both.
+///
+/// The bound holds once the loop that empties the queue runs (``loopStarted()``). Before it, the
+/// start waits for the broker's answers (CONNACK, SUBACK, the acknowledgement of `online`, the
+/// witness probe), and those come behind whatever the broker kept for the session: a pause then
+/// would stop the start for good (with 20,000 messages queued at the broker, or left unhandled in
+/// the journal, the daemon never came online again). What the start reads is bounded by the
+/// broker's own queue limits (`max_queued_messages`, `max_queued_bytes`).
 final class IntakeGate: Sendable {
     let limit: Int
     let byteLimit: Int
@@ -43,7 +50,7 @@ final class IntakeGate: Sendable {
         guard count >= limit || total >= byteLimit else { return }
         // The transport is told under the lock, so a pause and a resume cannot overtake each other.
         state.withLock { state in
-            guard !state.paused, !state.stopping, !state.heldOpen else { return }
+            guard state.loopRunning, !state.paused, !state.stopping, !state.heldOpen else { return }
             state.paused = true
             state.pauses += 1
             pausedHint.store(true, ordering: .relaxed)
@@ -99,24 +106,45 @@ final class IntakeGate: Sendable {
         }
     }
 
-    /// The daemon's loop runs: the start's round trips to the broker are over.
+    /// The daemon's loop runs: the start's round trips to the broker are over, the bound holds
+    /// (a queue that is full already pauses reading at once, and resumes at half as usual), and
+    /// a stop requested meanwhile stops reading now.
     func loopStarted() {
         state.withLock { state in
             state.loopRunning = true
-            guard state.stopping, !state.paused else { return }
+            guard !state.paused else { return }
+            let full = queued.load(ordering: .relaxed) >= limit || queuedBytes.load(ordering: .relaxed) >= byteLimit
+            guard state.stopping || full else { return }
             state.paused = true
+            if !state.stopping {
+                state.pauses += 1
+                pausedHint.store(true, ordering: .relaxed)
+            }
             transport.pauseReading()
         }
     }
 
-    /// The stop's goodbye needs the broker's acknowledgements: reading resumes for good. What
-    /// arrives now is journaled, not handled (the next start handles it).
+    /// The stop's goodbye needs the broker's acknowledgements: reading resumes. What arrives
+    /// now is journaled, not handled (the next start handles it).
     func readForGoodbye() {
         state.withLock { state in
             state.stopping = true
             state.paused = false
             pausedHint.store(false, ordering: .relaxed)
             transport.resumeReading()
+        }
+    }
+
+    /// The goodbye is over: nothing more is read before the connection ends. Every message
+    /// taken so far then has its PUBACK queued ahead of the DISCONNECT, and the broker, with no
+    /// more acknowledgements coming, stops sending once its receive maximum is in flight. A
+    /// message taken later would go unacknowledged: the broker would deliver it again to the
+    /// next start, which has it in its journal and would handle it twice.
+    func stopReading() {
+        state.withLock { state in
+            state.stopping = true
+            state.paused = true
+            transport.pauseReading()
         }
     }
 }

@@ -1,0 +1,264 @@
+import AmpelMQTT
+import AmpelTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// `ampel run` stopped with SIGTERM while QoS 1 locations stream in, and started again while
+/// they still do, against a real mosquitto: every fix the broker acknowledged is handled once,
+/// by one run or the other (docs/deploy.md, "State and crashes"; docs/topics.md).
+@Suite("ampel run stopped with SIGTERM under QoS 1 load loses no location (built binary, real mosquitto)", .serialized)
+struct RunStopUnderLoadTests {
+    /// One client publishing QoS 1 OwnTracks fixes in rounds, one fix per device and round, at
+    /// a steady pace, at most two rounds ahead of the broker's acknowledgements, until told
+    /// which round is the last.
+    final class Stream: Sendable {
+        struct Progress: Sendable {
+            var round = 0
+            var acknowledged = 0
+            var failures: [String] = []
+            var last: Int?
+            var done = false
+        }
+
+        let devices: Int
+        let client: MQTTClient
+        private let progress = Watched(Progress())
+
+        init(_ broker: MosquittoBroker, devices: Int) async throws {
+            self.devices = devices
+            client = MQTTClient(configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: "load-\(UUID().uuidString.prefix(8))"))
+            try await client.connect()
+        }
+
+        static func topic(_ device: Int) -> String { "owntracks/load/d\(device)" }
+
+        var value: Progress { progress.value }
+
+        /// Publishes round 1, 2, … (every `interval`) until the round set by ``finish(after:)``.
+        /// - Parameter fix: the payload of a device's fix in a round.
+        func run(every interval: Duration, fix: @escaping @Sendable (_ round: Int) -> String) async throws {
+            let progress = self.progress
+            let start = ContinuousClock.now
+            var round = 0
+            while round < (progress.value.last ?? .max) {
+                round += 1
+                let payload = Array(fix(round).utf8)
+                for device in 0..<devices {
+                    try client.enqueue(topic: Self.topic(device), payload: payload, qos: .atLeastOnce) { error in
+                        progress.update { progress in
+                            progress.acknowledged += 1
+                            if let error { progress.failures.append("\(error)") }
+                        }
+                    }
+                }
+                progress.update { $0.round = round }
+                let due = start + interval * round
+                if due > .now { await threadSleep(for: due - .now) }
+                let enough = (round - 1) * devices
+                try await withTimeout(.seconds(30), "the broker's acknowledgements of round \(round - 1)") {
+                    await progress.wait { $0.acknowledged >= enough }
+                }
+            }
+            let all = round * devices
+            try await withTimeout(.seconds(30), "the broker's acknowledgements of every round") {
+                await progress.wait { $0.acknowledged >= all }
+            }
+            progress.update { $0.done = true }
+        }
+
+        /// Ends the stream `more` rounds after the current one.
+        func finish(after more: Int) {
+            progress.update { $0.last = $0.round + more }
+        }
+
+        /// Until the broker has acknowledged `count` fixes or the stream is done.
+        func awaitAcknowledged(_ count: Int) async throws {
+            let progress = self.progress
+            try await withTimeout(.seconds(60), "\(count) fixes acknowledged") {
+                await progress.wait { $0.acknowledged >= count || $0.done }
+            }
+        }
+
+        func close() async { await client.disconnect() }
+    }
+
+    @Test("SIGTERM while 200 devices stream QoS 1 fixes, a restart while they go on: each fix handled once, the last one retained, the stop quick and clean")
+    func stopUnderLoad() async throws {
+        let day = "2020-10-15"
+        let phases = try rawBavarianIncidences(day: day).mapValues(expectedPhase)
+        // Two districts in different phases: every handled fix changes its device's phase, so
+        // each one is seen (an alert and a state).
+        let places: [(ags: String, place: (Double, Double))] = [("09162", RunCrashTests.muenchen), ("09171", RunCrashTests.altoetting)]
+        let phase = try places.map { try #require(phases[$0.ags]) }
+        try #require(phase[0] != phase[1], "the two places must differ in phase on \(day)")
+        @Sendable func place(_ round: Int) -> (Double, Double) { places[round % 2].place }
+        let base = 1_700_000_000
+
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // OwnTracks keys have two levels (`load/d7`): `ampel/device/load/d7/state`.
+        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"])
+        defer { collector.stop() }
+        func start() throws -> RunRecoveryTests.Daemon {
+            try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", day,
+                                         "--log-level", "info"])
+        }
+        let devices = 200
+        let keys = (0..<devices).map { "load/d\($0)" }
+        var daemon = try start()
+        try await collector.awaitBridge()
+        // Its SIGTERM handling is in place once it has subscribed.
+        try await daemon.awaitLog("subscribed")
+
+        let stream = try await Stream(broker, devices: devices)
+        let streaming = Task {
+            try await stream.run(every: .milliseconds(25)) { round in
+                let (lat, lon) = place(round)
+                return #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(base + round),"tid":"LD"}"#
+            }
+        }
+        // A test that fails half-way ends the stream too.
+        defer { stream.finish(after: 0) }
+        // Mid-stream: every device has had a few fixes handled.
+        try await collector.awaitStates(keys, tst: base + 5)
+        let signalled = ContinuousClock.now
+        daemon.process.signal(SIGTERM)
+        let stopped = try await daemon.exit()
+        let stopTook = ContinuousClock.now - signalled
+        #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
+        #expect(stopTook < .seconds(5), "the stop took \(stopTook): over the 2 s drain and 3 s goodbye limits")
+        var logs = [daemon.stderr]
+        try await collector.wait("the stopped daemon's offline") { records in
+            records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }
+        }
+
+        // The stream goes on while the daemon is down: the broker keeps it for its session.
+        let whenDown = stream.value.acknowledged
+        try await stream.awaitAcknowledged(whenDown + 10 * devices)
+        let sentWhileDown = stream.value.acknowledged - whenDown
+        let secondRun = collector.mark
+        daemon = try start()
+        try await daemon.awaitLog("subscribed")
+        stream.finish(after: 10)
+        try await streaming.value
+        let rounds = stream.value.round
+        #expect(stream.value.failures.isEmpty, "\(stream.value.failures.prefix(5))")
+        do {
+            try await collector.awaitStates(keys, tst: base + rounds)
+        } catch {
+            let behind = keys.filter { (collector.latest[$0] ?? 0) < base + rounds }
+            Issue.record("""
+                \(error): \(behind.count) devices behind, e.g. \(behind.prefix(5).map { "\($0) at \((collector.latest[$0] ?? 0) - base)" }); \
+                stream \(stream.value)
+                \(logs[0])
+                =====
+                \(daemon.stderr)
+                """)
+            daemon.process.signal(SIGKILL)
+            throw error
+        }
+        let last = try await collector.stop(daemon)
+        #expect(last.exitCode == 0, "\(last)\n\(daemon.stderr)")
+        logs.append(daemon.stderr)
+        await stream.close()
+
+        // Each run's last bridge/info: the one of its goodbye.
+        let records = collector.records()
+        // A clean stop says offline once. A second is the Last Will: the broker did not get the
+        // DISCONNECT (it broke the connection on a write while the daemon's last packets waited).
+        let offline = records[..<secondRun].filter { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }.count
+        #expect(offline == 1, "the first run said offline \(offline) times")
+        let finalInfo = try [records[..<secondRun], records[secondRun...]].map { run in
+            let info = try #require(run.last { $0.topic == "ampel/bridge/info" }, "a bridge/info of each run")
+            return try #require(try JSONSerialization.jsonObject(with: Data(info.payload.utf8)) as? [String: Any])
+        }
+        let counters = finalInfo.map { $0["counters"] as? [String: Any] ?? [:] }
+        let accepted = counters.map { ($0["accepted"] as? [String: Any])?["owntracks"] as? Int ?? 0 }
+        let alerts = counters.map { $0["alerts"] as? Int ?? 0 }
+        // Counters start at zero with each run: the two add up to every fix sent, none lost, none twice.
+        #expect(accepted.reduce(0, +) == devices * rounds, "accepted \(accepted) of \(devices) x \(rounds) sent")
+        #expect(alerts.reduce(0, +) == devices * rounds, "alerts \(alerts) of \(devices) x \(rounds) fixes, each a phase change")
+        for counter in counters {
+            #expect((counter["dropped"] as? [String: Any] ?? [:]).isEmpty, "\(counter)")
+        }
+
+        // Every alert, once and in order, across the stop.
+        var chain = ["null>\(phase[1])"]
+        for round in 2...max(2, rounds) { chain.append("\(phase[(round - 1) % 2])>\(phase[round % 2])") }
+        let received = collector.alerts()
+        let wrong = keys.filter { received[$0] ?? [] != Array(chain.prefix(rounds)) }
+        #expect(wrong.isEmpty, "\(wrong.count) devices with other alerts, e.g. \(wrong.first.map { "\($0): \(received[$0]?.count ?? 0) alerts" } ?? "")")
+
+        // The retained state of each device is its last fix: its time and its position.
+        let retained = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", [
+            "-h", broker.host, "-p", "\(broker.port)", "-v", "--retained-only", "-C", "\(devices)", "-W", "30", "-t", "ampel/device/+/+/state",
+        ])
+        var states: [String: String] = [:]
+        for line in retained.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " ") else { continue }
+            let payload = String(line[line.index(after: space)...])
+            let fields = ["tst", "lat", "lon", "phase"].map { "\(RunCrashTests.Collector.field($0, payload) ?? "nil")" }
+            states[RunCrashTests.Collector.key(String(line[..<space]), suffix: "/state")] = fields.joined(separator: " ")
+        }
+        let (lat, lon) = place(rounds)
+        let wanted = "\(base + rounds) \(lat) \(lon) \(phase[rounds % 2])"
+        let stale = keys.filter { states[$0] != wanted }
+        #expect(stale.isEmpty, "\(stale.count) devices not at their last fix (\(wanted)), e.g. \(stale.first.map { "\($0): \(states[$0] ?? "none")" } ?? "")")
+
+        // A goodbye the broker did not acknowledge in time ends without DISCONNECT (the Last Will says offline).
+        let goodbye = logs[0].contains("could not publish offline state") ? "goodbye NOT acknowledged" : "goodbye acknowledged"
+        let notHandled = logs[0].split(separator: "\n").first { $0.contains("stopping with messages not handled") }
+        let replayed = logs[1].split(separator: "\n").first { $0.contains("journal replayed") }
+        print("""
+            SIGTERM under load: \(devices) devices x \(rounds) rounds; the stop took \(stopTook), \(goodbye); \(sentWhileDown) fixes sent while down; \
+            accepted \(accepted); \(notHandled.map(String.init) ?? "every taken message handled before the stop"); \(replayed.map(String.init) ?? "no journal replay")
+            """)
+    }
+
+    @Test("a restart with more locations waiting for its session than its intake holds comes online and handles them all")
+    func restartWithBacklog() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/bridge/state", "ampel/bridge/info"])
+        defer { collector.stop() }
+        func start() throws -> RunRecoveryTests.Daemon {
+            try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
+                                         "--log-level", "info"])
+        }
+        var daemon = try start()
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        #expect(try await collector.stop(daemon).exitCode == 0)
+
+        // More than the daemon's intake limit (20,000 waiting messages, IntakeGate) is queued for
+        // its session while it is down: the start reads past them to the answers it waits for.
+        let count = 25_000
+        let (lat, lon) = RunCrashTests.muenchen
+        let lines = (1...count).map { #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(1_700_000_000 + $0)}"# }
+        let file = dir.appendingPathComponent("backlog.txt")
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        try await MosquittoBroker.runTool("/bin/sh", [
+            "-c", "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t owntracks/backlog/phone -l < \(file.path)",
+        ])
+
+        let restart = collector.mark
+        daemon = try start()
+        do {
+            try await daemon.awaitLog("subscribed", timeout: .seconds(30))
+            try await collector.wait("all \(count) fixes accepted", since: restart) { records in
+                records.contains { $0.topic == "ampel/bridge/info" && $0.payload.contains(#""accepted":{"owntracks":\#(count)}"#) }
+            }
+        } catch {
+            daemon.process.signal(SIGKILL)
+            Issue.record("\(error)\n\(daemon.stderr)")
+            return
+        }
+        let stopped = try await collector.stop(daemon)
+        #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
+    }
+}

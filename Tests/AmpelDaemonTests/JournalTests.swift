@@ -1,0 +1,60 @@
+@testable import AmpelDaemon
+import Foundation
+import Logging
+import Testing
+
+/// The journal's pairing of a decision with the alert that announces it, read back as a
+/// restart reads it (``JournalReplay``). The moment between the two records cannot be hit by a
+/// kill from outside (`RunCrashTests` kills the built daemon everywhere else); here the trace
+/// such a kill leaves, an alert with nothing after it, is written on purpose.
+@Suite("Journal: a decision and its alert")
+struct JournalTests {
+    static let alert = OutgoingMessage(topic: "ampel/district/09162/alert", text: #"{"from":"red","to":"darkred"}"#, qos: 1, retain: false)
+    static let witness = Witness(topic: "ampel/district/09162/phase", payload: Array("darkred".utf8))
+
+    func directory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-journal-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func open(_ directory: String) throws -> (Journal, JournalReplay) {
+        let replay = JournalReplay.read(directory: directory, over: PersistedState())
+        return (try Journal(directory: directory, continuing: replay, logger: Logger(label: "test")), replay)
+    }
+
+    @Test("a decision journaled with its alert comes back with the alert pending")
+    func pair() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (journal, _) = try open(dir)
+        let id = journal.append(.district(ags: "09162", phase: "darkred"), announcedBy: Self.alert, witness: Self.witness)
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        #expect(replay.state.districts["09162"] == "darkred")
+        #expect(replay.pendingAlerts.map(\.id) == [id])
+        #expect(replay.alertsWithoutDecision == 0)
+    }
+
+    @Test("an alert whose decision the process did not live to write is dropped, also by later restarts")
+    func alertWithoutDecision() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let (journal, _) = try open(dir)
+            let kept = journal.append(.district(ags: "09171", phase: "red"), announcedBy: Self.alert, witness: nil)
+            // What a kill between the two records of a pair leaves: the alert, and nothing after it.
+            _ = journal.appendAlert(Self.alert, witness: Self.witness)
+            let replay = JournalReplay.read(directory: dir, over: PersistedState())
+            #expect(replay.pendingAlerts.map(\.id) == [kept])
+            #expect(replay.alertsWithoutDecision == 1)
+            #expect(replay.state.districts["09162"] == nil, "the decision is made again by the start")
+        }
+        // The next run writes a segment of its own; the cut pair stays what it was.
+        let (next, first) = try open(dir)
+        #expect(first.alertsWithoutDecision == 1)
+        next.append(.district(ags: "09162", phase: "darkred"))
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        #expect(replay.pendingAlerts.count == 1)
+        #expect(replay.alertsWithoutDecision == 1)
+    }
+}
