@@ -73,4 +73,20 @@ struct DeviceTableTests {
         #expect(Dictionary(uniqueKeysWithValues: zip(map.keys, map.values)) == reference)
         for (key, value) in reference { #expect(map[key] == value) }
     }
+
+    @Test("keys are bytes: café precomposed and decomposed are two devices, as they are two MQTT topics")
+    func canonicalTwins() {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)  // Swift's String equality: canonical equivalence
+        var table = DeviceTable()
+        let record = DeviceRecord(lat: 1, lon: 2, tst: 3, lang: nil, district: nil, phase: "outside", dataDate: "2020-10-15", stale: false)
+        table[composed] = record
+        #expect(table[decomposed] == nil)
+        var other = record
+        other.tst = 4
+        table[decomposed] = other
+        #expect(table.count == 2)
+        #expect(table[composed]?.tst == 3 && table[decomposed]?.tst == 4)
+    }
 }

@@ -81,10 +81,18 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
 
     /// The devices as plain records (for tests and the file format).
     public var records: [String: DeviceRecord] {
-        Dictionary(uniqueKeysWithValues: zip(entries.keys, entries.values.map(record)))
+        // Two keys that differ only in Unicode normalization are one `String` key here: the later
+        // one wins (the table itself keeps both, see ``CompactMap``).
+        Dictionary(zip(entries.keys, entries.values.map(record)), uniquingKeysWith: { _, later in later })
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.records == rhs.records }
+    /// Equal when both hold the same keys (by bytes, as the table compares them) with equal records.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var equal = true
+        lhs.forEach { key, record in if equal, rhs[key] != record { equal = false } }
+        return equal
+    }
 
     public var description: String { "\(count) devices" }
 
