@@ -76,7 +76,7 @@ if [ -z "$bin" ]; then
   build=(swift build -c release --static-swift-stdlib --product ampel)
   # Builds on a shared machine take turns (flock) and may not hang forever.
   if command -v flock >/dev/null; then
-    build=(flock "${AMPEL_BUILD_LOCK:-/tmp/ampel-build.lock}" timeout -s KILL 1800 "${build[@]}")
+    build=(flock "${BUILD_LOCK:-/tmp/ampel-build.lock}" timeout -s KILL 1800 "${build[@]}")
   fi
   "${build[@]}" >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 2; }
   bin=$(swift build -c release --static-swift-stdlib --show-bin-path)

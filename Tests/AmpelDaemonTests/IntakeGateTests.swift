@@ -70,10 +70,13 @@ struct IntakeGateTests {
         #expect(transport.log == ["pause", "resume"])
         gate.holdOpen(false)
         #expect(transport.log == ["pause", "resume", "pause"])
-        // A stop's pause is for good: a hold does not lift it.
-        gate.stopTaking()
+        // A stop's pause is for good: a hold does not lift it (no resume after the stop).
         gate.holdOpen(true)
-        #expect(transport.log.last == "pause")
+        #expect(transport.log == ["pause", "resume", "pause", "resume"])
+        gate.stopTaking()
+        gate.holdOpen(false)
+        gate.holdOpen(true)
+        #expect(transport.log == ["pause", "resume", "pause", "resume", "pause"])
     }
 
     @Test("a stop before the loop runs pauses reading only once it runs: the start's round trips still get their answers")

@@ -168,6 +168,11 @@ public struct SignalEngine: Sendable {
     private var reevaluation: (generation: Int, keys: [String], next: Int, announce: Bool)?
     private var reevaluations = 0
 
+    /// A recovery's device batches are under way.
+    public var isRecovering: Bool { recovery != nil }
+    /// A re-evaluation's device batches are under way.
+    public var isReevaluating: Bool { reevaluation != nil }
+
     public init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
         self.settings = settings
         self.dataset = dataset
@@ -287,22 +292,19 @@ public struct SignalEngine: Sendable {
             // that data here, alert first: a republished state in the new phase without its
             // alert would pass for the alert's witness after a crash (decision 27).
             var reevaluated: [Action] = []
-            if reevaluate(key, into: &reevaluated) {
-                if let discovery = settings.discovery {
-                    actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
-                }
+            let outcome = reevaluate(key, into: &reevaluated)
+            // A device whose signal cannot be computed had none published for this data either.
+            if case .noSignal = outcome {
                 actions += reevaluated
                 continue
             }
-            actions += reevaluated
-            guard let record = devices[key] else { continue }
-            let language = self.language(device: key, messageLang: record.lang)
-            // A device whose signal cannot be computed had none published for this data either.
-            guard let signal = try? self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language) else { continue }
             if let discovery = settings.discovery {
                 actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
             }
-            actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+            switch outcome {
+            case .changed, .noSignal: actions += reevaluated
+            case .unchanged(let record, let signal): actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+            }
         }
         current.next = end
         if end < current.keys.count {
@@ -444,7 +446,7 @@ public struct SignalEngine: Sendable {
             if current.announce, let discovery = settings.discovery, devices[key] != nil {
                 actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
             }
-            _ = reevaluate(key, into: &actions)
+            reevaluate(key, into: &actions)
         }
         current.next = end
         if end < current.keys.count {
@@ -456,20 +458,34 @@ public struct SignalEngine: Sendable {
         return actions
     }
 
+    /// What ``reevaluate(_:into:)`` found.
+    enum Reevaluation {
+        /// Phase, data day or staleness changed: the state (and an alert) are in the actions.
+        case changed
+        /// Nothing to publish: the record and its signal under the data in force, for a caller
+        /// that republishes it.
+        case unchanged(DeviceRecord, Signal)
+        /// No such device, or no signal for it (the problem is in the actions).
+        case noSignal
+    }
+
     /// Brings device `key` up to the data in force: an alert where its phase changed, its state
-    /// where phase, data day or staleness changed. Returns whether its state was published.
-    mutating func reevaluate(_ key: String, into actions: inout [Action]) -> Bool {
-        guard var record = devices[key] else { return false }
+    /// where phase, data day or staleness changed.
+    @discardableResult
+    mutating func reevaluate(_ key: String, into actions: inout [Action]) -> Reevaluation {
+        guard var record = devices[key] else { return .noSignal }
         let language = self.language(device: key, messageLang: record.lang)
         let signal: Signal
         do {
             signal = try self.signal(at: record.district.map { ($0.ags, $0.name) }, language: language)
         } catch {
             actions.append(.problem(error.message))
-            return false
+            return .noSignal
         }
         let previousPhase = record.phase
-        guard previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else { return false }
+        guard previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else {
+            return .unchanged(record, signal)
+        }
         record.phase = signal.phase
         record.dataDate = signal.dataDate
         record.stale = signal.stale
@@ -480,7 +496,7 @@ public struct SignalEngine: Sendable {
         }
         actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if started, previousPhase != signal.phase { actions += lamps(force: false, device: key) }
-        return true
+        return .changed
     }
 
     // MARK: Discovery

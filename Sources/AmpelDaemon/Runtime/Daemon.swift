@@ -370,18 +370,9 @@ public actor AmpelDaemon: Service {
         defer { gate.holdOpen(false) }
         let transport = self.transport
         let target = outgoingLimit / 2
-        let limit = outgoingWaitLimit
-        let outcome = FirstOutcome()
-        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            outcome.set(continuation)
-            Task.detached {
-                await transport.waitForAnswers(atMost: target)
-                outcome.resume(true)
-            }
-            Task.detached {
-                try? await Task.sleep(for: limit)
-                outcome.resume(false)
-            }
+        _ = await FirstOutcome.finished(before: .now + outgoingWaitLimit) {
+            await transport.waitForAnswers(atMost: target)
+            return true
         }
     }
 
@@ -534,17 +525,13 @@ public actor AmpelDaemon: Service {
             infoDirty = true
         case .recover(let generation):
             infoDirty = true
-            let actions = engine.event(.recoverDevices(generation: generation))
-            perform(actions, republished: true)
-            if !actions.isEmpty, !actions.contains(where: { if case .continueRecovery = $0 { true } else { false } }) {
-                logger.info("every device state republished", metadata: ["devices": "\(engine.devices.count)"])
-            }
+            let walking = engine.isRecovering
+            perform(engine.event(.recoverDevices(generation: generation)), republished: true)
+            if walking, !engine.isRecovering { logger.info("every device state republished", metadata: ["devices": "\(engine.devices.count)"]) }
         case .reevaluate(let generation):
-            let actions = engine.event(.reevaluateDevices(generation: generation))
-            perform(actions)
-            if !actions.isEmpty, !actions.contains(where: { if case .continueReevaluation = $0 { true } else { false } }) {
-                logger.info("every device re-evaluated", metadata: ["devices": "\(engine.devices.count)"])
-            }
+            let walking = engine.isReevaluating
+            perform(engine.event(.reevaluateDevices(generation: generation)))
+            if walking, !engine.isReevaluating { logger.info("every device re-evaluated", metadata: ["devices": "\(engine.devices.count)"]) }
         case .stop:
             break
         }
@@ -723,18 +710,7 @@ public actor AmpelDaemon: Service {
         let mark = journal.beginSnapshot()
         let state = PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)
         let saver = self.saver
-        // Not a task group: it would wait for the write even after the deadline.
-        let outcome = FirstOutcome()
-        let written = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            outcome.set(continuation)
-            Task.detached(priority: .high) {
-                if saver.writeNow(state) { outcome.resume(true) }
-            }
-            Task.detached {
-                try? await Task.sleep(until: deadline)
-                outcome.resume(false)
-            }
-        }
+        let written = await FirstOutcome.finished(before: deadline, priority: .high) { saver.writeNow(state) }
         if written {
             journal.snapshotWritten(mark)
         } else {
@@ -776,5 +752,22 @@ final class FirstOutcome: Sendable {
 
     func resume(_ value: Bool) {
         continuation.withLock { $0.take() }?.resume(returning: value)
+    }
+
+    /// Runs `work` on a task of its own; `true` if it returned `true` before `deadline`, else
+    /// `false` at the deadline. Not a task group, which would wait for `work` even after it.
+    static func finished(before deadline: ContinuousClock.Instant, priority: TaskPriority? = nil,
+                         _ work: @escaping @Sendable () async -> Bool) async -> Bool {
+        let outcome = FirstOutcome()
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            outcome.set(continuation)
+            Task.detached(priority: priority) {
+                if await work() { outcome.resume(true) }
+            }
+            Task.detached {
+                try? await Task.sleep(until: deadline)
+                outcome.resume(false)
+            }
+        }
     }
 }

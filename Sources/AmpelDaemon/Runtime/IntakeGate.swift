@@ -51,11 +51,30 @@ final class IntakeGate: Sendable {
         // The transport is told under the lock, so a pause and a resume cannot overtake each other.
         state.withLock { state in
             guard state.loopRunning, !state.paused, !state.stopping, !state.heldOpen else { return }
-            state.paused = true
+            pause(&state, counted: true)
+        }
+    }
+
+    /// Whether the queue is at its bound (count or bytes).
+    private var full: Bool {
+        queued.load(ordering: .relaxed) >= limit || queuedBytes.load(ordering: .relaxed) >= byteLimit
+    }
+
+    /// Stops reading; `counted` for a full queue (`intakePaused`), not for a stop. Under the
+    /// lock, so a pause and a resume cannot overtake each other.
+    private func pause(_ state: inout State, counted: Bool) {
+        state.paused = true
+        if counted {
             state.pauses += 1
             pausedHint.store(true, ordering: .relaxed)
-            transport.pauseReading()
         }
+        transport.pauseReading()
+    }
+
+    private func resume(_ state: inout State) {
+        state.paused = false
+        pausedHint.store(false, ordering: .relaxed)
+        transport.resumeReading()
     }
 
     /// A queued message of `bytes` was handled (the daemon's loop).
@@ -65,9 +84,7 @@ final class IntakeGate: Sendable {
         guard count <= limit / 2, total <= byteLimit / 2, pausedHint.load(ordering: .relaxed) else { return }
         state.withLock { state in
             guard state.paused, !state.stopping else { return }
-            state.paused = false
-            pausedHint.store(false, ordering: .relaxed)
-            transport.resumeReading()
+            resume(&state)
         }
     }
 
@@ -80,14 +97,9 @@ final class IntakeGate: Sendable {
             guard !state.stopping, state.heldOpen != open else { return }
             state.heldOpen = open
             if open, state.paused {
-                state.paused = false
-                pausedHint.store(false, ordering: .relaxed)
-                transport.resumeReading()
-            } else if !open, !state.paused, queued.load(ordering: .relaxed) >= limit || queuedBytes.load(ordering: .relaxed) >= byteLimit {
-                state.paused = true
-                state.pauses += 1
-                pausedHint.store(true, ordering: .relaxed)
-                transport.pauseReading()
+                resume(&state)
+            } else if !open, !state.paused, full {
+                pause(&state, counted: true)
             }
         }
     }
@@ -101,8 +113,7 @@ final class IntakeGate: Sendable {
             guard !state.stopping else { return }
             state.stopping = true
             guard state.loopRunning else { return }
-            state.paused = true
-            transport.pauseReading()
+            pause(&state, counted: false)
         }
     }
 
@@ -112,15 +123,8 @@ final class IntakeGate: Sendable {
     func loopStarted() {
         state.withLock { state in
             state.loopRunning = true
-            guard !state.paused else { return }
-            let full = queued.load(ordering: .relaxed) >= limit || queuedBytes.load(ordering: .relaxed) >= byteLimit
-            guard state.stopping || full else { return }
-            state.paused = true
-            if !state.stopping {
-                state.pauses += 1
-                pausedHint.store(true, ordering: .relaxed)
-            }
-            transport.pauseReading()
+            guard !state.paused, state.stopping || full else { return }
+            pause(&state, counted: !state.stopping)
         }
     }
 
@@ -129,9 +133,7 @@ final class IntakeGate: Sendable {
     func readForGoodbye() {
         state.withLock { state in
             state.stopping = true
-            state.paused = false
-            pausedHint.store(false, ordering: .relaxed)
-            transport.resumeReading()
+            resume(&state)
         }
     }
 
@@ -143,8 +145,7 @@ final class IntakeGate: Sendable {
     func stopReading() {
         state.withLock { state in
             state.stopping = true
-            state.paused = true
-            transport.pauseReading()
+            pause(&state, counted: false)
         }
     }
 }

@@ -372,12 +372,16 @@ final class MQTTSession: Sendable {
     /// waiter at a time: a new call ends the previous one's wait.
     func waitForAnswers(atMost target: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // The target is set under the waiter's lock, and cleared with it: a release that
+            // takes an older waiter cannot clear a newer waiter's target.
             let previous = answersWaiter.withLock { waiter in
-                defer { waiter = continuation }
+                defer {
+                    waiter = continuation
+                    answersTarget.store(target, ordering: .sequentiallyConsistent)
+                }
                 return waiter
             }
             previous?.resume()
-            answersTarget.store(target, ordering: .sequentiallyConsistent)
             // Answers that came before the target was set find it on this look.
             if unanswered <= target || machine.withLock({ $0.isClosed }) { releaseAnswersWaiter() }
         }
@@ -385,12 +389,13 @@ final class MQTTSession: Sendable {
 
     private func releaseAnswersWaiter() {
         let waiter = answersWaiter.withLock { waiter in
-            defer { waiter = nil }
+            defer {
+                waiter = nil
+                answersTarget.store(-1, ordering: .sequentiallyConsistent)
+            }
             return waiter
         }
-        guard let waiter else { return }
-        answersTarget.store(-1, ordering: .sequentiallyConsistent)
-        waiter.resume()
+        waiter?.resume()
     }
 
     /// Resumes the tasks waiting for these answers (network thread, in batches): one lock hold
