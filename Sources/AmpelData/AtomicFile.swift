@@ -101,6 +101,41 @@ public struct AtomicFile: Sendable {
     /// Replaces the file's content with what `produce` appends to the output, for content
     /// written in pieces rather than built in memory first.
     public func write(_ produce: (Output) -> Void) throws(AtomicFileError) {
+        try prepare(produce).replace()
+    }
+
+    /// The new content on disk in its temporary file, not yet in place: for writers that decide
+    /// at the last moment whether it replaces the file (a newer content may have won meanwhile).
+    public struct Prepared: Sendable {
+        public let path: String
+        let temporary: String
+        let directory: String
+
+        /// Renames the temporary file over the file and flushes the directory.
+        public func replace() throws(AtomicFileError) {
+            guard rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw AtomicFileError(path: path, step: "replace", errno: code)
+            }
+            // The new content is in place; flushing the directory makes the rename durable. A file
+            // system that cannot open or flush a directory still has the file replaced.
+            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 {
+                _ = fsync(directoryFD)
+                close(directoryFD)
+            }
+        }
+
+        /// Removes the temporary file; the file keeps its content.
+        public func discard() {
+            unlink(temporary)
+        }
+    }
+
+    /// Writes what `produce` appends into a new temporary file next to the file, flushed and
+    /// closed; ``Prepared/replace()`` puts it in place.
+    public func prepare(_ produce: (Output) -> Void) throws(AtomicFileError) -> Prepared {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -120,18 +155,7 @@ public struct AtomicFile: Sendable {
         if let failure = output.failure { throw fail("write", failure, closing: true) }
         guard fsync(fd) == 0 else { throw fail("flush", errno, closing: true) }
         guard close(fd) == 0 else { throw fail("close", errno, closing: false) }
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw AtomicFileError(path: path, step: "replace", errno: code)
-        }
-        // The new content is in place; flushing the directory makes the rename durable. A file
-        // system that cannot open or flush a directory still has the file replaced.
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
+        return Prepared(path: path, temporary: temporary, directory: directory)
     }
 }
 

@@ -3,6 +3,8 @@ import AmpelCore
 import AmpelData
 import AmpelDomain
 import Foundation
+import Logging
+import Synchronization
 import Testing
 
 @Suite("State store and log limiter")
@@ -39,6 +41,36 @@ struct StateStoreTests {
         #expect(mode == 0o600)
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
         #expect(throws: StateStoreError.self) { try store.load() }
+    }
+
+    @Test("the stop's write does not wait for the writer thread's write, and the older state never replaces the newer")
+    func writeNowOvertakesTheWriterThread() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = StateStore(directory: dir)
+        try store.prepare()
+        let saver = StateSaver(store: store, logger: Logger(label: "test"))
+        // Large enough that its write is still going on when the small one is done.
+        var large = PersistedState(districts: ["09162": "red"])
+        for index in 0..<200_000 {
+            large.devices["d\(index)"] = DeviceRecord(lat: 48 + Double(index) / 1e6, lon: 11, tst: index, lang: nil, district: nil,
+                                                      phase: "red", dataDate: "2020-10-15", stale: false)
+        }
+        let order = Mutex<[String]>([])
+        let (largeDone, done) = AsyncStream.makeStream(of: Void.self)
+        saver.save(large) {
+            order.withLock { $0.append("large") }
+            done.finish()
+        }
+        let small = PersistedState(devices: [:], districts: ["09162": "green"])
+        #expect(saver.writeNow(small))
+        order.withLock { $0.append("small") }
+        for await _ in largeDone {}
+        // The large state was handed over first: whether its write ended before or after the
+        // small one's, the small one stays in place, and the large one's file is gone.
+        #expect(order.withLock { $0 } == ["small", "large"])
+        #expect(try store.load() == small)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["state.json"])
     }
 
     @Test("a corrupt, truncated or unreadable state file is moved aside with its content and the state starts empty")

@@ -15,9 +15,17 @@ import Synchronization
 /// loop and the network thread while fixes are arriving (at normal priority it shows up in the
 /// latency tail). It still gets the CPU whenever the daemon is idle, and ``finish(_:)`` waits
 /// for it at shutdown, when nothing else runs.
+///
+/// Every state handed over gets a generation, and a write puts its file in place only when no
+/// newer generation is there already. So ``writeNow(_:)`` (the stop's snapshot) never waits for
+/// the writer thread: on a busy machine its idle class can get no CPU for seconds, and a stop
+/// that waited for it behind a lock ran out of its limit with no state file written at all.
 public final class StateSaver: Sendable {
     private struct Shared {
         var pending: PersistedState?
+        var pendingGeneration: UInt64 = 0
+        /// The last generation handed out.
+        var issued: UInt64 = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Called once the pending state (or a newer one) is on disk.
         var written: [@Sendable () -> Void] = []
@@ -45,7 +53,9 @@ public final class StateSaver: Sendable {
     public func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
         let first = worker.shared.withLock { shared in
             defer {
+                shared.issued += 1
                 shared.pending = state
+                shared.pendingGeneration = shared.issued
                 if let written { shared.written.append(written) }
             }
             return shared.pending == nil
@@ -54,10 +64,14 @@ public final class StateSaver: Sendable {
     }
 
     /// Writes `state` now, on the calling thread at its priority (the stop's snapshot: the
-    /// writer thread's idle class may get no CPU on a busy machine). Waits for a write in
-    /// progress first, so that an older state can never replace a newer one.
+    /// writer thread's idle class may get no CPU on a busy machine). A write in progress on the
+    /// writer thread goes on beside it; being older, it is discarded if it ends later.
     public func writeNow(_ state: PersistedState) -> Bool {
-        worker.writing.withLock { _ in worker.write(state) }
+        let generation = worker.shared.withLock { shared in
+            shared.issued += 1
+            return shared.issued
+        }
+        return worker.write(state, generation: generation)
     }
 
     /// Gives free heap pages back to the system, on the writer thread after any write.
@@ -73,7 +87,9 @@ public final class StateSaver: Sendable {
     public func finish(_ state: PersistedState) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             worker.shared.withLock { shared in
+                shared.issued += 1
                 shared.pending = state
+                shared.pendingGeneration = shared.issued
                 shared.waiters.append(continuation)
             }
             worker.wake.signal()
@@ -86,8 +102,9 @@ public final class StateSaver: Sendable {
         let logger: Logger
         let shared = Mutex(Shared())
         let wake = DispatchSemaphore(value: 0)
-        /// Held for each write: the writer thread's and ``StateSaver/writeNow(_:)``.
-        let writing = Mutex(())
+        /// The generation of the state in place; held while a write puts its file in place (a
+        /// rename: the writer thread holds it for microseconds, never while it encodes).
+        let inPlace = Mutex<UInt64>(0)
 
         init(store: StateStore, logger: Logger) {
             self.store = store
@@ -98,11 +115,11 @@ public final class StateSaver: Sendable {
             ProcessMemory.lowerCurrentThreadToIdle()
             while true {
                 wake.wait()
-                let (state, waiters, written, trim, stop) = shared.withLock { shared in
+                let (state, generation, waiters, written, trim, stop) = shared.withLock { shared in
                     defer { shared.pending = nil; shared.waiters = []; shared.written = []; shared.trim = false }
-                    return (shared.pending, shared.waiters, shared.written, shared.trim, shared.stop)
+                    return (shared.pending, shared.pendingGeneration, shared.waiters, shared.written, shared.trim, shared.stop)
                 }
-                if let state, writing.withLock({ _ in write(state) }) {
+                if let state, write(state, generation: generation) {
                     for callback in written { callback() }
                 }
                 if trim {
@@ -115,10 +132,24 @@ public final class StateSaver: Sendable {
             }
         }
 
-        func write(_ state: PersistedState) -> Bool {
+        /// Writes `state` and puts it in place unless a newer generation is there already.
+        /// - Returns: whether `state` or a newer one is on disk.
+        func write(_ state: PersistedState, generation: UInt64) -> Bool {
             let start = ContinuousClock.now
             do {
-                try store.save(state)
+                let prepared = try store.write(state)
+                try inPlace.withLock { (latest: inout UInt64) throws(StateStoreError) in
+                    guard generation > latest else {
+                        prepared.discard()
+                        return
+                    }
+                    do {
+                        try prepared.replace()
+                    } catch {
+                        throw StateStoreError("\(error)")
+                    }
+                    latest = generation
+                }
             } catch {
                 logger.error("cannot save state", metadata: ["error": "\(error)"])
                 return false

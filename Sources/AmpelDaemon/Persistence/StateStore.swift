@@ -94,11 +94,21 @@ public struct StateStore: Sendable {
     /// with 100,000 devices an encoder's intermediate tree would cost far more than the
     /// devices themselves. ``load()`` reads it back with ``StateFileReader``.
     public func save(_ state: PersistedState) throws(StateStoreError) {
+        let written = try write(state)
+        do {
+            try written.replace()
+        } catch {
+            throw StateStoreError("\(error)")
+        }
+    }
+
+    /// ``save(_:)`` up to the rename: the state on disk in a temporary file, not yet in place.
+    public func write(_ state: PersistedState) throws(StateStoreError) -> AtomicFile.Prepared {
         do {
             // The mark is small (a few numbers and the alerts awaiting an acknowledgement): its
             // Codable form, as ``load()`` reads it.
             let mark = try state.journal.map { [UInt8](try JSONEncoder().encode($0)) }
-            try AtomicFile(path: path, mode: 0o600).write { output in
+            return try AtomicFile(path: path, mode: 0o600).prepare { output in
                 var json = JSONWriter(capacity: 1 << 17)
                 func flushIfFull() {
                     guard json.bytes.count >= 1 << 16 else { return }

@@ -53,6 +53,39 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     static let answerBatch = 64
     /// How long a stopping connection may take to write its DISCONNECT.
     static let disconnectGrace: Duration = .seconds(2)
+    /// How long, after the DISCONNECT, the broker may take to close its side.
+    static let lingerLimit: Duration = .seconds(1)
+
+    /// Ends a connection after a clean DISCONNECT the way TCP expects: the write side is shut
+    /// (FIN after the DISCONNECT), what the broker still sends is read and thrown away until it
+    /// closes its side (or `deadline`), and only then is the socket closed.
+    ///
+    /// libmosquitto closes the socket as soon as it has written the DISCONNECT. Bytes the broker
+    /// sent meanwhile (the next QoS 1 messages of a busy subscription) are then unread, and Linux
+    /// answers a close with unread bytes with a reset: the broker, whose write fails first, drops
+    /// the connection without reading the last PUBACKs and the DISCONNECT, publishes the Last
+    /// Will and delivers those messages again to the next session, which had them already.
+    /// `socket` is a duplicate taken before the DISCONNECT, so libmosquitto's close does not end
+    /// the connection. What is thrown away here was never acknowledged: the broker keeps it
+    /// for the session.
+    static func closeAfterBroker(_ socket: Int32, before deadline: ContinuousClock.Instant) {
+        defer { close(socket) }
+        _ = shutdown(socket, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let left = deadline - .now
+            guard left > .zero else { return }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let ready = Glibc.poll(&descriptor, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return }
+            let count = scratch.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            // 0: the broker closed its side; < 0: the connection is gone either way.
+            guard count > 0 else { return }
+        }
+    }
 
     init(mosquitto: MosquittoClient, configuration: MQTTConfiguration) {
         self.mosquitto = mosquitto
@@ -148,6 +181,10 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         var loopRC = MosquittoResult.success
         var established = false
         var stopDeadline: ContinuousClock.Instant?
+        // A second descriptor of the socket, kept across the clean DISCONNECT (see
+        // ``closeAfterBroker(_:before:)``).
+        var kept: Int32 = -1
+        defer { if kept >= 0 { Self.closeAfterBroker(kept, before: (stopDeadline ?? .now) + Self.lingerLimit) } }
         var spare: [(mid: Int32, result: AckResult)] = []
         defer { deliverAnswers(&spare) }
         while loopRC == MosquittoResult.success {
@@ -165,6 +202,8 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
                     if abortRequested.load(ordering: .sequentiallyConsistent) {
                         mosquitto.abortConnection()
                     } else {
+                        let socket = mosquitto.socket
+                        if socket >= 0 { kept = dup(socket) }
                         mosquitto.disconnect()
                     }
                 }
