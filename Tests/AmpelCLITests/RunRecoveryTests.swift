@@ -13,6 +13,7 @@ struct RunRecoveryTests {
         let process: ChildProcess
         private let collected = Watched("")
         private let exits: AsyncStream<ChildProcess.Status>
+        private let ended = Watched<ContinuousClock.Instant?>(nil)
 
 
         /// - Parameter environment: added to the daemon's environment (through `env`).
@@ -20,6 +21,7 @@ struct RunRecoveryTests {
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
             let collected = self.collected
+            let ended = self.ended
             let binary = try AmpelBinary.url().path
             let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
@@ -27,6 +29,7 @@ struct RunRecoveryTests {
                 (environment.isEmpty ? [] : settings + [binary]) + ["run"] + arguments, output: .discard,
                 errors: .read { data in collected.update { $0 += String(decoding: data, as: UTF8.self) } },
                 onExit: { status in
+                    ended.update { $0 = .now }
                     continuation.yield(status)
                     continuation.finish()
                 })
@@ -39,6 +42,9 @@ struct RunRecoveryTests {
         }
 
         var stderr: String { collected.value }
+        /// When the process was reaped, read on the reaping thread: a busy test process may
+        /// resume the task that awaits ``exit()`` much later.
+        var exitedAt: ContinuousClock.Instant? { ended.value }
 
         /// Until the daemon's standard error contains `text`.
         func awaitLog(_ text: String, timeout: Duration = .seconds(60)) async throws {

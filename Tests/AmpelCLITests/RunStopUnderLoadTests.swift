@@ -129,9 +129,11 @@ struct RunStopUnderLoadTests {
         let signalled = ContinuousClock.now
         daemon.process.signal(SIGTERM)
         let stopped = try await daemon.exit()
-        let stopTook = ContinuousClock.now - signalled
+        let stopTook = (daemon.exitedAt ?? .now) - signalled
         #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
-        #expect(stopTook < .seconds(5), "the stop took \(stopTook): over the 2 s drain and 3 s goodbye limits\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))")
+        // The stop's limits (docs/DESIGN.md, decision 27): handling 2 s, the snapshot by then or
+        // 0.5 s after, the goodbye 3 s, the broker's close 1 s. Typically under 1 s.
+        #expect(stopTook < .milliseconds(6500), "the stop took \(stopTook): over the stop's limits\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))")
         var logs = [daemon.stderr]
         try await collector.wait("the stopped daemon's offline") { records in
             records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }

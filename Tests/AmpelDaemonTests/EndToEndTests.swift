@@ -295,10 +295,21 @@ struct EndToEndTests {
         try await recorder.text("wled/city/col", since: mark, equals: "#8B0000")
         try await recorder.text("wled/city/api", since: mark, equals: "T=1&FX=1")
         try await recorder.text("cmnd/carlamp/Color", since: mark, equals: "#8B0000")
-        // A lamp that comes back online gets its colour again.
+        // Tasmota blinks for DARK RED (hardware/ZERO-FIRMWARE.md).
+        try await recorder.text("cmnd/carlamp/Power", since: mark, equals: "BLINK")
+        // A lamp that comes online gets its colour again; WLED's repeats of `online` (after each
+        // change of its own state) do not, a return after `offline` does. The daemon handles
+        // them in order, so a colour for the repeat would come before the one awaited.
         let online = recorder.mark
         try await devices.send("wled/city/status", "online")
         try await recorder.text("wled/city/col", since: online, equals: "#8B0000")
+        let repeats = recorder.mark
+        try await devices.send("wled/city/status", "online")
+        try await devices.send("wled/city/status", "online")
+        try await devices.send("wled/city/status", "offline")
+        try await devices.send("wled/city/status", "online")
+        try await recorder.text("wled/city/col", since: repeats, equals: "#8B0000")
+        #expect(recorder.messages(since: repeats).filter { $0.topic == "wled/city/col" }.count == 1)
         // Lamp commands are never retained: a subscriber that comes after them gets none. The
         // broker hands a new subscription its retained messages before anything published
         // after the subscribe, so once the sentinel is in, every retained command would be too.

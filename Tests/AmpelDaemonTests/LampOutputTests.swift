@@ -38,19 +38,49 @@ struct LampTests {
         let november = engine.event(.data(Fixtures.november, stale: false))
         #expect(november.on("wled/city/col").map(\.text) == [darkred])
         #expect(november.on("wled/city/api").map(\.text) == ["T=1&FX=1"])
-        // The device's lamp follows its device: Altötting is dark red too now.
+        // The device's lamp follows its device: Altötting is dark red too now, and a Tasmota
+        // lamp blinks for it (hardware/ZERO-FIRMWARE.md); back to steady when it leaves.
         #expect(november.on("cmnd/lamp2/Color").map(\.text) == [darkred])
+        #expect(november.on("cmnd/lamp2/Power").map(\.text) == ["BLINK"])
+        let back = engine.event(.data(Fixtures.october, stale: false))
+        #expect(back.on("cmnd/lamp2/Power").map(\.text) == ["ON"])
+        #expect(back.on("wled/city/api").map(\.text) == ["T=1&FX=0"])
+    }
 
-        let online = engine.event(.lampOnline(name: "sign"))
-        #expect(online.on("signs/door").count == 1)
-        #expect(engine.event(.lampOnline(name: "nope")).isEmpty)
+    @Test("a lamp gets its colour again when it comes back online, not on every repeat of online")
+    func availability() {
+        var engine = SignalEngine(settings: Fixtures.settings(lamps: lamps), dataset: Fixtures.october, stale: false)
+        _ = engine.event(.start)
+        func colour(_ name: String, online: Bool, retained: Bool = false) -> [String] {
+            engine.event(.lampAvailability(name: name, online: online, retained: retained)).published.map(\.description)
+        }
+        // Replayed at subscribe: it was online when the start's commands went out.
+        #expect(colour("city", online: true, retained: true).isEmpty)
+        // WLED republishes `online` after each change of its state: no answer to those.
+        #expect(colour("city", online: true).isEmpty)
+        #expect(colour("city", online: true).isEmpty)
+        // Offline, then back: the colour again, once.
+        #expect(colour("city", online: false).isEmpty)
+        #expect(colour("city", online: true).map { $0.hasPrefix("wled/city/") } == [true, true])
+        #expect(colour("city", online: true).isEmpty)
+        // A lamp first heard live (it connected after the start): it missed the start's commands.
+        #expect(colour("sign", online: true).count == 1)
+        #expect(colour("sign", online: true).isEmpty)
+        // Offline when the daemon subscribed (its Last Will was retained), online later.
+        var fresh = SignalEngine(settings: Fixtures.settings(lamps: lamps), dataset: Fixtures.october, stale: false)
+        _ = fresh.event(.start)
+        #expect(fresh.event(.lampAvailability(name: "sign", online: false, retained: true)).isEmpty)
+        #expect(fresh.event(.lampAvailability(name: "sign", online: true, retained: false)).published.count == 1)
+        #expect(engine.event(.lampAvailability(name: "nope", online: true, retained: false)).isEmpty)
     }
 
     @Test("drivers and availability topics")
     func drivers() {
         let look = LampDriver.Look(color: RGB(red: 0x8B, green: 0, blue: 0), blink: true)
         #expect(LampDriver.commands(for: lamps[0], look: look).map(\.description) == ["wled/city/col #8B0000", "wled/city/api T=1&FX=1"])
-        #expect(LampDriver.commands(for: lamps[1], look: look).map(\.description) == ["cmnd/lamp2/Color #8B0000", "cmnd/lamp2/Power ON"])
+        #expect(LampDriver.commands(for: lamps[1], look: look).map(\.description) == ["cmnd/lamp2/Color #8B0000", "cmnd/lamp2/Power BLINK"])
+        let steady = LampDriver.Look(color: RGB(red: 0xFF, green: 0, blue: 0), blink: false)
+        #expect(LampDriver.commands(for: lamps[1], look: steady).map(\.description) == ["cmnd/lamp2/Color #FF0000", "cmnd/lamp2/Power ON"])
         #expect(LampDriver.commands(for: lamps[2], look: look).map(\.description) == ["signs/door #8B0000"])
         #expect(LampDriver.availability(of: lamps[0]).map { [$0.topic, $0.online] } == ["wled/city/status", "online"])
         #expect(LampDriver.availability(of: lamps[1]).map { [$0.topic, $0.online] } == ["tele/lamp2/LWT", "Online"])

@@ -5,13 +5,14 @@ import Foundation
 /// Which incoming topic means what.
 ///
 /// Pure: built from the configuration, it names the subscriptions and sorts each message
-/// to an input parser, a lamp that came online, or Home Assistant's restart.
+/// to an input parser, a lamp's availability, or Home Assistant's restart.
 public struct Intake: Sendable {
     public enum Route: Sendable, Hashable {
         case input(InputKind, key: String)
-        case lampOnline(name: String)
+        /// A lamp said whether it is online; `retained` when the broker replayed it at subscribe.
+        case lampAvailability(name: String, online: Bool, retained: Bool)
         case homeAssistantOnline
-        /// A message of a subscription that means nothing now (a lamp going offline).
+        /// A message of a subscription that means nothing now (Home Assistant going offline).
         case ignore
     }
 
@@ -44,10 +45,10 @@ public struct Intake: Sendable {
         return filters.filter { seen.insert($0).inserted }
     }
 
-    public func route(topic: String, payload: [UInt8]) -> [Route] {
+    public func route(topic: String, payload: [UInt8], retained: Bool = false) -> [Route] {
         if let lamps = lampTopics[topic] {
             let text = String(decoding: payload, as: UTF8.self)
-            return lamps.map { $0.online == text ? .lampOnline(name: $0.name) : .ignore }
+            return lamps.map { .lampAvailability(name: $0.name, online: $0.online == text, retained: retained) }
         }
         if topic == homeAssistantStatus {
             return [String(decoding: payload, as: UTF8.self) == "online" ? .homeAssistantOnline : .ignore]

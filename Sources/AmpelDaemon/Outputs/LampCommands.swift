@@ -8,7 +8,7 @@ public enum LampDriver {
     /// What a lamp should show.
     public struct Look: Sendable, Hashable {
         public var color: RGB
-        /// DARK RED blinks (WLED only).
+        /// DARK RED blinks.
         public var blink: Bool
         public init(color: RGB, blink: Bool) {
             self.color = color
@@ -21,7 +21,9 @@ public enum LampDriver {
     /// - `plain`: `#RRGGBB` to the topic.
     /// - `wled`: `#RRGGBB` to `<topic>/col`, then `<topic>/api` `T=1&FX=1` (effect Blink) or
     ///   `T=1&FX=0` (Solid), so DARK RED blinks and every other phase stops blinking.
-    /// - `tasmota`: `#RRGGBB` to `cmnd/<topic>/Color`, then `ON` to `cmnd/<topic>/Power`.
+    /// - `tasmota`: `#RRGGBB` to `cmnd/<topic>/Color`, then `BLINK` (DARK RED) or `ON` to
+    ///   `cmnd/<topic>/Power`; `ON` also ends a blink (hardware/ZERO-FIRMWARE.md sets
+    ///   `BlinkCount 0`, blinking until the next `Power ON`).
     public static func commands(for lamp: LampSettings, look: Look) -> [OutgoingMessage] {
         let hex = look.color.hex
         switch lamp.driver {
@@ -35,7 +37,7 @@ public enum LampDriver {
         case .tasmota:
             return [
                 OutgoingMessage(topic: "cmnd/\(lamp.topic)/Color", text: hex, qos: 1, retain: false),
-                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Power", text: "ON", qos: 1, retain: false),
+                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Power", text: look.blink ? "BLINK" : "ON", qos: 1, retain: false),
             ]
         }
     }

@@ -286,8 +286,17 @@ public actor AmpelDaemon: Service {
         }
         gate.loopStarted()
         await withGracefulShutdownHandler {
+            var sinceYield = 0
             for await input in events {
                 if case .stop = input { break }
+                // A stream with a backlog hands out its elements without suspending: without a
+                // yield now and then, the loop keeps its thread of the two-thread pool for
+                // seconds, and the signal handler's task (SIGTERM) waits behind it.
+                sinceYield += 1
+                if sinceYield == 256 {
+                    sinceYield = 0
+                    await Task.yield()
+                }
                 if stopRequested.load(ordering: .relaxed), stopHandlingNow() { break }
                 await waitForBrokerIfBehind(before: input)
                 handle(input, &engine)
@@ -482,13 +491,13 @@ public actor AmpelDaemon: Service {
                 journal.appendHandled(seq)
                 gate.handled(bytes: message.payload.count)
             }
-            for route in intake.route(topic: message.topic, payload: message.payload) {
+            for route in intake.route(topic: message.topic, payload: message.payload, retained: message.retain) {
                 switch route {
                 case .input(let kind, let key):
                     handleLocation(kind, key: key, message, receivedAt: receivedAt, &engine)
-                case .lampOnline(let name):
-                    logger.debug("lamp online", metadata: ["lamp": "\(name)"])
-                    perform(engine.event(.lampOnline(name: name)))
+                case .lampAvailability(let name, let online, let retained):
+                    logger.debug("lamp availability", metadata: ["lamp": "\(name)", "online": "\(online)", "retained": "\(retained)"])
+                    perform(engine.event(.lampAvailability(name: name, online: online, retained: retained)))
                 case .homeAssistantOnline:
                     logger.info("Home Assistant online: sending discovery again")
                     perform(engine.event(.homeAssistantOnline))
