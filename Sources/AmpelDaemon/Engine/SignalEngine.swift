@@ -94,8 +94,12 @@ public struct SignalEngine: Sendable {
         case fix(LocationFix, place: Place, receivedAt: Int)
         /// A dataset (a new publication, or the same one with another staleness).
         case data(Dataset, stale: Bool)
-        /// A lamp reported online: send its colour again.
-        case lampOnline(name: String)
+        /// A lamp reported whether it is online (`retained`: replayed by the broker at
+        /// subscribe). Its colour goes again when it comes back: offline -> online, or a first
+        /// live `online` (it connected after the start's commands went nowhere). Not on every
+        /// `online`: WLED republishes its status after each change of its own state, and each
+        /// answer with the colour made it publish again.
+        case lampAvailability(name: String, online: Bool, retained: Bool)
         /// Home Assistant reported online: send discovery again.
         case homeAssistantOnline
         /// The broker connection is back (after the first one): `bridge/state` `online` first,
@@ -160,6 +164,8 @@ public struct SignalEngine: Sendable {
     /// The last published phase of every district (from the state file until `start`).
     public private(set) var districtPhases: [String: String]
     private var lampLooks: [String: LampDriver.Look] = [:]
+    /// What each lamp last said about its availability; absent until it said anything.
+    private var lampsOnline: [String: Bool] = [:]
     private var started = false
     /// The device keys a recovery still has to republish, from `next` on.
     private var recovery: (generation: Int, keys: [String], next: Int)?
@@ -199,7 +205,10 @@ public struct SignalEngine: Sendable {
             self.stale = stale
             guard started else { return [] }
             return evaluateAll(initial: false) + lamps(force: false) + nextReevaluationBatch()
-        case .lampOnline(let name):
+        case .lampAvailability(let name, let online, let retained):
+            let before = lampsOnline.updateValue(online, forKey: name)
+            // A retained `online` at subscribe: the lamp was online when the start's commands went out.
+            guard online, before != true, before != nil || !retained else { return [] }
             guard let lamp = settings.lamps.first(where: { $0.name == name }), let look = look(for: lamp) else { return [] }
             lampLooks[lamp.name] = look
             return LampDriver.commands(for: lamp, look: look).map { .publish($0, kind: .lamp) }
