@@ -195,6 +195,20 @@ struct RunRebuildTests {
                                      "--log-level", "info"])
     }
 
+    /// The first run of each test: every device reports at `tst` 100 from its place, and the
+    /// daemon stops cleanly.
+    func firstRun(_ broker: MosquittoBroker, _ dir: URL, _ collector: RunCrashTests.Collector) async throws {
+        let daemon = try start(broker, dir)
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        for device in Self.devices {
+            try await Self.report(broker, device.key, at: device.place, tst: 100, lang: device.lang)
+        }
+        try await collector.awaitStates(Self.devices.map(\.key), tst: 100)
+        let status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+    }
+
     @Test("garbage state.json and no journal: devices reporting again in their phase get no alert, one that moves gets exactly one, from its old phase")
     func rebuildFromRetainedStates() async throws {
         let broker = try await MosquittoBroker.start()
@@ -205,15 +219,7 @@ struct RunRebuildTests {
         defer { collector.stop() }
         let keys = Self.devices.map(\.key)
 
-        var daemon = try start(broker, dir)
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
-        for device in Self.devices {
-            try await Self.report(broker, device.key, at: device.place, tst: 100, lang: device.lang)
-        }
-        try await collector.awaitStates(keys, tst: 100)
-        var status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+        try await firstRun(broker, dir, collector)
         var expected: [String: [String]] = [:]
         for device in Self.devices { expected[device.key] = ["null>\(Self.places[device.place]!.phase)"] }
         #expect(collector.alerts() == expected, "first run")
@@ -225,14 +231,14 @@ struct RunRebuildTests {
         #expect(!segments.isEmpty)
         for name in segments { try FileManager.default.removeItem(at: dir.appendingPathComponent(name)) }
 
-        daemon = try start(broker, dir)
+        let daemon = try start(broker, dir)
         try await daemon.awaitLog("subscribed")
         // Everyone again where they were (a later fix), but bob has moved from Altötting (green) to München (red).
         for device in Self.devices {
             try await Self.report(broker, device.key, at: device.key == "bob" ? "muenchen" : device.place, tst: 200, lang: device.lang)
         }
         try await collector.awaitStates(keys, tst: 200)
-        status = try await collector.stop(daemon)
+        let status = try await collector.stop(daemon)
         #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
         expected["bob", default: []].append("green>red")
         #expect(collector.alerts() == expected, "after the restart only bob's move is announced\n\(daemon.stderr)")
@@ -266,17 +272,10 @@ struct RunRebuildTests {
         defer { collector.stop() }
         let keys = Self.devices.map(\.key)
 
-        var daemon = try start(broker, dir)
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
-        for device in Self.devices {
-            try await Self.report(broker, device.key, at: device.place, tst: 100, lang: device.lang)
-        }
-        try await collector.awaitStates(keys, tst: 100)
-        _ = try await collector.stop(daemon)
+        try await firstRun(broker, dir, collector)
         // bob moves in a second run, which dies before it writes a snapshot: the decision is
         // only in the journal (and in the broker's retained state).
-        daemon = try start(broker, dir)
+        var daemon = try start(broker, dir)
         try await daemon.awaitLog("subscribed")
         try await Self.report(broker, "bob", at: "muenchen", tst: 200, lang: nil)
         try await collector.awaitStates(["bob"], tst: 200)
