@@ -134,7 +134,9 @@ let package = Package(
             dependencies: [
                 "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Recorded tracks (Fixtures/tracks/README.md) replayed through the engine.
+            resources: [.copy("Fixtures")]
         ),
         // Every test that runs the built `ampel` binary, one file per command, fixtures next to them.
         .testTarget(

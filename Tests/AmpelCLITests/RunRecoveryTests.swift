@@ -11,18 +11,30 @@ struct RunRecoveryTests {
     /// A running `ampel run`: its standard error collected, its end awaitable.
     final class Daemon: Sendable {
         let process: ChildProcess
+        private let configurationFile: URL
         private let collected = Watched("")
         private let exits: AsyncStream<ChildProcess.Status>
         private let ended = Watched<ContinuousClock.Instant?>(nil)
 
 
-        /// - Parameter environment: added to the daemon's environment (through `env`).
-        init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        /// The configuration file unless a test gives its own: the tests' fixes carry fixed
+        /// timestamps (`tst` 100, 1000, 1700000000), far behind the clock, which the default
+        /// `alerts.max_fix_age` would take for a phone's queue delivered late.
+        static let replayConfiguration = "alerts:\n  max_fix_age: false\n"
+
+        /// - Parameters:
+        ///   - environment: added to the daemon's environment (through `env`).
+        ///   - configuration: the YAML of the daemon's `--config` file.
+        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration) throws {
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
             let collected = self.collected
             let ended = self.ended
             let binary = try AmpelBinary.url().path
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-run-\(UUID().uuidString).yaml")
+            try configuration.write(to: file, atomically: true, encoding: .utf8)
+            configurationFile = file
+            let arguments = ["--config", file.path] + arguments
             let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
                 environment.isEmpty ? binary : "/usr/bin/env",
@@ -39,6 +51,7 @@ struct RunRecoveryTests {
         /// none keeps running against a broker that is gone.
         deinit {
             process.signal(SIGKILL)
+            try? FileManager.default.removeItem(at: configurationFile)
         }
 
         var stderr: String { collected.value }

@@ -32,6 +32,9 @@ struct ConfigurationTests {
         #expect(config.mqtt.keepAlive == .seconds(60))
         #expect(config.mqtt.sessionExpiry == .seconds(7 * 86_400))
         #expect(config.alerts.expiry == .seconds(3600))
+        #expect(config.alerts.maxFixAge == .seconds(900))
+        #expect(config.alerts.minDwell == .none)
+        #expect(config.inputs.maxAccuracy == 1000)
         #expect(config.inputs.owntracks.map(\.filter) == ["owntracks/+/+"])
         #expect(config.inputs.plain.map(\.filter) == ["ampel/location/+"])
         #expect(config.inputs.traccar.isEmpty)
@@ -155,11 +158,35 @@ struct ConfigurationTests {
         ("data: [1, 2]\n", "data", 1),
         ("base_topic: a/+\n", "base_topic", 1),
         ("alerts:\n  expiry: 0\n", "alerts.expiry", 2),
+        ("alerts:\n  max_fix_age: 0\n", "alerts.max_fix_age", 2),
+        ("alerts:\n  max_fix_age: soon\n", "alerts.max_fix_age", 2),
+        ("alerts:\n  expiry: 1h\n  min_dwell: 3 laps\n", "alerts.min_dwell", 3),
+        ("alerts:\n  min_dwell: -3 fixes\n", "alerts.min_dwell", 2),
+        ("alerts:\n  min_dwell: 1.5 fixes\n", "alerts.min_dwell", 2),
+        ("alerts:\n  min_dwell: 60 seconds\n", "alerts.min_dwell", 2),
+        ("alerts:\n  min_dwell: [60s]\n", "alerts.min_dwell", 2),
+        ("inputs:\n  max_accuracy: 0\n", "inputs.max_accuracy", 2),
+        ("inputs:\n  max_accuracy: 1.5km\n", "inputs.max_accuracy", 2),
+        ("inputs:\n  max_accuracy: -100\n", "inputs.max_accuracy", 2),
     ])
     func badValues(yaml: String, key: String, line: Int) {
         let e = error(yaml)
         #expect(e?.key == key, "\(yaml)")
         #expect(e?.line == line, "\(yaml)")
+    }
+
+    @Test("alert rules: durations or fix counts for the dwell, false switches a limit off", arguments: [
+        ("alerts:\n  min_dwell: 60s\n", Dwell.seconds(60), Duration?.some(.seconds(900)), Int?.some(1000)),
+        ("alerts:\n  min_dwell: 2m\n  max_fix_age: 1h\n", Dwell.seconds(120), Duration?.some(.seconds(3600)), Int?.some(1000)),
+        ("alerts:\n  min_dwell: 3 fixes\n  max_fix_age: false\n", Dwell.fixes(3), nil, Int?.some(1000)),
+        ("alerts:\n  min_dwell: 1 fix\ninputs:\n  max_accuracy: 250\n", Dwell.fixes(1), Duration?.some(.seconds(900)), Int?.some(250)),
+        ("alerts:\n  min_dwell: 0\ninputs:\n  max_accuracy: off\n", Dwell.seconds(0), Duration?.some(.seconds(900)), nil),
+    ])
+    func alertRules(yaml: String, dwell: Dwell, maxFixAge: Duration?, maxAccuracy: Int?) throws {
+        let config = try load(yaml)
+        #expect(config.alerts.minDwell == dwell)
+        #expect(config.alerts.maxFixAge == maxFixAge)
+        #expect(config.inputs.maxAccuracy == maxAccuracy)
     }
 
     @Test("a syntax error names its line; a key given twice is an error")
@@ -266,6 +293,9 @@ struct ExampleAndIntakeTests {
         #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
         #expect(config.lamps[0].follows == .district("09162"))
         #expect(config.devices["alice/phone"]?.lang == .de)
+        #expect(config.inputs.maxAccuracy == 1000)
+        #expect(config.alerts.maxFixAge == .seconds(900))
+        #expect(config.alerts.minDwell == .seconds(60))
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")
@@ -274,7 +304,8 @@ struct ExampleAndIntakeTests {
         let keys = ["broker", "base_topic", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
                     "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry",
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
-                    "inputs.traccar", "inputs.max_payload", "alerts.expiry", "devices.<key>.lang", "devices.<key>.name",
+                    "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
+                    "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",
                     "homeassistant.discovery", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]

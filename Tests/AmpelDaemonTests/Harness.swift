@@ -157,12 +157,15 @@ struct RunningDaemon {
     let daemon: AmpelDaemon
     let task: Task<Void, any Error>
 
+    /// - Parameter limitsFixAge: keeps `alerts.max_fix_age`; off by default, because the tests'
+    ///   fixes carry fixed timestamps (`tst` 10, 100, 1602750000) decades behind the clock.
     static func start(broker: MosquittoBroker, stateDirectory: String, yaml: String = "", flags: ConfigurationOverrides = .init(),
-                      logger: Logger? = nil) throws -> RunningDaemon {
+                      logger: Logger? = nil, limitsFixAge: Bool = false) throws -> RunningDaemon {
         var flags = flags
         flags.broker = flags.broker ?? broker.url
         flags.stateDir = stateDirectory
-        let configuration = try DaemonConfiguration.load(yaml: yaml, environment: [:], flags: flags)
+        var configuration = try DaemonConfiguration.load(yaml: yaml, environment: [:], flags: flags)
+        if !limitsFixAge { configuration.alerts.maxFixAge = nil }
         let prepared = try DaemonRuntime.prepare(configuration)
         var logger = logger ?? Logger(label: "ampel.test")
         if logger.logLevel < .notice { logger.logLevel = .notice }

@@ -25,8 +25,8 @@ struct InputParserTests {
         #expect(outcomes["location-lat-missing"] == .dropped(.missingCoordinates, detail: "no latitude or longitude"))
         #expect(outcomes["transition-illegal-lat"] == .skipped("transition"))
         #expect(outcomes["lwt-notst"] == .skipped("lwt"))
-        // Locations are accepted with their coordinates and time.
-        #expect(outcomes["l"] == .fix(LocationFix(device: "alice/phone", latitude: 52.195913, longitude: 7.688245, tst: 1_699_882_482)))
+        // Locations are accepted with their coordinates, time and accuracy.
+        #expect(outcomes["l"] == .fix(LocationFix(device: "alice/phone", latitude: 52.195913, longitude: 7.688245, tst: 1_699_882_482, accuracy: 35)))
         #expect(outcomes["location-short"] == .fix(LocationFix(device: "alice/phone", latitude: 44.221389, longitude: 6.64635, tst: 1_692_430_980)))
         for name in ["l2", "location-5s", "location-sk"] {
             guard case .fix = outcomes[name] else {
@@ -80,6 +80,20 @@ struct InputParserTests {
         #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5}}"#) == .dropped(.unsafeDeviceKey, detail: "no device.uniqueId"))
         #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5},"device":{"uniqueId":"///"}}"#) == .dropped(.unsafeDeviceKey, detail: "device.uniqueId gives no usable key"))
         #expect(parse(.traccar, "", #"{"position":{"latitude":48.1,"longitude":11.5,"fixTime":"yesterday"},"device":{"uniqueId":"a"}}"#) == .dropped(.invalidTimestamp, detail: "position.fixTime is no date"))
+    }
+
+    @Test("Traccar positions marked valid: false are skipped; accuracy, OwnTracks and plain acc are read, a bad one ignored")
+    func validityAndAccuracy() {
+        let invalid = #"{"position":{"latitude":0,"longitude":0,"valid":false,"fixTime":1604570400000},"device":{"uniqueId":"van-7"}}"#
+        #expect(parse(.traccar, "", invalid) == .skipped("invalid"))
+        let valid = #"{"position":{"latitude":48.1,"longitude":11.5,"valid":true,"accuracy":12.5,"fixTime":1604570400000},"device":{"uniqueId":"van-7"}}"#
+        #expect(parse(.traccar, "", valid) == .fix(LocationFix(device: "van-7", latitude: 48.1, longitude: 11.5, tst: 1_604_570_400, accuracy: 12.5)))
+        #expect(parse(.owntracks, #"{"_type":"location","lat":48.1,"lon":11.5,"tst":1,"acc":1500}"#)
+            == .fix(LocationFix(device: "alice/phone", latitude: 48.1, longitude: 11.5, tst: 1, accuracy: 1500)))
+        #expect(parse(.plain, "car", #"{"lat":48.1,"lon":11.5,"acc":30}"#) == .fix(LocationFix(device: "car", latitude: 48.1, longitude: 11.5, tst: nil, accuracy: 30)))
+        for acc in [#""far""#, "-5", "null"] {
+            #expect(parse(.plain, "car", #"{"lat":48.1,"lon":11.5,"acc":\#(acc)}"#) == .fix(LocationFix(device: "car", latitude: 48.1, longitude: 11.5, tst: nil)), "\(acc)")
+        }
     }
 
     @Test("not JSON, not an object, and oversized payloads are dropped with their reason")

@@ -14,6 +14,7 @@ struct PayloadsTests {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
+            var alertsSuppressed: [String: Int]
         }
         struct Rebuilt: Encodable {
             var complete: Bool, devices: Int, districts: Int, expectedDevices: Int?, known: Int, skipped: Int
@@ -56,7 +57,7 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits),
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, alertsSuppressed: k.alertsSuppressed),
                          forKey: .counters)
             try c.encode(info.stateRecovered.map { recovered in
                 Recovered(at: recovered.at, movedTo: recovered.movedTo, reason: recovered.reason, rebuilt: recovered.rebuilt.map {
@@ -84,6 +85,7 @@ struct PayloadsTests {
         counters.republished = 200_431
         counters.invalidLang = 6
         counters.alertsResent = 3
+        counters.alertsSuppressed = ["old-fix": 4, "dwell": 2]
         counters.intakePaused = 12
         counters.outgoingWaits = 13
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",

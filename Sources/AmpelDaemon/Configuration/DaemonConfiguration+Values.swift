@@ -58,6 +58,22 @@ extension DaemonConfiguration {
         return text
     }
 
+    /// A duration (`60s`, `2m`, `0`) or a number of fixes (`3 fixes`, `1 fix`), for `alerts.min_dwell`.
+    static func dwell(_ text: String) throws(ConfigurationError.Problem) -> Dwell {
+        let words = text.lowercased().split(separator: " ", omittingEmptySubsequences: true)
+        if words.count == 2, words[1] == "fixes" || words[1] == "fix" {
+            guard words[0].allSatisfy(\.isASCII), let count = Int(words[0]), (0...1_000_000).contains(count) else {
+                throw .init("'\(text)' is not a number of fixes from 0 to 1000000 (3 fixes)")
+            }
+            return .fixes(count)
+        }
+        do {
+            return .seconds(Int(try duration(text).components.seconds))
+        } catch {
+            throw .init("'\(text)' is neither a duration (60s, 2m) nor a number of fixes (3 fixes)")
+        }
+    }
+
     /// Whole seconds, or a number with `s`, `m`, `h` or `d`: `600`, `10m`, `48h`; at most 100 years.
     ///
     /// - Parameter minimum: the shortest accepted duration in seconds (`keepalive` needs 5).

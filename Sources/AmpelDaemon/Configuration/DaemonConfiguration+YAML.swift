@@ -37,8 +37,12 @@ extension DaemonConfiguration {
         if let m = try top.mapping("data") { try readData(m) }
         if let m = try top.mapping("inputs") { try readInputs(m) }
         if let m = try top.mapping("alerts") {
-            try m.allow(["expiry"])
+            try m.allow(["expiry", "max_fix_age", "min_dwell"])
             if let v = m["expiry"] { alerts.expiry = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
+            if let v = m["max_fix_age"] {
+                alerts.maxFixAge = try v.unlessOff { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) }
+            }
+            if let v = m["min_dwell"] { alerts.minDwell = try v.convert(Self.dwell) }
         }
         if let m = try top.mapping("devices") { try readDevices(m) }
         if let m = try top.mapping("homeassistant") {
@@ -77,13 +81,19 @@ extension DaemonConfiguration {
     }
 
     mutating func readInputs(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["owntracks", "plain", "traccar", "max_payload"])
+        try m.allow(["owntracks", "plain", "traccar", "max_payload", "max_accuracy"])
         if let v = m["owntracks"] { inputs.owntracks = try v.filters() }
         if let v = m["plain"] { inputs.plain = try v.filters() }
         if let v = m["traccar"] { inputs.traccar = try v.filters() }
         if let v = m["max_payload"] {
             inputs.maxPayload = try v.convert { (s) throws(ConfigurationError.Problem) in
                 guard let n = Int(s), (64...10_000_000).contains(n) else { throw .init("'\(s)' is not a byte count from 64 to 10000000") }
+                return n
+            }
+        }
+        if let v = m["max_accuracy"] {
+            inputs.maxAccuracy = try v.unlessOff { (s) throws(ConfigurationError.Problem) in
+                guard let n = Int(s), (1...10_000_000).contains(n) else { throw .init("'\(s)' is not a distance in whole metres from 1 to 10000000, or false") }
                 return n
             }
         }
@@ -222,6 +232,13 @@ struct ValueReader {
         } catch {
             throw self.error(error.message)
         }
+    }
+
+    /// `nil` for `false` (or `off`, `no`, null): a limit switched off; otherwise the value parsed.
+    func unlessOff<T>(_ parse: (String) throws(ConfigurationError.Problem) -> T) throws(ConfigurationError) -> T? {
+        if isNull { return nil }
+        if let flag = try? bool(), flag == false { return nil }
+        return try convert(parse)
     }
 
     /// One topic filter, a list of them, or `false`/null/`[]` for none.

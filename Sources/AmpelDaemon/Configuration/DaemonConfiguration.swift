@@ -84,11 +84,20 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var traccar: [MQTTTopicFilter] = []
         /// Larger payloads are dropped unread.
         public var maxPayload = 16_384
+        /// A fix whose `acc` is above this many metres moves no device into another district
+        /// (counted as `inaccurate`); `nil` (`false` in the file) for no limit.
+        public var maxAccuracy: Int? = 1_000
     }
 
     public struct AlertSettings: Sendable, Hashable {
         /// MQTT 5 message expiry of alerts (an alert for a phase long past helps no one).
         public var expiry: Duration = .seconds(3600)
+        /// A fix older than this when it arrives (its own time against the daemon's clock)
+        /// moves no device into another phase, so it alerts no one: phones deliver the fixes
+        /// they queued offline in a burst. `nil` (`false` in the file) for no limit.
+        public var maxFixAge: Duration? = .seconds(15 * 60)
+        /// How long, or for how many fixes, a device must stay in a new phase before its alert.
+        public var minDwell: Dwell = .none
     }
 
     public struct DeviceSettings: Sendable, Hashable {

@@ -71,10 +71,19 @@ public struct SignalEngine: Sendable {
         /// arrives meanwhile waits for at most one batch: 500 devices' configs and states take
         /// about 10 ms to build (2,000 held fixes back 40 ms at 1,000,000 devices).
         public var recoveryBatch: Int
+        /// A fix older than this when it arrives (its `tst` against the time it arrived) moves
+        /// no device into another phase and so alerts no one; `nil` for no limit.
+        public var maxFixAge: Duration?
+        /// A fix whose `acc` is above this many metres moves no device into another district;
+        /// `nil` for no limit.
+        public var maxAccuracy: Double?
+        /// How long a device must stay in a new phase it moved into before its alert goes out.
+        public var minDwell: Dwell
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
-                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500) {
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500,
+                    maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none) {
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -84,6 +93,9 @@ public struct SignalEngine: Sendable {
             self.lamps = lamps
             self.discovery = discovery
             self.recoveryBatch = max(1, recoveryBatch)
+            self.maxFixAge = maxFixAge
+            self.maxAccuracy = maxAccuracy
+            self.minDwell = minDwell
         }
     }
 
@@ -143,6 +155,8 @@ public struct SignalEngine: Sendable {
         case persist(Change)
         /// A fix that was not applied, with the reason (counted by the daemon).
         case dropped(DropReason)
+        /// A device's phase change that sent no alert, with the reason (counted by the daemon).
+        case alertSuppressed(AlertSuppression)
         /// A signal could not be computed (bad incidence in the data); logged by the daemon.
         case problem(String)
         /// Publish `bridge/info` now (its counters live in the daemon).
@@ -173,6 +187,10 @@ public struct SignalEngine: Sendable {
     /// The device keys a re-evaluation after new data still has to look at, from `next` on.
     private var reevaluation: (generation: Int, keys: [String], next: Int, announce: Bool)?
     private var reevaluations = 0
+    /// Devices whose latest fixes lie in a phase not confirmed yet (``Settings/minDwell``,
+    /// ``Settings/maxFixAge``), by the key's bytes as in ``DeviceTable``. Not persisted: a
+    /// restart starts the dwell again with the next fix (decision 32).
+    private var pending: [[UInt8]: PendingPhase] = [:]
 
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
@@ -333,6 +351,7 @@ public struct SignalEngine: Sendable {
         if let previous, let tst = fix.tst, tst < previous.tst {
             return [.dropped(.outOfOrder)]
         }
+        let tst = fix.tst ?? receivedAt
         let messageLang = fix.lang ?? previous?.lang
         let language = self.language(device: key, messageLang: messageLang)
         let signal: Signal
@@ -341,20 +360,59 @@ public struct SignalEngine: Sendable {
         } catch {
             return [.problem(error.message)]
         }
+        let inaccurate = settings.maxAccuracy.map { (fix.accuracy ?? 0) > $0 } ?? false
+        // A coarse fix may say "still here", never "somewhere else": near a border its circle
+        // covers both sides, and following it flipped the phase back and forth.
+        if inaccurate, previous == nil || previous?.district?.ags != signal.district?.ags {
+            return [.dropped(.inaccurate)]
+        }
+        var actions: [Action] = []
+        // The signal the record takes: the fix's own, or the one last announced while a move
+        // into another phase waits to be confirmed.
+        var shown = signal
+        let pendingKey = Array(key.utf8)
+        if let previous, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
+            let old = settings.maxFixAge.map { receivedAt - tst > Int($0.components.seconds) } ?? false
+            var entered: PendingPhase
+            if let current = pending[pendingKey], current.phase == signal.phase {
+                entered = current
+            } else {
+                // An excursion into a third phase ends the one before, unannounced.
+                if pending[pendingKey]?.fresh == true { actions.append(.alertSuppressed(.dwell)) }
+                if old { actions.append(.alertSuppressed(.oldFix)) }
+                entered = PendingPhase(phase: signal.phase, since: tst, fixes: 0, fresh: !old)
+            }
+            entered.fixes += 1
+            // An old fix can tell how long the device has been there, but only a fresh one
+            // confirms: the alert is about where the person is now.
+            if !old, settings.minDwell.isMet(since: entered.since, tst: tst, fixes: entered.fixes) {
+                pending[pendingKey] = nil
+            } else {
+                pending[pendingKey] = entered
+                do {
+                    shown = try self.signal(at: previous.district.map { ($0.ags, $0.name) }, language: language)
+                } catch {
+                    return actions + [.problem(error.message)]
+                }
+            }
+        } else if !inaccurate, let left = pending.removeValue(forKey: pendingKey), left.fresh, left.phase != signal.phase {
+            // Back in the phase last announced (or in another district of it) before the dwell was met.
+            actions.append(.alertSuppressed(.dwell))
+        }
         // The signal names the district as the data knows it (the geometry's name where the data does not).
-        let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: fix.tst ?? receivedAt, lang: messageLang,
-                                  district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
+        let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: tst, lang: messageLang,
+                                  district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale)
         devices[key] = record
-        var actions: [Action] = [.persist(.device(key: key, record: record))]
+        actions.append(.persist(.device(key: key, record: record)))
         if previous == nil, let discovery = settings.discovery {
             actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
         }
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
-        if previous?.phase != signal.phase {
-            actions.append(.publish(deviceAlert(key, from: previous?.phase, signal), kind: .deviceAlert))
+        if previous?.phase != shown.phase {
+            actions.append(.publish(deviceAlert(key, from: previous?.phase, shown), kind: .deviceAlert))
         }
-        actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+        actions.append(.publish(deviceState(key, record, shown), kind: .deviceState))
         if started {
             actions += lamps(force: false, device: key)
         }

@@ -16,14 +16,19 @@ public struct LocationFix: Sendable, Hashable {
     /// scanner, or no language Ampel speaks (``AmpelDomain/Language``). The device keeps the
     /// language it had; the daemon counts it (`invalidLang` in `bridge/info`).
     public var langIgnored: Bool
+    /// The radius of the fix's uncertainty in metres (OwnTracks and plain `acc`, Traccar
+    /// `accuracy`); `nil` when the message did not say, or said something that is no distance.
+    public var accuracy: Double?
 
-    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false) {
+    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false,
+                accuracy: Double? = nil) {
         self.device = device
         self.latitude = latitude
         self.longitude = longitude
         self.tst = tst
         self.lang = lang
         self.langIgnored = langIgnored
+        self.accuracy = accuracy
     }
 }
 
@@ -33,7 +38,7 @@ public enum InputKind: String, Sendable, Hashable, CaseIterable, Codable {
     case owntracks
     /// `{"lat","lon"}` or `{"latitude","longitude"}`, device key from the topic.
     case plain
-    /// Traccar event forwarding, device key from `device.uniqueId`.
+    /// Traccar position forwarding (`forward.type=mqtt`), device key from `device.uniqueId`.
     case traccar
 }
 
@@ -58,6 +63,9 @@ public struct DropReason: RawRepresentable, Sendable, Hashable, Comparable, Cust
     public static let unsafeDeviceKey = DropReason(rawValue: "unsafe-device-key")
     /// A fix older (by `tst`) than the one held for the device.
     public static let outOfOrder = DropReason(rawValue: "out-of-order")
+    /// A fix whose `acc` is above `inputs.max_accuracy` that would have moved its device into
+    /// another district (or placed a device never seen).
+    public static let inaccurate = DropReason(rawValue: "inaccurate")
 }
 
 /// What an input parser made of one message.
@@ -105,7 +113,8 @@ public struct InputParser: Sendable {
             let known = ["lwt", "transition", "waypoint", "waypoints", "card", "encrypted", "cmd", "status", "steps", "beacon", "dump", "configuration", "request"]
             return .skipped(known.contains(type) ? type : "other")
         }
-        return makeFix(topicKey: topicKey, lat: message.number("lat"), lon: message.number("lon"), tst: message.number("tst"), lang: nil)
+        return makeFix(topicKey: topicKey, lat: message.number("lat"), lon: message.number("lon"), tst: message.number("tst"), lang: nil,
+                       accuracy: message.number("acc"))
     }
 
     func plain(topicKey: String, _ payload: [UInt8]) -> ParseOutcome {
@@ -114,7 +123,7 @@ public struct InputParser: Sendable {
         }
         let lang = message.language("lang")
         let outcome = makeFix(topicKey: topicKey, lat: message.number(anyOf: "lat", "latitude"), lon: message.number(anyOf: "lon", "longitude"),
-                              tst: message.number("tst"), lang: lang.value)
+                              tst: message.number("tst"), lang: lang.value, accuracy: message.number("acc"))
         guard lang.ignored, case .fix(var fix) = outcome else { return outcome }
         fix.langIgnored = true
         return .fix(fix)
@@ -127,6 +136,9 @@ public struct InputParser: Sendable {
         } catch {
             return .dropped(.notJSON, detail: "not a JSON object")
         }
+        // Traccar marks a position its device could not fix (no satellites, a stale cell) with
+        // `valid: false`; its coordinates are the last known ones or zero.
+        if message.valid == .value(false) { return .skipped("invalid") }
         guard case .value(let raw) = message.uniqueId else {
             return .dropped(.unsafeDeviceKey, detail: "no device.uniqueId")
         }
@@ -142,10 +154,11 @@ public struct InputParser: Sendable {
             guard let seconds = InternetTime.parse(text) else { return .dropped(.invalidTimestamp, detail: "position.fixTime is no date") }
             tst = .value(seconds.rounded(.down))
         }
-        return makeFix(topicKey: key, lat: message.lat, lon: message.lon, tst: tst, lang: nil)
+        return makeFix(topicKey: key, lat: message.lat, lon: message.lon, tst: tst, lang: nil, accuracy: message.accuracy)
     }
 
-    func makeFix(topicKey: String, lat: Field<Double>, lon: Field<Double>, tst: Field<Double>, lang: String?) -> ParseOutcome {
+    func makeFix(topicKey: String, lat: Field<Double>, lon: Field<Double>, tst: Field<Double>, lang: String?,
+                 accuracy: Field<Double> = .missing) -> ParseOutcome {
         guard DeviceKey.isSafe(topicKey) else {
             if let scalar = DeviceKey.firstUnsafeScalar(topicKey) {
                 let hex = String(scalar.value, radix: 16, uppercase: true)
@@ -175,7 +188,11 @@ public struct InputParser: Sendable {
             guard value.isFinite, value >= 0, value < 1e12 else { return .dropped(.invalidTimestamp, detail: "tst out of range") }
             seconds = Int(value)
         }
-        return .fix(LocationFix(device: topicKey, latitude: latitude, longitude: longitude, tst: seconds, lang: lang))
+        // An accuracy that is no distance is ignored rather than the fix dropped: the position is
+        // still good, and `acc` is optional in every format.
+        var metres: Double?
+        if case .value(let value) = accuracy, value.isFinite, value >= 0 { metres = value }
+        return .fix(LocationFix(device: topicKey, latitude: latitude, longitude: longitude, tst: seconds, lang: lang, accuracy: metres))
     }
 }
 
@@ -292,10 +309,12 @@ enum NumberOrText: Decodable, Sendable, Hashable {
     }
 }
 
-/// `{"position":{"latitude","longitude","fixTime"},"device":{"uniqueId"}}`.
+/// `{"position":{"latitude","longitude","fixTime","accuracy","valid"},"device":{"uniqueId"}}`.
 struct TraccarMessage: Decodable {
     var lat: Field<Double> = .missing
     var lon: Field<Double> = .missing
+    var accuracy: Field<Double> = .missing
+    var valid: Field<Bool> = .missing
     var fixTime: Field<NumberOrText> = .missing
     var uniqueId: Field<String> = .missing
 
@@ -305,6 +324,8 @@ struct TraccarMessage: Decodable {
             lat = position.field(Double.self, "latitude")
             lon = position.field(Double.self, "longitude")
             fixTime = position.field(NumberOrText.self, "fixTime")
+            accuracy = position.field(Double.self, "accuracy")
+            valid = position.field(Bool.self, "valid")
         }
         if let device = try? c.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("device")) {
             uniqueId = device.field(String.self, "uniqueId")

@@ -106,6 +106,8 @@ public struct Counters: Sendable, Hashable {
     /// Bad payloads, by ``DropReason``.
     public var dropped: [String: Int] = [:]
     public var alerts = 0
+    /// Device phase changes that sent no alert, by ``AlertSuppression`` (`old-fix`, `dwell`).
+    public var alertsSuppressed: [String: Int] = [:]
     public var published = 0
     public var publishFailures = 0
     public var datasetsApplied = 0
@@ -148,6 +150,8 @@ public struct Counters: Sendable, Hashable {
         json.number(alerts)
         json.raw(#","alertsResent":"#)
         json.number(alertsResent)
+        json.raw(#","alertsSuppressed":"#)
+        table(alertsSuppressed)
         json.raw(#","datasetsApplied":"#)
         json.number(datasetsApplied)
         json.raw(#","datasetsRejected":"#)

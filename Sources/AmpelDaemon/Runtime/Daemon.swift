@@ -131,7 +131,9 @@ public actor AmpelDaemon: Service {
             alertExpiry: configuration.mqtt.protocolVersion == .v311 ? nil : configuration.alerts.expiry,
             lamps: configuration.lamps,
             discovery: configuration.homeAssistant.discovery
-                ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil)
+                ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil,
+            maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
+            minDwell: configuration.alerts.minDwell)
     }
 
     enum Input: Sendable {
@@ -644,7 +646,11 @@ public actor AmpelDaemon: Service {
                     publishFailed(message, error)
                 }
             case .dropped(let reason):
-                drop(reason, detail: "older than the fix held for the device", topic: topic)
+                drop(reason, detail: reason == .inaccurate ? "acc above inputs.max_accuracy, in another district" : "older than the fix held for the device",
+                     topic: topic)
+            case .alertSuppressed(let reason):
+                counters.alertsSuppressed[reason.rawValue, default: 0] += 1
+                infoDirty = true
             case .problem(let message):
                 logger.warning("no signal", metadata: ["problem": "\(message)"])
             case .publishInfo:

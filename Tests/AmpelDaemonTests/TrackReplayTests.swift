@@ -1,0 +1,127 @@
+@testable import AmpelDaemon
+import AmpelDomain
+import Foundation
+import Testing
+
+/// Recorded tracks (Fixtures/tracks) replayed fix by fix through the engine with the bundled
+/// geometry, on their own timestamps: the alerts with `alerts.min_dwell` are exactly the ones a
+/// plain reading of the track's phases gives (a run of fixes in one phase that lasts the dwell),
+/// and never more than without it.
+@Suite("Recorded tracks through the engine")
+struct TrackReplayTests {
+    struct Fix {
+        var lat: Double
+        var lon: Double
+        var tst: Int
+    }
+
+    static let locator = try! GeoLocator.bundled()
+
+    static func fixture(_ name: String) throws -> String {
+        let url = try #require(Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures/tracks"))
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    /// barefoot's JSON: `{"point":"POINT(lon lat)","time":"2014-09-10 06:54:07+0200"}`.
+    static func barefoot() throws -> [Fix] {
+        let data = Data(try fixture("barefoot_x0001-001.json").utf8)
+        let points = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+        return try points.map { point in
+            let wkt = try #require(point["point"] as? String)
+            let numbers = wkt.dropFirst("POINT(".count).dropLast().split(separator: " ").compactMap { Double($0) }
+            // RFC 3339 wants a `T` and a colon in the offset.
+            var time = try #require(point["time"] as? String).replacingOccurrences(of: " ", with: "T")
+            time.insert(":", at: time.index(time.endIndex, offsetBy: -2))
+            let tst = try #require(InternetTime.parse(time), "\(time)")
+            return Fix(lat: numbers[1], lon: numbers[0], tst: Int(tst))
+        }
+    }
+
+    /// GPX `<trkpt lat lon><time>`.
+    static func gpx(_ name: String) throws -> [Fix] {
+        let text = try fixture(name)
+        let pattern = try NSRegularExpression(pattern: #"<trkpt lat="([-0-9.]+)" lon="([-0-9.]+)">.*?<time>([^<]+)</time>"#,
+                                              options: [.dotMatchesLineSeparators])
+        let range = NSRange(text.startIndex..., in: text)
+        return try pattern.matches(in: text, range: range).map { match in
+            func group(_ index: Int) -> String { String(text[Range(match.range(at: index), in: text)!]) }
+            let tst = try #require(InternetTime.parse(group(3)), "\(group(3))")
+            return Fix(lat: try #require(Double(group(1))), lon: try #require(Double(group(2))), tst: Int(tst))
+        }
+    }
+
+    /// The `to` phase of every device alert when `fixes` are fed to an engine with `dwell`.
+    static func replay(_ fixes: [Fix], dataset: Dataset, dwell: Dwell) throws -> [String] {
+        var settings = Fixtures.settings(discovery: false)
+        settings.minDwell = dwell
+        var engine = SignalEngine(settings: settings, dataset: dataset, stale: false)
+        _ = engine.event(.start)
+        var alerts: [String] = []
+        for fix in fixes {
+            let place = locator.place(latitude: fix.lat, longitude: fix.lon)
+            let location = LocationFix(device: "track", latitude: fix.lat, longitude: fix.lon, tst: fix.tst)
+            for message in engine.event(.fix(location, place: place, receivedAt: fix.tst)).published where message.topic.hasSuffix("/alert") {
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+                alerts.append(try #require(json["to"] as? String))
+            }
+        }
+        return alerts
+    }
+
+    /// The phases a dwell lets through, read off the track: split it into runs of fixes in one
+    /// phase; a run announces its phase when it differs from the last one announced and its
+    /// first and last fixes lie `seconds` apart (or it has `count` fixes). The first run is a
+    /// first sighting and announces at once. Fixes older than the one before are left out.
+    static func expected(_ fixes: [Fix], dataset: Dataset, dwell: Dwell) throws -> (alerts: [String], runs: Int) {
+        var runs: [(phase: String, first: Int, last: Int, count: Int)] = []
+        // The planned route's synthetic times jump back where its segments were joined; a fix
+        // older than the one before is out of order, and the engine drops it.
+        for fix in fixes where fix.tst >= runs.last?.last ?? .min {
+            let place = locator.place(latitude: fix.lat, longitude: fix.lon)
+            let signal = try Fixtures.ruleSet.signal(atDistrict: place.district?.ags, placeName: place.district?.name, dataset: dataset,
+                                                     region: .bavaria, language: .en, stale: false)
+            if runs.last?.phase == signal.phase {
+                runs[runs.count - 1].last = fix.tst
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append((signal.phase, fix.tst, fix.tst, 1))
+            }
+        }
+        var alerts: [String] = []
+        for run in runs where alerts.last != run.phase {
+            let lasts: Bool
+            switch dwell {
+            case .seconds(let seconds): lasts = run.last - run.first >= seconds
+            case .fixes(let count): lasts = run.count >= count
+            }
+            if alerts.isEmpty || lasts { alerts.append(run.phase) }
+        }
+        return (alerts, runs.count)
+    }
+
+    static let tracks: [(name: String, load: @Sendable () throws -> [Fix])] = [
+        ("barefoot München", { try barefoot() }),
+        ("A5 Augsburg-München", { try gpx("rallygpxmerger_A5_Augsburg-Muenchen_PLANNED.gpx") }),
+    ]
+
+    @Test("alerts along a recorded track with and without a dwell match the track's phase runs", arguments: [0, 1])
+    func replay(track: Int) throws {
+        let (name, load) = Self.tracks[track]
+        let fixes = try load()
+        #expect(fixes.count > 1000, "\(name): \(fixes.count) fixes read")
+        for dataset in [Fixtures.october, Fixtures.november] {
+            var counts: [String] = []
+            let immediate = try Self.replay(fixes, dataset: dataset, dwell: .none)
+            let (plain, runs) = try Self.expected(fixes, dataset: dataset, dwell: .none)
+            #expect(immediate == plain, "\(name), \(dataset.date.iso), no dwell")
+            counts.append("no dwell \(immediate.count)")
+            for dwell in [Dwell.seconds(60), .fixes(3)] {
+                let alerts = try Self.replay(fixes, dataset: dataset, dwell: dwell)
+                #expect(alerts == (try Self.expected(fixes, dataset: dataset, dwell: dwell).alerts), "\(name), \(dataset.date.iso), \(dwell)")
+                #expect(alerts.count <= immediate.count)
+                counts.append("\(dwell) \(alerts.count)")
+            }
+            print("\(name), data of \(dataset.date.iso): \(fixes.count) fixes, \(runs) phase runs; alerts: \(counts.joined(separator: ", "))")
+        }
+    }
+}
