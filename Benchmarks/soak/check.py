@@ -26,8 +26,12 @@ What is expected, computed here and not read from the daemon:
     null on the first fix (docs/topics.md: "the device's phase differs from its last known
     phase (a first sighting counts)"); per district, an alert whenever a publication moves it
     to another phase (never for the first data of a fresh daemon).
-Only one thing is taken from the daemon: where, between two fixes of a device, a new
-publication took effect. A fix and a refresh that happen close together may be handled in
+Only two things are taken from the daemon: where, between two fixes of a device, a new
+publication took effect, and whether the daemon's walk over its devices after the publication
+reached the device before its next fix (docs/DESIGN.md, decision 29: the re-evaluation goes in
+paced batches; a fix that comes first is judged with the new data at once, so that device gets
+one alert from its old phase at its old place to its new phase at its new one, not two). The
+walk's state for a device (the new `dataDate` with the `tst` of its last fix) says it did. A fix and a refresh that happen close together may be handled in
 either order; the state the daemon published for the fix (its `tst` and `dataDate`) says which,
 and that order is then checked for plausibility against the times (a fix cannot have been
 handled with a publication served after its state arrived or more than --slack seconds after
@@ -97,6 +101,8 @@ def main():
     ap.add_argument("--ampel", required=True, help="the ampel binary under test (for resolve)")
     ap.add_argument("--slack", type=float, default=5.0,
                     help="seconds a fix may be handled with the previous publication after the next was served")
+    ap.add_argument("--walk-time", type=float, default=30.0,
+                    help="seconds after a publication by which its walk must have reached every device")
     ap.add_argument("--rss-growth-max", type=float, default=5.0,
                     help="fail when the last window's median RSS exceeds the first's by more than this many percent")
     ap.add_argument("--rss-slope-max", type=float, default=10.0,
@@ -194,6 +200,7 @@ def main():
     fix_state_t = array("q", [0]) * n_fixes
     next_fix = collections.defaultdict(int)   # device -> position in by_device[device]
     alerts = collections.defaultdict(list)    # device -> [(from, to, day, ags)]
+    reevaluated = set()                       # (fix index, day): the walk re-evaluated that fix's place
     alert_count = 0
     district_alerts = []
     counts = collections.Counter()
@@ -236,6 +243,7 @@ def main():
                     next_fix[dev] = j + 1
                 elif k > 0 and f_tst[fixes[k - 1]] == tst:
                     i = fixes[k - 1]
+                    reevaluated.add((i, day))
                     counts["reevaluationStates"] += 1
                     republish_count[day] += 1
                     republish_last[day] = max(republish_last.get(day, 0), int(t))
@@ -303,17 +311,23 @@ def main():
     expected_total = 0
     missing, doubled, unexpected, misordered = [], [], [], 0
     n_missing = n_doubled = n_unexpected = 0
+    # A walk has a whole interval to reach every device: one that did not, although the next
+    # publication (or the end of the load) came more than --walk-time later, lost its alert.
+    load_end = max(f_t) if n_fixes else 0
+    walk_missed, walk_missed_examples = 0, []
     by_cause = collections.Counter()
     for dev, fixes in by_device.items():
         want = []
         cur = None
         k_cur = fix_day[fixes[0]]
         last_ags = None
+        last_i = None
         for i in fixes:
             k = fix_day[i]
             while k_cur < k:          # publications that took effect before this fix
                 k_cur += 1
-                if last_ags is not None:
+                # Only where the walk reached the device before this fix.
+                if last_ags is not None and (last_i, served[k_cur]) in reevaluated:
                     p = phase_of(served[k_cur], last_ags)
                     if p != cur:
                         want.append((cur or "null", p, served[k_cur], last_ags)); by_cause["publication"] += 1
@@ -324,10 +338,18 @@ def main():
                 want.append((cur or "null", p, served[k], code)); by_cause["first" if cur is None else "movement"] += 1
                 cur = p
             last_ags = code
+            last_i = i
         while k_cur < last:           # publications after the device's last fix
             k_cur += 1
             p = phase_of(served[k_cur], last_ags)
-            if p != cur:
+            # A walk cut short by the next publication never reached the device for this one.
+            if p != cur and (last_i, served[k_cur]) not in reevaluated:
+                until = serve_times[k_cur + 1] if k_cur + 1 < len(served) else load_end
+                if until - serve_times[k_cur] > args.walk_time * 1000:
+                    walk_missed += 1
+                    if len(walk_missed_examples) < 10:
+                        walk_missed_examples.append({"device": dev, "dataDate": served[k_cur], "from": cur, "to": p})
+            if p != cur and (last_i, served[k_cur]) in reevaluated:
                 want.append((cur, p, served[k_cur], last_ags)); by_cause["publication"] += 1
                 cur = p
         got = alerts.pop(dev, [])
@@ -402,8 +424,9 @@ def main():
     check("publications", len(served) >= 2 and not unknown_days and "served-day-twice" not in problems,
           {"served": len(served), "daysNotServed": dict(unknown_days),
            "rule": "at least one new publication taken; every dataDate published is a day that was served"})
-    check("deviceAlerts", n_missing == 0 and n_doubled == 0 and n_unexpected == 0 and misordered == 0,
+    check("deviceAlerts", n_missing == 0 and n_doubled == 0 and n_unexpected == 0 and misordered == 0 and walk_missed == 0,
           {"expected": expected_total, "received": alert_count, "missing": n_missing, "doubled": n_doubled,
+           "notReachedByTheWalk": walk_missed, "examplesNotReached": walk_missed_examples,
            "unexpected": n_unexpected, "devicesMisordered": misordered,
            "examplesMissing": missing, "examplesDoubled": doubled, "examplesUnexpected": unexpected})
     check("districtAlerts", not d_missing and not d_extra,
