@@ -51,6 +51,10 @@ struct RunWebhookTests {
         let keys = (0..<10).map { "dev\($0)" }
         try await RunCrashTests.round(broker, devices: keys.count, tst: 100, at: RunCrashTests.muenchen)
         try await withTimeout(.seconds(60), "10 delivered POSTs") { await server.waitForDelivered(keys.count) }
+        // The daemon counts a POST once it has read the answer: its next bridge/info says so.
+        try await collector.wait("bridge/info with 10 delivered", timeout: .seconds(30)) { records in
+            records.contains { $0.topic == "ampel/bridge/info" && $0.payload.contains(#""hook":{"delivered":10,"#) }
+        }
         _ = try await collector.stop(daemon)
         try await server.shutdown()
 

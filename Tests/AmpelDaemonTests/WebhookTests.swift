@@ -187,6 +187,12 @@ struct WebhookSenderTests {
         }
     }
 
+    /// The sender's end; a sender that keeps posting (a broken bound) fails the test instead of hanging it.
+    static func end(_ run: Task<Int, Never>) async throws -> Int {
+        defer { run.cancel() }
+        return try await withTimeout(.seconds(10), "the sender to finish") { await run.value }
+    }
+
     @Test("backoff: 1, 2, 4, 8 s before the retries, each shortened by at most half; five attempts in all")
     func backoffSchedule() {
         let policy = WebhookSender.retry
@@ -221,7 +227,7 @@ struct WebhookSenderTests {
             endpoint.answer(.delivered)
         }
         sender.finish()
-        #expect(await run.value == 0)
+        #expect(try await Self.end(run) == 0)
         #expect(endpoint.received.map(\.alertID) == [1, 2, 3, 4])
         let stats = sender.stats
         #expect(stats.delivered == 4 && stats.droppedQueueFull == 2 && stats.queued == 0 && stats.failedAttempts == 0)
@@ -242,7 +248,7 @@ struct WebhookSenderTests {
         try await endpoint.awaitCalls(6)
         endpoint.answer(.delivered)
         sender.finish()
-        _ = await run.value
+        _ = try await Self.end(run)
         #expect(endpoint.received.map(\.alertID) == [1, 1, 1, 1, 1, 2])
         let taken = pauses.taken.withLock { $0 }
         #expect(taken.count == 4)
@@ -267,7 +273,7 @@ struct WebhookSenderTests {
         try await endpoint.awaitCalls(2)
         endpoint.answer(.delivered)
         sender.finish()
-        _ = await run.value
+        _ = try await Self.end(run)
         #expect(endpoint.received.map(\.alertID) == [1, 2])
         #expect(pauses.taken.withLock { $0 }.isEmpty)
         #expect(sender.stats.droppedGaveUp == 1 && sender.stats.failedAttempts == 1 && sender.stats.delivered == 1)
