@@ -112,6 +112,39 @@ struct RunWebhookTests {
         #expect(counters["delivered"] as? Int == 0, "\(counters)")
     }
 
+    @Test("kill -9 while alerts wait for a retry: they are lost, and the restart sends only new alerts (nothing twice)")
+    func killLosesTheQueue() async throws {
+        let server = try await HTTPFixtureServer.start()
+        server.inject(.status(503))
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
+        defer { collector.stop() }
+        var daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        let devices = 10
+        try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
+        try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { Self.alerts($0) >= devices }
+        // The first POST failed; it and the rest wait for its retry (0.5 to 1 s).
+        await server.waitForRequests(1)
+        daemon.process.signal(SIGKILL)
+        _ = try await daemon.exit()
+        let lost = devices - server.delivered.count
+        daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await daemon.awaitLog("subscribed")
+        // One new crossing after the restart.
+        try await RunCrashTests.send(broker, [("dev0", RunCrashTests.altoetting)], tst: 200)
+        try await withTimeout(.seconds(30), "the new alert's POST") { await server.waitForDelivered(1) }
+        _ = try await collector.stop(daemon)
+        try await server.shutdown()
+        print("kill -9 with \(lost) of \(devices) webhook alerts undelivered: the restart delivered \(server.delivered.count - 1) of them")
+        let bodies = try server.delivered.map { try #require(try JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
+        #expect(bodies.map { "\($0["device"] ?? "?") \($0["from"] ?? "?")>\($0["to"] ?? "?")" } == ["dev0 red>green"])
+    }
+
     @Test("SIGTERM while alerts wait for a retry: the stop delivers them before it exits")
     func stopDrainsTheQueue() async throws {
         let server = try await HTTPFixtureServer.start()
