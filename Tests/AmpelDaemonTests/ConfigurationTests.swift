@@ -266,6 +266,9 @@ struct ExampleAndIntakeTests {
         #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
         #expect(config.lamps[0].follows == .district("09162"))
         #expect(config.devices["alice/phone"]?.lang == .de)
+        #expect(config.notify.webhooks.map(\.name) == ["ntfy-alice", "gotify"])
+        #expect(config.notify.webhooks[0].headers.first { $0.name == "X-Title" }?.value == "{{.title}}")
+        #expect(config.notify.webhooks[1].wants(district: "09162") && !config.notify.webhooks[1].wants(device: "alice/phone"))
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")
@@ -276,6 +279,7 @@ struct ExampleAndIntakeTests {
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
                     "inputs.traccar", "inputs.max_payload", "alerts.expiry", "devices.<key>.lang", "devices.<key>.name",
                     "homeassistant.discovery", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
+                    "notify.webhooks[]",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]
         for key in keys {
