@@ -187,7 +187,6 @@ public actor AmpelDaemon: Service {
         }
         let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
         self.journal = journal
-        webhooks.start()
         let gate = self.gate
         let restored = replay.state
         let initial = try await feed.initial()
@@ -295,6 +294,9 @@ public actor AmpelDaemon: Service {
             }
         }
         gate.loopStarted()
+        // From here on the stop below always runs, which shuts the webhooks' client down; the
+        // alerts of the start are queued already and go first.
+        webhooks.start()
         await withGracefulShutdownHandler {
             for await input in events {
                 if case .stop = input { break }

@@ -21,31 +21,28 @@ public final class Webhooks: Sendable {
     static let attemptTimeout: Duration = .seconds(10)
 
     let senders: [WebhookSender]
-    private let client: HTTPClient?
+    private let timeout: Duration
+    /// Made by ``start()`` and shut down by ``stop(before:)``: an `HTTPClient` must be shut
+    /// down before it goes, and a daemon that never got to its loop has nothing to send.
+    private let client: SharedHTTPClient
     private let tasks = Mutex<[Task<Int, Never>]>([])
 
     /// Senders that POST with AsyncHTTPClient.
-    convenience init(_ webhooks: [WebhookSettings], logger: Logger, timeout: Duration = Webhooks.attemptTimeout,
-                     retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity) {
-        guard !webhooks.isEmpty else {
-            self.init(senders: [], client: nil)
-            return
-        }
-        let client = Self.makeHTTPClient(timeout: timeout)
-        let senders = webhooks.map { webhook in
+    init(_ webhooks: [WebhookSettings], logger: Logger, timeout: Duration = Webhooks.attemptTimeout,
+         retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity) {
+        let client = SharedHTTPClient()
+        self.client = client
+        self.timeout = timeout
+        senders = webhooks.map { webhook in
             let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout)
             return WebhookSender(name: webhook.name, capacity: capacity, retry: retry, logger: logger) { await request.post($0) }
         }
-        self.init(senders: senders, client: client)
     }
 
-    init(senders: [WebhookSender], client: HTTPClient?) {
-        self.senders = senders
-        self.client = client
-    }
-
-    /// Starts one delivering task per webhook.
+    /// Starts one delivering task per webhook; alerts queued before are sent first.
     func start() {
+        guard !senders.isEmpty else { return }
+        client.value.withLock { $0 = Self.makeHTTPClient(timeout: timeout) }
         let started = senders.map { sender in Task { await sender.run() } }
         tasks.withLock { $0 = started }
     }
@@ -76,7 +73,7 @@ public final class Webhooks: Sendable {
             if undelivered > 0 { left[sender.name] = undelivered }
         }
         timer.cancel()
-        try? await client?.shutdown()
+        if let client = client.value.withLock({ $0.take() }) { try? await client.shutdown() }
         return left
     }
 
@@ -91,10 +88,15 @@ public final class Webhooks: Sendable {
     }
 }
 
+/// The webhooks' one HTTP client, once started.
+final class SharedHTTPClient: Sendable {
+    let value = Mutex<HTTPClient?>(nil)
+}
+
 /// One webhook's POST: its URL, headers and the alert as the body.
 struct WebhookRequest: Sendable {
     let webhook: WebhookSettings
-    let client: HTTPClient
+    let client: SharedHTTPClient
     let timeout: Duration
 
     static let userAgent = "ampel/\(AmpelDaemon.version) (webhook)"
@@ -108,6 +110,7 @@ struct WebhookRequest: Sendable {
         // A configured header replaces Ampel's own of that name (Content-Type, User-Agent).
         for header in webhook.headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
         request.body = .bytes(ByteBuffer(bytes: delivery.payload))
+        guard let client = client.value.withLock({ $0 }) else { return .failed(reason: "stopped", retryable: false) }
         do {
             let response = try await client.execute(request, deadline: .now() + .nanoseconds(timeout.nanoseconds))
             // Read the (small) answer so the connection can be used again.
