@@ -79,6 +79,8 @@ let package = Package(
             name: "AmpelDaemon",
             dependencies: [
                 "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "CAmpelLinux",
+                // Webhooks POST alerts with the same HTTP client the RKI source uses.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),

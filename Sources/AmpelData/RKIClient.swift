@@ -271,7 +271,7 @@ public struct RKIClient: IncidenceSource {
     ///
     /// NIO describes a failed connect by the event that reported it (`connection reset (error
     /// set): Connection refused) (errno: 111)`), which reads as a reset; the `errno` is the cause.
-    static func cause(of error: any Error) -> String {
+    public static func cause(of error: any Error) -> String {
         if let io = error as? IOError {
             return String(cString: strerror(io.errnoCode)).lowercased()
         }
@@ -289,7 +289,7 @@ public struct RKIClient: IncidenceSource {
     }
 
     /// `host[:port]` of `url`, for messages; the whole URL if it has no host.
-    static func hostOf(_ url: String) -> String {
+    public static func hostOf(_ url: String) -> String {
         guard let parsed = URL(string: url), let host = parsed.host else { return url }
         return parsed.port.map { "\(host):\($0)" } ?? host
     }
@@ -297,7 +297,7 @@ public struct RKIClient: IncidenceSource {
 
 extension Duration {
     /// The whole duration in nanoseconds (saturating).
-    var nanoseconds: Int64 {
+    public var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

@@ -181,9 +181,22 @@ extension Signal {
         return json.bytes
     }
 
+    /// What a push service needs beside the alert object: a one-line text and a priority
+    /// (Gotify reads `message` and `priority` from the JSON body as they are).
+    public struct PushFields: Sendable, Hashable {
+        public var message: String
+        public var priority: Int
+
+        public init(message: String, priority: Int) {
+            self.message = message
+            self.priority = priority
+        }
+    }
+
     /// The compact JSON of an alert: the phase change from `from` (`null` on a first sighting)
-    /// to this signal, for `device` (`null` for a district alert).
-    public func alertJSON(device: String?, from: String?) -> [UInt8] {
+    /// to this signal, for `device` (`null` for a district alert); with `push`, the webhook
+    /// body, which adds `message` and `priority` (docs/webhooks.md).
+    public func alertJSON(device: String?, from: String?, push: PushFields? = nil) -> [UInt8] {
         var json = JSONWriter(capacity: 1536)
         json.raw(#"{"always":"#)
         json.strings(always)
@@ -199,6 +212,12 @@ extension Signal {
         json.number(incidence)
         json.raw(#","lang":"#)
         json.string(lang)
+        if let push {
+            json.raw(#","message":"#)
+            json.string(push.message)
+            json.raw(#","priority":"#)
+            json.number(push.priority)
+        }
         json.raw(#","rules":"#)
         json.strings(rules)
         json.raw(#","title":"#)

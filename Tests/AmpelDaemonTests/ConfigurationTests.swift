@@ -296,6 +296,9 @@ struct ExampleAndIntakeTests {
         #expect(config.inputs.maxAccuracy == 1000)
         #expect(config.alerts.maxFixAge == .seconds(900))
         #expect(config.alerts.minDwell == .seconds(60))
+        #expect(config.notify.webhooks.map(\.name) == ["ntfy-alice", "gotify"])
+        #expect(config.notify.webhooks[0].headers.first { $0.name == "X-Title" }?.value == "{{.title}}")
+        #expect(config.notify.webhooks[1].wants(district: "09162") && !config.notify.webhooks[1].wants(device: "alice/phone"))
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")
@@ -307,6 +310,7 @@ struct ExampleAndIntakeTests {
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",
                     "homeassistant.discovery", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
+                    "notify.webhooks[]",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]
         for key in keys {

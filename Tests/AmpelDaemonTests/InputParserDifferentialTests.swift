@@ -75,7 +75,7 @@ struct InputParserDifferentialTests {
         default: ignored = true
         }
         let outcome = parser.makeFix(topicKey: "dev", lat: either("lat", "latitude"), lon: either("lon", "longitude"),
-                                     tst: oracle.number("tst"), lang: lang)
+                                     tst: oracle.number("tst"), lang: lang, accuracy: oracle.number("acc"))
         guard ignored, case .fix(var fix) = outcome else { return outcome }
         fix.langIgnored = true
         return .fix(fix)
@@ -149,7 +149,8 @@ struct InputParserDifferentialTests {
                 if case .skipped = actual {} else { Issue.record("expected skipped: \(String(decoding: bytes, as: UTF8.self)) -> \(actual)") }
                 continue
             }
-            let expected = parser.makeFix(topicKey: "dev", lat: oracle.number("lat"), lon: oracle.number("lon"), tst: oracle.number("tst"), lang: nil)
+            let expected = parser.makeFix(topicKey: "dev", lat: oracle.number("lat"), lon: oracle.number("lon"), tst: oracle.number("tst"), lang: nil,
+                                          accuracy: oracle.number("acc"))
             switch (actual, expected) {
             case (.dropped(let a, _), .dropped(let b, _)): #expect(a == b, "\(String(decoding: bytes, as: UTF8.self))")
             default: #expect(actual == expected, "\(String(decoding: bytes, as: UTF8.self))")

@@ -15,6 +15,11 @@ struct PayloadsTests {
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
             var alertsSuppressed: [String: Int]
+            var webhooks: [String: Webhook]
+        }
+        struct Webhook: Encodable {
+            struct Dropped: Encodable { var gaveUp: Int, queueFull: Int }
+            var delivered: Int, dropped: Dropped, failedAttempts: Int, queued: Int
         }
         struct Rebuilt: Encodable {
             var complete: Bool, devices: Int, districts: Int, expectedDevices: Int?, known: Int, skipped: Int
@@ -57,7 +62,11 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, alertsSuppressed: k.alertsSuppressed),
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, alertsSuppressed: k.alertsSuppressed,
+                                webhooks: k.webhooks.mapValues {
+                                    Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
+                                            failedAttempts: $0.failedAttempts, queued: $0.queued)
+                                }),
                          forKey: .counters)
             try c.encode(info.stateRecovered.map { recovered in
                 Recovered(at: recovered.at, movedTo: recovered.movedTo, reason: recovered.reason, rebuilt: recovered.rebuilt.map {
@@ -88,6 +97,13 @@ struct PayloadsTests {
         counters.alertsSuppressed = ["old-fix": 4, "dwell": 2]
         counters.intakePaused = 12
         counters.outgoingWaits = 13
+        var phone = WebhookCounters()
+        phone.delivered = 17
+        phone.failedAttempts = 4
+        phone.droppedGaveUp = 1
+        phone.droppedQueueFull = 2
+        phone.queued = 3
+        counters.webhooks = ["phone": phone, "0": WebhookCounters(), "Gotify \"home\"": phone]
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,

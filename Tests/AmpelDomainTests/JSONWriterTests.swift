@@ -72,6 +72,18 @@ import Testing
         }
     }
 
+    /// The webhook body: the alert plus `message` and `priority`.
+    struct PushAlert: Encodable {
+        let alert: Alert, message: String, priority: Int
+        enum Keys: String, CodingKey { case message, priority }
+        func encode(to encoder: any Encoder) throws {
+            try alert.encode(to: encoder)
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(message, forKey: .message)
+            try c.encode(priority, forKey: .priority)
+        }
+    }
+
     static let awkwardNames = [
         "SK München", "LK Neustadt a.d.Aisch-Bad Windsheim", #"Quote " and \ backslash"#, "slash/and\ttab\nnewline",
         "control \u{1}\u{8}\u{c}\u{1f}\u{7f} end", "emoji 😷 and \u{2028}", "",
@@ -133,6 +145,10 @@ import Testing
             let reference = Alert(device: device, from: from, to: signal.phase, district: signal.district, incidence: signal.incidence,
                                   dataDate: signal.dataDate, lang: signal.lang, title: signal.title, rules: signal.rules, always: signal.always)
             #expect(signal.alertJSON(device: device, from: from) == Array(try AmpelJSON.data(reference)))
+            let push = Signal.PushFields(message: "\(device ?? "") – \(signal.district?.name ?? "") – \(signal.title)", priority: index % 11)
+            let written = signal.alertJSON(device: device, from: from, push: push)
+            #expect(written == Array(try AmpelJSON.data(PushAlert(alert: reference, message: push.message, priority: push.priority))),
+                    "\(String(decoding: written, as: UTF8.self))")
         }
     }
 

@@ -12,6 +12,9 @@ import Synchronization
 /// and records every request, and injects faults into the next requests (``inject(_:times:)``).
 /// A test swaps the served answer at any time to simulate a new RKI publication.
 ///
+/// It is a webhook receiver too: a POST to any other path is answered `200` (unless a fault
+/// is queued), and recorded with its headers and body in ``delivered``.
+///
 /// ```swift
 /// let server = try await HTTPFixtureServer.start()
 /// try server.serve(contentsOf: RecordedRKI.url(day: "2020-11-05"))
@@ -55,6 +58,9 @@ public final class HTTPFixtureServer: Sendable {
         /// The decoded query parameters.
         public let query: [String: String]
         public let userAgent: String?
+        /// Every header, by lower-cased name (the last one of a name wins).
+        public let headers: [String: String]
+        public let body: [UInt8]
     }
 
     struct State {
@@ -72,6 +78,7 @@ public final class HTTPFixtureServer: Sendable {
     public let port: Int
 
     private let state = Mutex(State())
+    private let posts = Watched<[Request]>([])
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
@@ -172,6 +179,14 @@ public final class HTTPFixtureServer: Sendable {
     /// Every request so far, oldest first.
     public var requests: [Request] { state.withLock { $0.requests } }
 
+    /// The POSTs to a path other than `/query` that were answered `200`, oldest first.
+    public var delivered: [Request] { posts.value }
+
+    /// Returns once at least `count` POSTs were answered `200` (``delivered``).
+    public func waitForDelivered(_ count: Int) async {
+        await posts.wait { $0.count >= count }
+    }
+
     /// Returns once at least `count` requests have arrived (or the server is shut down).
     public func waitForRequests(_ count: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -192,13 +207,14 @@ public final class HTTPFixtureServer: Sendable {
         case stall
     }
 
-    func handle(method: String, uri: String, userAgent: String?) -> Action {
+    func handle(method: String, uri: String, headers: [String: String], body: [UInt8]) -> Action {
         let components = URLComponents(string: uri)
         var query: [String: String] = [:]
         for item in components?.queryItems ?? [] {
             query[item.name] = item.value ?? ""
         }
-        let request = Request(method: method, path: components?.path ?? uri, query: query, userAgent: userAgent)
+        let request = Request(method: method, path: components?.path ?? uri, query: query, userAgent: headers["user-agent"],
+                              headers: headers, body: body)
         let (fault, answer, features, ready) = state.withLock { state in
             state.requests.append(request)
             let count = state.requests.count
@@ -213,7 +229,11 @@ public final class HTTPFixtureServer: Sendable {
             return (fault, state.answer, state.features, ready)
         }
         for continuation in ready { continuation.resume() }
-        return action(for: request, fault: fault, answer: answer, features: features)
+        let action = action(for: request, fault: fault, answer: answer, features: features)
+        if method == "POST", !request.path.hasSuffix("/query"), case .respond(200, _, _) = action {
+            posts.update { $0.append(request) }
+        }
+        return action
     }
 
     func action(for request: Request, fault: Fault?, answer: JSONValue?, features: [JSONValue]) -> Action {
@@ -234,6 +254,7 @@ public final class HTTPFixtureServer: Sendable {
             break
         }
         guard request.path.hasSuffix("/query") else {
+            if request.method == "POST" { return .respond(status: 200, contentType: "text/plain", body: Array("ok\n".utf8)) }
             return .respond(status: 404, contentType: "text/plain", body: Array("not found\n".utf8))
         }
         guard request.query["f"] == "json" else {
@@ -322,6 +343,7 @@ final class FixtureHandler: ChannelInboundHandler {
 
     private let box: ServerBox
     private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
 
     init(box: ServerBox) {
         self.box = box
@@ -331,16 +353,19 @@ final class FixtureHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
-        case .body:
-            break
+            body = []
+        case .body(let buffer):
+            body += buffer.readableBytesView
         case .end:
             guard let head, let server = box.server.withLock({ $0 }) else {
                 context.close(promise: nil)
                 return
             }
             self.head = nil
-            let action = server.handle(method: head.method.rawValue, uri: head.uri,
-                                       userAgent: head.headers.first(name: "User-Agent"))
+            var headers: [String: String] = [:]
+            for (name, value) in head.headers { headers[name.lowercased()] = value }
+            let action = server.handle(method: head.method.rawValue, uri: head.uri, headers: headers, body: body)
+            body = []
             respond(action, keepAlive: head.isKeepAlive, version: head.version, context: context)
         }
     }

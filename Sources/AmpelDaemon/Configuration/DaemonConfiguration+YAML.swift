@@ -21,7 +21,7 @@ extension DaemonConfiguration {
         if case .scalar = root, root.null != nil { return }
         let top = try MappingReader(root, path: "")
         try top.allow(["broker", "mqtt", "base_topic", "state_dir", "lang", "log_level", "rules", "data", "inputs",
-                       "alerts", "devices", "homeassistant", "lamps"])
+                       "alerts", "devices", "homeassistant", "lamps", "notify"])
         if let v = top["broker"] { broker = try v.convert(Self.broker) }
         if let v = top["base_topic"] {
             baseTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
@@ -52,6 +52,13 @@ extension DaemonConfiguration {
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
         }
         if let v = top["lamps"] { try readLamps(v) }
+        if let m = try top.mapping("notify") { try readNotify(m) }
+    }
+
+    /// `notify`: each kind of notification has its own reader.
+    mutating func readNotify(_ m: MappingReader) throws(ConfigurationError) {
+        try m.allow(["webhooks"])
+        if let v = m["webhooks"] { try readWebhooks(v) }
     }
 
     mutating func readMQTT(_ m: MappingReader) throws(ConfigurationError) {

@@ -38,6 +38,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var devices: [String: DeviceSettings] = [:]
     public var homeAssistant = HomeAssistantSettings()
     public var lamps: [LampSettings] = []
+    public var notify = NotifySettings()
 
     public init() {}
 
@@ -115,6 +116,12 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var prefix = "homeassistant"
         /// Where Home Assistant announces `online` after its start; discovery is re-sent then.
         public var statusTopic = "homeassistant/status"
+    }
+
+    /// Where alerts go besides their MQTT topics.
+    public struct NotifySettings: Sendable, Hashable {
+        /// `notify.webhooks`: each alert a webhook wants is POSTed to it (docs/webhooks.md).
+        public var webhooks: [WebhookSettings] = []
     }
 
     /// The state directory when none is configured: systemd's `$STATE_DIRECTORY`, else `./ampel-state`.

@@ -79,11 +79,14 @@ public struct SignalEngine: Sendable {
         public var maxAccuracy: Double?
         /// How long a device must stay in a new phase it moved into before its alert goes out.
         public var minDwell: Dwell
+        /// The webhooks, in the order of ``Action/notify(webhook:payload:)``'s index.
+        public var webhooks: [WebhookSettings]
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500,
-                    maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none) {
+                    maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = []) {
+            self.webhooks = webhooks
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -153,6 +156,9 @@ public struct SignalEngine: Sendable {
         /// daemon makes it durable before it hands them over, so that a crash between the two
         /// neither repeats nor forgets an alert.
         case persist(Change)
+        /// POST `payload` to webhook number `webhook` (``Settings/webhooks``): the alert just
+        /// before it, in the webhook's language. The daemon queues it without waiting.
+        case notify(webhook: Int, payload: [UInt8])
         /// A fix that was not applied, with the reason (counted by the daemon).
         case dropped(DropReason)
         /// A device's phase change that sent no alert, with the reason (counted by the daemon).
@@ -411,6 +417,7 @@ public struct SignalEngine: Sendable {
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != shown.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, shown), kind: .deviceAlert))
+            actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
         }
         actions.append(.publish(deviceState(key, record, shown), kind: .deviceState))
         if started {
@@ -443,6 +450,55 @@ public struct SignalEngine: Sendable {
                         qos: 1, retain: false, expiry: settings.alertExpiry)
     }
 
+    // MARK: Webhooks
+
+    /// A device alert for every webhook that wants it, each in the webhook's language (the
+    /// device's own when it names none).
+    func notifications(device key: String, district: (ags: String, name: String)?, from: String?, _ signal: Signal) -> [Action] {
+        guard !settings.webhooks.isEmpty else { return [] }
+        let who = settings.devices[key]?.name ?? key
+        return notifications(from: from, signal, wanted: { $0.wants(device: key) }, device: key, who: who) { (language) throws(SignalError) in
+            try self.signal(at: district, language: language)
+        }
+    }
+
+    /// A district alert for every webhook that wants it.
+    func notifications(district ags: String, from: String, _ signal: Signal,
+                       signalIn: (Language) throws(SignalError) -> Signal) -> [Action] {
+        guard !settings.webhooks.isEmpty else { return [] }
+        return notifications(from: from, signal, wanted: { $0.wants(district: ags) }, device: nil, who: nil, signalIn: signalIn)
+    }
+
+    private func notifications(from: String?, _ signal: Signal, wanted: (WebhookSettings) -> Bool, device: String?, who: String?,
+                               signalIn: (Language) throws(SignalError) -> Signal) -> [Action] {
+        var actions: [Action] = []
+        var payloads: [Language: [UInt8]] = [:]
+        for (index, webhook) in settings.webhooks.enumerated() where wanted(webhook) {
+            let language = webhook.language ?? Language(rawValue: signal.lang) ?? settings.defaultLanguage
+            if payloads[language] == nil {
+                // The same place and data as the alert: a signal in another language cannot
+                // fail where this one did not; if it did, the alert's own language goes.
+                let translated = language.rawValue == signal.lang ? signal : ((try? signalIn(language)) ?? signal)
+                payloads[language] = translated.alertJSON(device: device, from: from, push: Self.push(translated, who: who))
+            }
+            actions.append(.notify(webhook: index, payload: payloads[language] ?? []))
+        }
+        return actions
+    }
+
+    /// The webhook body's `message` (who, where, the phase's title) and `priority` (Gotify's
+    /// 0-10 scale: the darker the phase, the higher; `outside` and green like a notice).
+    static func push(_ signal: Signal, who: String?) -> Signal.PushFields {
+        let parts = [who, signal.district?.name, signal.title].compactMap { $0 }
+        let priority = switch signal.phase {
+        case "yellow": 5
+        case "red": 7
+        case "darkred": 8
+        default: 4
+        }
+        return Signal.PushFields(message: parts.joined(separator: " – "), priority: priority)
+    }
+
     // MARK: Re-evaluation
 
     /// Re-evaluates every district against the data in force, and starts the walk over the
@@ -473,6 +529,9 @@ public struct SignalEngine: Sendable {
                                                         payload: signal.alertJSON(device: nil, from: previousPhase),
                                                         qos: 1, retain: false, expiry: settings.alertExpiry),
                                         kind: .districtAlert))
+                actions += notifications(district: ags, from: previousPhase, signal) { (language) throws(SignalError) in
+                    try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+                }
             }
             if initial || previousSignal != signal {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
@@ -560,6 +619,7 @@ public struct SignalEngine: Sendable {
         actions.append(.persist(.device(key: key, record: record)))
         if previousPhase != signal.phase {
             actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
+            actions += notifications(device: key, district: record.district.map { ($0.ags, $0.name) }, from: previousPhase, signal)
         }
         actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if started, previousPhase != signal.phase { actions += lamps(force: false, device: key) }

@@ -126,6 +126,8 @@ public struct Counters: Sendable, Hashable {
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
     /// language Ampel speaks); the fix itself was used.
     public var invalidLang = 0
+    /// Each webhook's deliveries, by its name (`notify.webhooks`).
+    public var webhooks: [String: WebhookCounters] = [:]
 
     public init() {}
 
@@ -174,6 +176,44 @@ public struct Counters: Sendable, Hashable {
         json.number(republished)
         json.raw(#","skipped":"#)
         table(skipped)
+        json.raw(#","webhooks":{"#)
+        for (index, name) in webhooks.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            if index > 0 { json.raw(",") }
+            json.string(name)
+            json.raw(":")
+            webhooks[name]?.write(to: &json)
+        }
+        json.raw("}}")
+    }
+}
+
+/// One webhook's deliveries: `counters.webhooks.<name>` in `bridge/info`.
+public struct WebhookCounters: Sendable, Hashable {
+    /// Alerts the endpoint answered with 2xx.
+    public var delivered = 0
+    /// POSTs that failed (each retry counts).
+    public var failedAttempts = 0
+    /// Alerts dropped because the webhook's queue was full.
+    public var droppedQueueFull = 0
+    /// Alerts given up: a 4xx other than 408/429, or the last retry failed.
+    public var droppedGaveUp = 0
+    /// Alerts waiting now (the one in flight not included).
+    public var queued = 0
+
+    public init() {}
+
+    /// `{"delivered","dropped":{"gaveUp","queueFull"},"failedAttempts","queued"}`.
+    func write(to json: inout JSONWriter) {
+        json.raw(#"{"delivered":"#)
+        json.number(delivered)
+        json.raw(#","dropped":{"gaveUp":"#)
+        json.number(droppedGaveUp)
+        json.raw(#","queueFull":"#)
+        json.number(droppedQueueFull)
+        json.raw(#"},"failedAttempts":"#)
+        json.number(failedAttempts)
+        json.raw(#","queued":"#)
+        json.number(queued)
         json.raw("}")
     }
 }

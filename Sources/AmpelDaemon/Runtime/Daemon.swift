@@ -34,6 +34,13 @@ public actor AmpelDaemon: Service {
     let rebuildLimit: Duration = .seconds(120)
 
     let intake: Intake
+    /// `notify.webhooks`: the loop only queues alerts for them (``Webhooks``).
+    let webhooks: Webhooks
+    /// The webhook counters last published, so that a delivery refreshes `bridge/info`.
+    private var webhookStats: [String: WebhookCounters] = [:]
+    /// How long a stop gives the webhooks to deliver what they hold (beside the snapshot and
+    /// the goodbye, so it adds to the stop only when the goodbye is quicker).
+    let webhookDrainLimit: Duration = .seconds(2)
     let parser: InputParser
     let topics: Topics
 
@@ -97,7 +104,8 @@ public actor AmpelDaemon: Service {
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
                 now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
-                outgoingLimit: Int = 2_000) {
+                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil) {
+        self.webhooks = webhooks ?? Webhooks(configuration.notify.webhooks, logger: logger)
         self.stateRecovery = stateRecovery
         self.intakeLimit = intakeLimit
         self.outgoingLimit = max(2, outgoingLimit)
@@ -133,7 +141,7 @@ public actor AmpelDaemon: Service {
             discovery: configuration.homeAssistant.discovery
                 ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
-            minDwell: configuration.alerts.minDwell)
+            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
     }
 
     enum Input: Sendable {
@@ -287,6 +295,9 @@ public actor AmpelDaemon: Service {
             }
         }
         gate.loopStarted()
+        // From here on the stop below always runs, which shuts the webhooks' client down; the
+        // alerts of the start are queued already and go first.
+        webhooks.start()
         await withGracefulShutdownHandler {
             var sinceYield = 0
             for await input in events {
@@ -318,6 +329,10 @@ public actor AmpelDaemon: Service {
         }
         producers.cancel()
         continuation.finish()
+        // The webhooks deliver what they hold while the snapshot and the goodbye run.
+        let webhooks = self.webhooks
+        let webhookDeadline = loopEnded + webhookDrainLimit
+        let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
         // A recovery's `online` probe goes out before the `offline` below, or not at all.
         for pace in [recoveryPace, reevaluationPace] {
             pace?.cancel()
@@ -362,6 +377,12 @@ public actor AmpelDaemon: Service {
             journal.appendStopped()
         }
         let goodbyeEnded = ContinuousClock.now
+        let undelivered = await webhookDrain.value
+        if !undelivered.isEmpty {
+            logger.warning("webhook alerts not delivered by the stop's limit are lost", metadata: [
+                "undelivered": "\(undelivered.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))",
+            ])
+        }
         gate.stopReading()
         await transport.shutdown(clean: outcome == nil)
         // Messages taken while saying goodbye are in the journal (handled at the next start).
@@ -542,6 +563,7 @@ public actor AmpelDaemon: Service {
                 trimmedAt = (engine.devices.count, messagesReceived)
                 saver.trimHeap()
             }
+            if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
             if infoDirty { publishInfo(engine) }
         case .connected(let sessionPresent):
             connections += 1
@@ -613,6 +635,8 @@ public actor AmpelDaemon: Service {
         // batch's decisions all first lost the alerts not yet journaled: the restart took them
         // as announced.
         var alertIDs: [Int: UInt64] = [:]
+        // The journal id of the alert a `.notify` follows: the webhook's idempotency key.
+        var lastAlertID: UInt64 = 0
         for (index, action) in actions.enumerated() {
             switch action {
             case .persist(let change):
@@ -634,8 +658,11 @@ public actor AmpelDaemon: Service {
                     crashIfDue()
                 }
                 publishAlert(message, id: id)
+                lastAlertID = id
                 counters.published += 1
                 counters.alerts += 1
+            case .notify(let webhook, let payload):
+                webhooks.send(webhook: webhook, alertID: lastAlertID, payload: payload, now: now().timeIntervalSince1970)
             case .publish(let message, _):
                 do {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
@@ -770,6 +797,7 @@ public actor AmpelDaemon: Service {
         guard let feedState else { return [] }
         var counters = self.counters
         counters.intakePaused = gate.pauses
+        counters.webhooks = webhooks.stats
         let info = BridgeInfo(
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
@@ -781,6 +809,7 @@ public actor AmpelDaemon: Service {
     func publishInfo(_ engine: SignalEngine) {
         guard feedState != nil else { return }
         infoDirty = false
+        webhookStats = webhooks.stats
         do {
             try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true))
         } catch {

@@ -46,6 +46,16 @@ public enum DaemonRuntime {
                 }
                 lines.append("lamp \(lamp.name): \(lamp.driver.rawValue) \(lamp.topic), follows \(follows)")
             }
+            for webhook in c.notify.webhooks {
+                func selection(_ s: WebhookSettings.Selection) -> String {
+                    switch s {
+                    case .all: "all"
+                    case .none: "none"
+                    case .only(let keys): keys.sorted().joined(separator: " ")
+                    }
+                }
+                lines.append("webhook \(webhook.name): \(webhook.url), devices \(selection(webhook.devices)), districts \(selection(webhook.districts)), language \(webhook.language?.rawValue ?? "of the alert")")
+            }
             return lines.joined(separator: "\n")
         }
     }

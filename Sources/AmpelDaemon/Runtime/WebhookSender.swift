@@ -1,0 +1,188 @@
+import AmpelData
+import Logging
+import Synchronization
+
+/// One webhook's queue and the task that empties it: each alert POSTed once it is 2xx, with
+/// retries and backoff, one at a time and in order.
+///
+/// The daemon's loop only calls ``offer(_:)``, which takes a lock for an append and never
+/// waits: a slow or dead endpoint fills its own queue, and what does not fit is counted and
+/// dropped, so neither the MQTT path nor the other webhooks notice it (docs/webhooks.md).
+///
+/// ```swift
+/// let sender = WebhookSender(name: "phone", capacity: 1000, retry: WebhookSender.retry, logger: logger) { delivery in
+///     await client.post(delivery)
+/// }
+/// Task { await sender.run() }
+/// sender.offer(.init(alertID: 7, payload: body))
+/// ```
+final class WebhookSender: Sendable {
+    /// One alert for this webhook.
+    struct Delivery: Sendable, Hashable {
+        /// The alert's id in the journal: the `Idempotency-Key`, the same for every attempt.
+        var alertID: UInt64
+        var payload: [UInt8]
+    }
+
+    /// How one POST ended.
+    enum Attempt: Sendable, Hashable {
+        case delivered
+        /// `retryable`: a timeout, a connection error, 408, 429 or 5xx; another answer (4xx)
+        /// will not change by asking again.
+        case failed(reason: String, retryable: Bool)
+    }
+
+    typealias Stats = WebhookCounters
+
+    /// Five attempts, 1, 2, 4, 8 s apart (each minus up to half of it): an endpoint that
+    /// restarts (a container update) has about 15 s to come back before an alert is given up.
+    static let retry = RetryPolicy(maxAttempts: 5, baseDelay: .seconds(1), maxDelay: .seconds(30), jitter: 0.5)
+
+    /// Whether an HTTP status is worth asking again for: 408 (the server timed out), 429
+    /// (rate limit) and every 5xx. Other 4xx (a wrong token, a bad body) fail the same way again.
+    static func isRetryable(status: Int) -> Bool {
+        status == 408 || status == 429 || status >= 500
+    }
+
+    let name: String
+    /// Deliveries that may wait; more are dropped (and counted).
+    let capacity: Int
+    private let retry: RetryPolicy
+    private let logger: Logger
+    private let post: @Sendable (Delivery) async -> Attempt
+
+    private struct State {
+        var queue: [Delivery] = []
+        var head = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        var finished = false
+        var stats = Stats()
+        var dropLog = RateLimiter(interval: 10, burst: 5)
+
+        var count: Int { queue.count - head }
+
+        mutating func popFirst() -> Delivery? {
+            guard head < queue.count else { return nil }
+            let first = queue[head]
+            head += 1
+            // Compact once the consumed part dominates: appends stay amortised O(1).
+            if head >= 64, head * 2 >= queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return first
+        }
+    }
+
+    private let state = Mutex(State())
+
+    init(name: String, capacity: Int, retry: RetryPolicy, logger: Logger, post: @escaping @Sendable (Delivery) async -> Attempt) {
+        self.name = name
+        self.capacity = max(1, capacity)
+        self.retry = retry
+        self.logger = logger
+        self.post = post
+    }
+
+    var stats: Stats {
+        state.withLock { state in
+            var stats = state.stats
+            stats.queued = state.count
+            return stats
+        }
+    }
+
+    /// Queues a delivery without waiting; `false` when the queue is full (counted, logged at
+    /// a limited rate) or the sender has finished.
+    @discardableResult
+    func offer(_ delivery: Delivery, now: Double = 0) -> Bool {
+        let (accepted, waiter, log) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?, (log: Bool, suppressed: Int)?) in
+            guard !state.finished else { return (false, nil, nil) }
+            guard state.count < capacity else {
+                state.stats.droppedQueueFull += 1
+                return (false, nil, state.dropLog.admit(now: now))
+            }
+            state.queue.append(delivery)
+            let waiter = state.waiter
+            state.waiter = nil
+            return (true, waiter, nil)
+        }
+        waiter?.resume()
+        if let log, log.log {
+            logger.warning("webhook queue full; alert dropped", metadata: [
+                "webhook": "\(name)", "capacity": "\(capacity)", "alert": "\(delivery.alertID)", "suppressed": "\(log.suppressed)",
+            ])
+        }
+        return accepted
+    }
+
+    /// No more deliveries are taken; ``run()`` returns once the queue is empty.
+    func finish() {
+        let waiter = state.withLock { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Delivers until ``finish()`` and an empty queue, or until the task is cancelled.
+    /// - Returns: the deliveries left undelivered (cancelled in flight, or still queued).
+    @discardableResult
+    func run() async -> Int {
+        while let delivery = await next() {
+            let delivered = await deliver(delivery)
+            if Task.isCancelled {
+                return state.withLock { $0.count } + (delivered ? 0 : 1)
+            }
+        }
+        return state.withLock { $0.count }
+    }
+
+    private func next() async -> Delivery? {
+        while true {
+            let (delivery, finished) = state.withLock { state in (state.popFirst(), state.finished) }
+            if let delivery { return delivery }
+            if finished || Task.isCancelled { return nil }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if state.count > 0 || state.finished { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// One alert: attempts until a 2xx, a failure not worth repeating, or the last retry.
+    private func deliver(_ delivery: Delivery) async -> Bool {
+        var attempt = 1
+        while true {
+            let outcome = await post(delivery)
+            guard case .failed(let reason, let retryable) = outcome else {
+                state.withLock { $0.stats.delivered += 1 }
+                return true
+            }
+            state.withLock { $0.stats.failedAttempts += 1 }
+            guard retryable, attempt < retry.maxAttempts, !Task.isCancelled else {
+                state.withLock { $0.stats.droppedGaveUp += 1 }
+                logger.warning("webhook gave up on an alert", metadata: [
+                    "webhook": "\(name)", "alert": "\(delivery.alertID)", "attempts": "\(attempt)", "error": "\(reason)",
+                ])
+                return false
+            }
+            let delay = retry.delay(beforeRetry: attempt)
+            logger.notice("webhook POST failed, retrying", metadata: [
+                "webhook": "\(name)", "alert": "\(delivery.alertID)", "attempt": "\(attempt)", "error": "\(reason)", "retryIn": "\(delay)",
+            ])
+            do {
+                try await retry.sleep(delay)
+            } catch {
+                state.withLock { $0.stats.droppedGaveUp += 1 }
+                return false
+            }
+            attempt += 1
+        }
+    }
+}

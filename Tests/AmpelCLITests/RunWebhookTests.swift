@@ -1,0 +1,174 @@
+import AmpelTestSupport
+import Foundation
+import Testing
+
+/// `ampel run` with `notify.webhooks` against a real mosquitto and a loopback HTTP server:
+/// each alert POSTed once, also after a failure; a hanging endpoint never holds up the MQTT
+/// alerts; what a stop does with what is still queued.
+@Suite("ampel run posts alerts to webhooks (built binary, real mosquitto, loopback HTTP)", .serialized)
+struct RunWebhookTests {
+    typealias Collector = RunCrashTests.Collector
+
+    /// A state directory with a config naming one webhook, and the daemon started on it.
+    static func start(_ broker: MosquittoBroker, _ dir: URL, webhook url: String, extra: String = "") throws -> RunRecoveryTests.Daemon {
+        let config = dir.appendingPathComponent("ampel.yaml")
+        try """
+        notify:
+          webhooks:
+            - name: hook
+              url: \(url)
+        \(extra)
+        """.write(to: config, atomically: true, encoding: .utf8)
+        return try RunRecoveryTests.Daemon(["--config", config.path, "--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
+                                            "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"])
+    }
+
+    static func alerts(_ records: ArraySlice<Collector.Record>) -> Int {
+        records.filter { $0.topic.hasSuffix("/alert") }.count
+    }
+
+    /// The `counters.webhooks.hook` of the last `bridge/info` seen.
+    static func counters(_ collector: Collector) throws -> [String: Any] {
+        let info = try #require(collector.records().last { $0.topic == "ampel/bridge/info" })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(info.payload.utf8)) as? [String: Any])
+        let counters = try #require(object["counters"] as? [String: Any])
+        return try #require((counters["webhooks"] as? [String: Any])?["hook"] as? [String: Any])
+    }
+
+    @Test("the endpoint answers 500 first: each alert arrives in exactly one delivered POST, in the webhook's language")
+    func exactlyOnceAfterAFailure() async throws {
+        let server = try await HTTPFixtureServer.start()
+        server.inject(.status(500))
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state", "ampel/bridge/info"])
+        defer { collector.stop() }
+        let daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook", extra: "      language: de")
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        let keys = (0..<10).map { "dev\($0)" }
+        try await RunCrashTests.round(broker, devices: keys.count, tst: 100, at: RunCrashTests.muenchen)
+        try await withTimeout(.seconds(60), "10 delivered POSTs") { await server.waitForDelivered(keys.count) }
+        // The daemon counts a POST once it has read the answer: its next bridge/info says so.
+        try await collector.wait("bridge/info with 10 delivered", timeout: .seconds(30)) { records in
+            records.contains { $0.topic == "ampel/bridge/info" && $0.payload.contains(#""hook":{"delivered":10,"#) }
+        }
+        _ = try await collector.stop(daemon)
+        try await server.shutdown()
+
+        #expect(Self.alerts(collector.records()[...]) == keys.count)
+        let delivered = server.delivered
+        #expect(delivered.count == keys.count)
+        #expect(server.requestCount == keys.count + 1, "one retry, no repeat")
+        #expect(Set(delivered.compactMap { $0.headers["idempotency-key"] }).count == keys.count)
+        var devices: [String] = []
+        for post in delivered {
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(post.body)) as? [String: Any])
+            #expect(body["lang"] as? String == "de" && (body["title"] as? String)?.hasPrefix("Rot") == true, "\(body)")
+            #expect(body["to"] as? String == "red" && body["priority"] as? Int == 7)
+            devices.append(body["device"] as? String ?? "?")
+        }
+        #expect(devices.sorted() == keys.sorted())
+        let counters = try Self.counters(collector)
+        #expect(counters["delivered"] as? Int == keys.count && counters["failedAttempts"] as? Int == 1, "\(counters)")
+    }
+
+    @Test("the endpoint hangs: every alert still arrives on MQTT at once; the stop ends within its limit and says what it lost")
+    func hangingEndpoint() async throws {
+        let server = try await HTTPFixtureServer.start()
+        server.inject(.stall, times: 100_000)
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state", "ampel/bridge/info"])
+        defer { collector.stop() }
+        let daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        let devices = 40
+        var took: [Duration] = []
+        for (round, place) in [RunCrashTests.muenchen, RunCrashTests.altoetting].enumerated() {
+            let mark = collector.mark
+            let started = ContinuousClock.now
+            try await RunCrashTests.round(broker, devices: devices, tst: 100 + round, at: place)
+            try await collector.wait("\(devices) alerts on MQTT", since: mark, timeout: .seconds(30)) { Self.alerts($0) >= devices }
+            took.append(ContinuousClock.now - started)
+        }
+        // The first POST hangs (its timeout is 10 s), everything else waits behind it.
+        #expect(server.requestCount == 1)
+        let stopping = ContinuousClock.now
+        let status = try await collector.stop(daemon)
+        let stop = ContinuousClock.now - stopping
+        try await server.shutdown()
+        print("hanging webhook: \(devices) alerts per round on MQTT in \(took); stop took \(stop)")
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+        #expect(daemon.stderr.contains("webhook alerts not delivered by the stop's limit are lost"), "\(daemon.stderr)")
+        #expect(daemon.stderr.contains("undelivered=hook: \(2 * devices)"), "\(daemon.stderr)")
+        #expect(stop < .seconds(8))
+        let counters = try Self.counters(collector)
+        #expect(counters["delivered"] as? Int == 0, "\(counters)")
+    }
+
+    @Test("kill -9 while alerts wait for a retry: they are lost, and the restart sends only new alerts (nothing twice)")
+    func killLosesTheQueue() async throws {
+        let server = try await HTTPFixtureServer.start()
+        server.inject(.status(503))
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
+        defer { collector.stop() }
+        var daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        let devices = 10
+        try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
+        try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { Self.alerts($0) >= devices }
+        // The first POST failed; it and the rest wait for its retry (0.5 to 1 s).
+        await server.waitForRequests(1)
+        daemon.process.signal(SIGKILL)
+        _ = try await daemon.exit()
+        let lost = devices - server.delivered.count
+        daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await daemon.awaitLog("subscribed")
+        // One new crossing after the restart.
+        try await RunCrashTests.send(broker, [("dev0", RunCrashTests.altoetting)], tst: 200)
+        try await withTimeout(.seconds(30), "the new alert's POST") { await server.waitForDelivered(1) }
+        _ = try await collector.stop(daemon)
+        try await server.shutdown()
+        print("kill -9 with \(lost) of \(devices) webhook alerts undelivered: the restart delivered \(server.delivered.count - 1) of them")
+        let bodies = try server.delivered.map { try #require(try JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
+        #expect(bodies.map { "\($0["device"] ?? "?") \($0["from"] ?? "?")>\($0["to"] ?? "?")" } == ["dev0 red>green"])
+    }
+
+    @Test("SIGTERM while alerts wait for a retry: the stop delivers them before it exits")
+    func stopDrainsTheQueue() async throws {
+        let server = try await HTTPFixtureServer.start()
+        server.inject(.status(503))
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
+        defer { collector.stop() }
+        let daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
+        try await collector.awaitBridge()
+        try await daemon.awaitLog("subscribed")
+        let devices = 20
+        try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
+        try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { Self.alerts($0) >= devices }
+        // The first POST failed and waits for its retry (0.5 to 1 s); the rest are queued.
+        await server.waitForRequests(1)
+        let queuedAtStop = devices - server.delivered.count
+        let status = try await collector.stop(daemon)
+        try await server.shutdown()
+        print("SIGTERM with \(queuedAtStop) webhook alerts undelivered: \(server.delivered.count) of \(devices) delivered by the exit")
+        #expect(status.exitCode == 0)
+        #expect(server.delivered.count == devices, "\(daemon.stderr)")
+        #expect(!daemon.stderr.contains("not delivered by the stop's limit"))
+    }
+}
