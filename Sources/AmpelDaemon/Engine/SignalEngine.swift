@@ -65,6 +65,9 @@ public struct SignalEngine: Sendable {
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
+        /// What earlier runs may have announced (``DiscoveryScopeFile``): what of it the
+        /// current ``discovery`` does not announce is removed at start.
+        public var announcedDiscovery: [DiscoveryScope]
         /// Devices republished per batch after a reconnect (state and discovery config each),
         /// and devices re-evaluated (and announced) per batch after new data and at start; the
         /// daemon handles what arrived in between before it asks for the next batch. A fix that
@@ -74,7 +77,8 @@ public struct SignalEngine: Sendable {
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
-                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500) {
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
+                    recoveryBatch: Int = 500) {
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -83,6 +87,7 @@ public struct SignalEngine: Sendable {
             self.alertExpiry = alertExpiry
             self.lamps = lamps
             self.discovery = discovery
+            self.announcedDiscovery = announcedDiscovery
             self.recoveryBatch = max(1, recoveryBatch)
         }
     }
@@ -143,6 +148,10 @@ public struct SignalEngine: Sendable {
         case problem(String)
         /// Publish `bridge/info` now (its counters live in the daemon).
         case publishInfo
+        /// Keep `scopes` as what may be announced on the broker (``DiscoveryScopeFile``): at
+        /// once, before the publishes after it (`whenTaken` false), or once the broker has
+        /// taken the publishes before it (`true`: the removals it records as done).
+        case recordDiscovery([DiscoveryScope], whenTaken: Bool)
         /// More device states of recovery `generation` are due: send
         /// ``Event/recoverDevices(generation:)`` once the inputs waiting now are handled.
         case continueRecovery(generation: Int)
@@ -167,6 +176,8 @@ public struct SignalEngine: Sendable {
     /// The device keys a re-evaluation after new data still has to look at, from `next` on.
     private var reevaluation: (generation: Int, keys: [String], next: Int, announce: Bool)?
     private var reevaluations = 0
+    /// The prefixes and nodes whose device entities the start's device walk removes.
+    private var retiringDevices: [DiscoveryTopics] = []
 
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
@@ -188,7 +199,8 @@ public struct SignalEngine: Sendable {
         switch event {
         case .start:
             started = true
-            var actions = evaluateAll(initial: true, announce: true)
+            var actions = retireDiscovery()
+            actions += evaluateAll(initial: true, announce: true)
             actions += districtDiscovery()
             actions += lamps(force: true)
             return actions + nextReevaluationBatch()
@@ -270,11 +282,7 @@ public struct SignalEngine: Sendable {
                                                     qos: 1, retain: true),
                                     kind: .districtPhase))
         }
-        if let discovery = settings.discovery {
-            for entry in districts {
-                actions.append(.publish(discovery.district(ags: entry.district.ags, name: entry.district.name), kind: .discovery))
-            }
-        }
+        actions += districtDiscovery()
         actions += lamps(force: true)
         recoveries += 1
         recovery = (recoveries, devices.keys, 0)
@@ -298,9 +306,7 @@ public struct SignalEngine: Sendable {
                 actions += reevaluated
                 continue
             }
-            if let discovery = settings.discovery {
-                actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
-            }
+            actions += deviceDiscovery(key)
             switch outcome {
             case .changed, .noSignal: actions += reevaluated
             case .unchanged(let record, let signal): actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
@@ -337,9 +343,7 @@ public struct SignalEngine: Sendable {
                                   district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
         devices[key] = record
         var actions: [Action] = [.persist(.device(key: key, record: record))]
-        if previous == nil, let discovery = settings.discovery {
-            actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
-        }
+        if previous == nil { actions += deviceDiscovery(key) }
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != signal.phase {
@@ -443,8 +447,9 @@ public struct SignalEngine: Sendable {
         var actions: [Action] = []
         let end = min(current.keys.count, current.next + settings.recoveryBatch)
         for key in current.keys[current.next..<end] {
-            if current.announce, let discovery = settings.discovery, devices[key] != nil {
-                actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
+            if devices[key] != nil {
+                for names in retiringDevices { actions += names.removals(device: key).map { .publish($0, kind: .discovery) } }
+                if current.announce { actions += deviceDiscovery(key) }
             }
             reevaluate(key, into: &actions)
         }
@@ -454,6 +459,11 @@ public struct SignalEngine: Sendable {
             actions.append(.continueReevaluation(generation: current.generation))
         } else {
             reevaluation = nil
+            // Every walk covers every device: once one ends, no retired device entity is left.
+            if !retiringDevices.isEmpty {
+                retiringDevices = []
+                actions.append(.recordDiscovery(currentDiscovery, whenTaken: true))
+            }
         }
         return actions
     }
@@ -501,12 +511,48 @@ public struct SignalEngine: Sendable {
 
     // MARK: Discovery
 
-    /// The districts' discovery configs; the devices' go out with the device walk.
+    /// The bridge's and the districts' discovery configs; the devices' go out with the device walk.
     func districtDiscovery() -> [Action] {
         guard let discovery = settings.discovery else { return [] }
-        return dataset.districts(in: settings.region).map {
-            .publish(discovery.district(ags: $0.district.ags, name: $0.district.name), kind: .discovery)
+        let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
+            discovery.district(ags: $0.district.ags, name: $0.district.name)
         }
+        return configs.map { .publish($0, kind: .discovery) }
+    }
+
+    /// A device's discovery configs (none with discovery off or without the devices).
+    func deviceDiscovery(_ key: String) -> [Action] {
+        guard let discovery = settings.discovery else { return [] }
+        return discovery.device(key: key, name: settings.devices[key]?.name).map { .publish($0, kind: .discovery) }
+    }
+
+    /// What this run announces, as the scope file keeps it.
+    var currentDiscovery: [DiscoveryScope] { settings.discovery.map { [$0.scope] } ?? [] }
+
+    /// At start: empty configs for what earlier runs announced and this one does not (the
+    /// bridge and districts at once, the devices' with the start's device walk), and the
+    /// scopes to keep. While removals are under way the file names the old scopes and the
+    /// new one, so a crash in between leaves nothing announced that the next start forgets.
+    mutating func retireDiscovery() -> [Action] {
+        let announced = settings.announcedDiscovery
+        let current = settings.discovery?.scope
+        let districts = dataset.districts(in: settings.region).map(\.district.ags)
+        var removals: [Action] = []
+        for old in announced where old != current {
+            let left = old.leftBehind(by: current)
+            let names = DiscoveryTopics(prefix: old.prefix, node: old.node)
+            if left.districts { removals += names.removals(bridgeAndDistricts: districts).map { .publish($0, kind: .discovery) } }
+            if left.devices, !retiringDevices.contains(names) { retiringDevices.append(names) }
+        }
+        guard !removals.isEmpty || !retiringDevices.isEmpty else {
+            return announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)]
+        }
+        var both = announced
+        if let current, !both.contains(current) { both.append(current) }
+        var actions: [Action] = both == announced ? [] : [.recordDiscovery(both, whenTaken: false)]
+        actions += removals
+        if retiringDevices.isEmpty { actions.append(.recordDiscovery(currentDiscovery, whenTaken: true)) }
+        return actions
     }
 
     // MARK: Lamps
