@@ -16,7 +16,7 @@ abbreviations expanded, `~` substituted) and then validated with
   with a `state_class`, one of the options for an enum, a date, `payload_on`/`payload_off`, a
   JSON object with an `event_type` from `event_types` for an event).
 
-Empty payloads (removed configs) are counted, not validated. Prints `ok <topic>` per valid
+Empty payloads (removed configs; `(null)` in mosquitto_sub's output) are counted, not validated. Prints `ok <topic>` per valid
 config and `REJECTED <topic>: <why>` per invalid one; exits 1 if any was rejected or no
 config was found, 2 if Home Assistant cannot be imported.
 
@@ -219,7 +219,8 @@ def run():
     for line in lines:
         topic, _, payload = line.partition(" ")
         if topic.startswith(args.prefix + "/") and topic.endswith("/config"):
-            if payload:
+            # mosquitto_sub -v prints an empty payload as (null).
+            if payload and payload != "(null)":
                 configs[topic] = payload
             else:
                 removed += 1

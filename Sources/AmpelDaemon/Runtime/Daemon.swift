@@ -687,10 +687,12 @@ public actor AmpelDaemon: Service {
     func recordDiscovery(_ scopes: [DiscoveryScope], whenTaken: Bool) {
         let file = discoveryScopes
         let logger = self.logger
+        let described = scopes.map { "\($0.prefix)/\($0.node)\($0.devices ? " with devices" : "")" }.joined(separator: ", ")
         @Sendable func write() {
             do {
                 try file.save(scopes)
-                logger.info("recorded what is announced to Home Assistant", metadata: ["scopes": "\(scopes.map { "\($0.prefix)/\($0.node)\($0.devices ? " with devices" : "")" })"])
+                logger.info(whenTaken ? "the broker took the removed Home Assistant configs; recorded what is announced" : "recorded what may be announced to Home Assistant",
+                            metadata: ["scopes": "\(described)"])
             } catch {
                 logger.warning("cannot record what is announced to Home Assistant; the next start may remove or keep too much", metadata: ["error": "\(error)"])
             }
