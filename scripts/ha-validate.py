@@ -41,7 +41,7 @@ try:
     from homeassistant.core import HomeAssistant
     from homeassistant.helpers.template import Template
 except ImportError as error:  # the venv is missing or broken
-    print(f"cannot import Home Assistant ({error}); install it with scripts/install-deps.sh --ha-venv", file=sys.stderr)
+    print(f"cannot import Home Assistant ({error}); install it with scripts/install-deps.sh", file=sys.stderr)
     sys.exit(2)
 
 # Read by Home Assistant releases after the one installed, ignored (dropped) by it:
