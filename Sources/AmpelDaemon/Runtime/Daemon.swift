@@ -192,7 +192,8 @@ public actor AmpelDaemon: Service {
         let announced = discoveryScopes.announced(prefix: configuration.homeAssistant.prefix, topics: topics,
                                                   firstRun: restored.devices.count == 0 && restored.districts.isEmpty)
         if let problem = announced.problem {
-            logger.warning("the record of what was announced to Home Assistant cannot be read; assuming the devices were", metadata: ["problem": "\(problem)"])
+            logger.warning("the record of what was announced to Home Assistant cannot be read; going by the state instead (nothing on a first run, else the configured prefix with devices)",
+                           metadata: ["problem": "\(problem)"])
         }
         var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes), dataset: initial.dataset,
                                   stale: initial.stale, restored: restored)
