@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Ampel needs on a fresh Debian machine (Swift 6.3 itself is expected on PATH,
-# e.g. /opt/swift/usr/bin). Idempotent: does nothing when everything is there.
+# e.g. /opt/swift/usr/bin), and Home Assistant core in a cached venv for the discovery test.
+# Idempotent: does nothing when everything is there.
 set -euo pipefail
 packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv tmux)
 missing=()
@@ -16,3 +17,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH (Swift 6.3 toolchain needed)" >&2; exit 1; }
+
+# Home Assistant core in a venv, for scripts/ha-validate.py (the discovery configs checked with
+# Home Assistant's own schemas, docs/homeassistant.md). Cached per version: installed once
+# (about 2 minutes, 35 MB of wheels from PyPI), then only checked. `.complete` is written last,
+# so an install cut short is redone. AMPEL_HA_VENV overrides the directory.
+ha_version=2024.3
+ha_venv="${AMPEL_HA_VENV:-$HOME/.cache/ampel/ha-venv-$ha_version}"
+if [ ! -f "$ha_venv/.complete" ]; then
+  echo "installing homeassistant==$ha_version.* into $ha_venv" >&2
+  rm -rf "$ha_venv"
+  mkdir -p "$(dirname "$ha_venv")"
+  python3 -m venv "$ha_venv"
+  "$ha_venv/bin/pip" install --quiet "homeassistant==$ha_version.*"
+  "$ha_venv/bin/python" -c "import homeassistant.components.mqtt.sensor, homeassistant.components.mqtt.event"
+  touch "$ha_venv/.complete"
+fi

@@ -191,8 +191,9 @@ patterns = [
     ("bridge", re.compile(r"ampel/bridge/(state|info)")),
     ("device", re.compile(r"ampel/device/(.+)/(state|alert)", re.S)),
     ("district", re.compile(r"ampel/district/(09\d{3})/(state|phase|alert)")),
-    ("discovery-district", re.compile(r"homeassistant/sensor/ampel/district_(09\d{3})/config")),
-    ("discovery-device", re.compile(r"homeassistant/sensor/ampel/device_([a-z0-9_]+)/config")),
+    ("discovery-bridge", re.compile(r"homeassistant/(?:binary_sensor/ampel/bridge_(?:connectivity|stale)|sensor/ampel/bridge_data_date)/config")),
+    ("discovery-district", re.compile(r"homeassistant/(?:sensor/ampel/district_(09\d{3})(?:_incidence)?|event/ampel/district_(09\d{3}))/config")),
+    ("discovery-device", re.compile(r"homeassistant/(?:sensor|event)/ampel/device_([a-z0-9_]+)/config")),
 ]
 by_class = {}
 device_keys = set()
@@ -239,7 +240,7 @@ for line in read("topics.tsv").splitlines():
             fail(f"{topic!r}: last payload is not JSON")
     elif cls == "discovery-device":
         object_ids.add(match.group(1))
-    elif cls in ("district", "discovery-district", "bridge") and not (cls == "district" and topic.endswith("/phase")):
+    elif cls in ("district", "discovery-district", "discovery-bridge", "bridge") and not (cls == "district" and topic.endswith("/phase")):
         try:
             json.loads(payload)
         except ValueError:

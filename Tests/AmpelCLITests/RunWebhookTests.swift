@@ -10,17 +10,18 @@ struct RunWebhookTests {
     typealias Collector = RunCrashTests.Collector
 
     /// A state directory with a config naming one webhook, and the daemon started on it.
+    /// Beside the tests' `max_fix_age: false` (their fixes carry fixed old times).
     static func start(_ broker: MosquittoBroker, _ dir: URL, webhook url: String, extra: String = "") throws -> RunRecoveryTests.Daemon {
-        let config = dir.appendingPathComponent("ampel.yaml")
-        try """
+        let yaml = """
         notify:
           webhooks:
             - name: hook
               url: \(url)
         \(extra)
-        """.write(to: config, atomically: true, encoding: .utf8)
-        return try RunRecoveryTests.Daemon(["--config", config.path, "--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
-                                            "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"])
+        """
+        return try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
+                                            "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"],
+                                           configuration: RunRecoveryTests.Daemon.replayConfiguration + yaml)
     }
 
     static func alerts(_ records: ArraySlice<Collector.Record>) -> Int {

@@ -40,6 +40,7 @@ struct ConfigurationTests {
         #expect(config.inputs.traccar.isEmpty)
         #expect(config.homeAssistant.discovery)
         #expect(config.homeAssistant.prefix == "homeassistant")
+        #expect(config.homeAssistant.devices)
         #expect(config.baseTopic == "ampel")
         #expect(config.mqtt.clientID == "ampel")
         #expect(config.stateDirectory == "ampel-state")
@@ -78,6 +79,7 @@ struct ConfigurationTests {
       car:
     homeassistant:
       discovery: false
+      devices: false
       prefix: ha
     lamps:
       - name: hall
@@ -119,6 +121,7 @@ struct ConfigurationTests {
         #expect(config.devices["car"] == .init())
         #expect(!config.homeAssistant.discovery)
         #expect(config.homeAssistant.prefix == "ha")
+        #expect(!config.homeAssistant.devices)
         #expect(config.lamps.count == 3)
         // An unquoted 09162 stays the district code, not the number 9162.
         #expect(config.lamps[0] == LampSettings(name: "hall", driver: .wled, topic: "wled/hall", follows: .district("09162")))
@@ -148,6 +151,7 @@ struct ConfigurationTests {
         ("mqtt:\n  keepalive: 1\n", "mqtt.keepalive", 2),
         ("mqtt:\n  protocol: 4\n", "mqtt.protocol", 2),
         ("homeassistant:\n  discovery: maybe\n", "homeassistant.discovery", 2),
+        ("homeassistant:\n  devices: some\n", "homeassistant.devices", 2),
         ("devices:\n  a/+: {lang: de}\n", "devices.a/+", 2),
         ("lamps:\n  - driver: hue\n    topic: x\n    district: '09162'\n", "lamps[0].driver", 2),
         ("lamps:\n  - driver: plain\n    topic: x\n", "lamps[0]", 2),
@@ -299,6 +303,7 @@ struct ExampleAndIntakeTests {
         #expect(config.notify.webhooks.map(\.name) == ["ntfy-alice", "gotify"])
         #expect(config.notify.webhooks[0].headers.first { $0.name == "X-Title" }?.value == "{{.title}}")
         #expect(config.notify.webhooks[1].wants(district: "09162") && !config.notify.webhooks[1].wants(device: "alice/phone"))
+        #expect(config.homeAssistant.devices)
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")
@@ -309,7 +314,7 @@ struct ExampleAndIntakeTests {
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",
-                    "homeassistant.discovery", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
+                    "homeassistant.discovery", "homeassistant.devices", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
                     "notify.webhooks[]",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]

@@ -59,7 +59,9 @@ struct RecoveryTests {
         let before = try await Self.retained(broker, devices)
         #expect(before["ampel/bridge/state"] == Array(BridgeState.online.utf8))
         #expect(before.keys.filter { $0.hasPrefix("ampel/district/") }.count == 2 * 96)
-        #expect(before.keys.filter { $0.hasPrefix("homeassistant/") }.count == 96 + 3)
+        // The bridge's 3 configs, 3 per district, 2 per device.
+        let configs = before.keys.filter { $0.hasPrefix("homeassistant/") }.count
+        #expect(configs == 3 + 96 * 3 + 3 * 2)
         for key in ["car", "alice/phone", "bw"] { #expect(before["ampel/device/\(key)/state"] != nil) }
         // bridge/info follows the counters; everything else must come back as it was.
         var expected = before
@@ -143,9 +145,9 @@ struct RecoveryTests {
         try await devices.plain("live", Places.altoetting.0, Places.altoetting.1, tst: 1)
         try await watcher.json("ampel/device/live/state") { $0["phase"] as? String == "green" }
         let answered = clock.now
-        // online, 96 district states and phases, 96 district discovery configs, then per device
-        // its discovery config and state.
-        let total = 1 + 3 * 96 + 2 * count
+        // online, 96 district states and phases, the bridge's 3 and the districts' 3 * 96
+        // discovery configs, then per device its 2 discovery configs and its state.
+        let total = 1 + 2 * 96 + 3 + 3 * 96 + 3 * count
         try await watcher.json("ampel/bridge/info", timeout: .seconds(120)) { Self.counter($0, "republished") >= total }
         let done = clock.now
         print("recovery of \(count) devices: all handed over \(done - restarted) after the restart; a live location answered in \(answered - sent)")

@@ -85,8 +85,10 @@ struct SignalEngineTests {
         #expect(state["phase"] as? String == "red")
         #expect(state["dataDate"] as? String == "2020-10-15")
         #expect((state["district"] as? [String: Any])?["name"] as? String == "SK München")
-        // Discovery for every district.
-        #expect(actions.topics.filter { $0.hasPrefix("homeassistant/sensor/ampel/district_") }.count == 96)
+        // Discovery for every district: phase and incidence sensors, alert event.
+        #expect(actions.topics.filter { $0.hasPrefix("homeassistant/sensor/ampel/district_") && !$0.hasSuffix("_incidence/config") }.count == 96)
+        #expect(actions.topics.filter { $0.hasSuffix("_incidence/config") }.count == 96)
+        #expect(actions.topics.filter { $0.hasPrefix("homeassistant/event/ampel/district_") }.count == 96)
     }
 
     @Test("a first sighting publishes the state and an alert from null; the same phase again only the state")
@@ -94,6 +96,7 @@ struct SignalEngineTests {
         var (engine, _) = started()
         let first = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 5000))
         #expect(first.topics == ["homeassistant/sensor/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
+                                 "homeassistant/event/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
                                  "ampel/device/alice/phone/alert", "ampel/device/alice/phone/state"])
         #expect(first.first == .persist(.device(key: "alice/phone", record: engine.devices["alice/phone"]!)))
         let state = try first.json("ampel/device/alice/phone/state")
@@ -394,13 +397,13 @@ struct SignalEngineTests {
         let keys = ["a", "b", "c", "d", "e"]
         for key in keys { _ = first.event(.fix(fix(key), place: Fixtures.muenchen, receivedAt: 0)) }
         func deviceConfigs(_ actions: [SignalEngine.Action]) -> [String] {
-            actions.published.map(\.topic).filter { $0.hasPrefix("homeassistant/") && $0.contains("/ampel/device_") }
+            actions.published.map(\.topic).filter { $0.hasPrefix("homeassistant/sensor/") && $0.contains("/ampel/device_") }
         }
         // A restart: the first event carries the districts' configs and one batch of devices.
         var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false, restored: first.persisted)
         let start = engine.event(.start)
         #expect(deviceConfigs(start).count == 2)
-        #expect(start.published.filter { $0.topic.contains("/ampel/district_") }.count == 96)
+        #expect(start.published.filter { $0.topic.contains("/ampel/district_") }.count == 96 * 3)
         let (all, batches) = engine.followingReevaluation(start)
         #expect(batches == 3)
         #expect(deviceConfigs(all).count == 5 && Set(deviceConfigs(all)).count == 5)

@@ -46,8 +46,9 @@ extension DaemonConfiguration {
         }
         if let m = try top.mapping("devices") { try readDevices(m) }
         if let m = try top.mapping("homeassistant") {
-            try m.allow(["discovery", "prefix", "status_topic"])
+            try m.allow(["discovery", "devices", "prefix", "status_topic"])
             if let v = m["discovery"] { homeAssistant.discovery = try v.bool() }
+            if let v = m["devices"] { homeAssistant.devices = try v.bool() }
             if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
         }

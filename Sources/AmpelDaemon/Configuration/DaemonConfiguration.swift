@@ -114,6 +114,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public struct HomeAssistantSettings: Sendable, Hashable {
         public var discovery = true
         public var prefix = "homeassistant"
+        /// Announce every device's entities too; `false` keeps it to the bridge and the
+        /// districts (a Home Assistant restart then loads 300-odd entities, not one per device).
+        public var devices = true
         /// Where Home Assistant announces `online` after its start; discovery is re-sent then.
         public var statusTopic = "homeassistant/status"
     }

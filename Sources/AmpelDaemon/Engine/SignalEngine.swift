@@ -65,6 +65,9 @@ public struct SignalEngine: Sendable {
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
+        /// What earlier runs may have announced (``DiscoveryScopeFile``): what of it the
+        /// current ``discovery`` does not announce is removed at start.
+        public var announcedDiscovery: [DiscoveryScope]
         /// Devices republished per batch after a reconnect (state and discovery config each),
         /// and devices re-evaluated (and announced) per batch after new data and at start; the
         /// daemon handles what arrived in between before it asks for the next batch. A fix that
@@ -84,7 +87,8 @@ public struct SignalEngine: Sendable {
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
-                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500,
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
+                    recoveryBatch: Int = 500,
                     maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = []) {
             self.webhooks = webhooks
             self.ruleSet = ruleSet
@@ -95,6 +99,7 @@ public struct SignalEngine: Sendable {
             self.alertExpiry = alertExpiry
             self.lamps = lamps
             self.discovery = discovery
+            self.announcedDiscovery = announcedDiscovery
             self.recoveryBatch = max(1, recoveryBatch)
             self.maxFixAge = maxFixAge
             self.maxAccuracy = maxAccuracy
@@ -167,6 +172,10 @@ public struct SignalEngine: Sendable {
         case problem(String)
         /// Publish `bridge/info` now (its counters live in the daemon).
         case publishInfo
+        /// Keep `scopes` as what may be announced on the broker (``DiscoveryScopeFile``): at
+        /// once, before the publishes after it (`whenTaken` false), or once the broker has
+        /// taken the publishes before it (`true`: the removals it records as done).
+        case recordDiscovery([DiscoveryScope], whenTaken: Bool)
         /// More device states of recovery `generation` are due: send
         /// ``Event/recoverDevices(generation:)`` once the inputs waiting now are handled.
         case continueRecovery(generation: Int)
@@ -197,6 +206,8 @@ public struct SignalEngine: Sendable {
     /// ``Settings/maxFixAge``), by the key's bytes as in ``DeviceTable``. Not persisted: a
     /// restart starts the dwell again with the next fix (decision 32).
     private var pending: [[UInt8]: PendingPhase] = [:]
+    /// The prefixes and nodes whose device entities the start's device walk removes.
+    private var retiringDevices: [DiscoveryTopics] = []
 
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
@@ -218,7 +229,8 @@ public struct SignalEngine: Sendable {
         switch event {
         case .start:
             started = true
-            var actions = evaluateAll(initial: true, announce: true)
+            var actions = retireDiscovery()
+            actions += evaluateAll(initial: true, announce: true)
             actions += districtDiscovery()
             actions += lamps(force: true)
             return actions + nextReevaluationBatch()
@@ -303,11 +315,7 @@ public struct SignalEngine: Sendable {
                                                     qos: 1, retain: true),
                                     kind: .districtPhase))
         }
-        if let discovery = settings.discovery {
-            for entry in districts {
-                actions.append(.publish(discovery.district(ags: entry.district.ags, name: entry.district.name), kind: .discovery))
-            }
-        }
+        actions += districtDiscovery()
         actions += lamps(force: true)
         recoveries += 1
         recovery = (recoveries, devices.keys, 0)
@@ -331,9 +339,7 @@ public struct SignalEngine: Sendable {
                 actions += reevaluated
                 continue
             }
-            if let discovery = settings.discovery {
-                actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
-            }
+            actions += deviceDiscovery(key)
             switch outcome {
             case .changed, .noSignal: actions += reevaluated
             case .unchanged(let record, let signal): actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
@@ -410,9 +416,7 @@ public struct SignalEngine: Sendable {
                                   district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale)
         devices[key] = record
         actions.append(.persist(.device(key: key, record: record)))
-        if previous == nil, let discovery = settings.discovery {
-            actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
-        }
+        if previous == nil { actions += deviceDiscovery(key) }
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != shown.phase {
@@ -569,8 +573,9 @@ public struct SignalEngine: Sendable {
         var actions: [Action] = []
         let end = min(current.keys.count, current.next + settings.recoveryBatch)
         for key in current.keys[current.next..<end] {
-            if current.announce, let discovery = settings.discovery, devices[key] != nil {
-                actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
+            if devices[key] != nil {
+                for names in retiringDevices { actions += names.removals(device: key).map { .publish($0, kind: .discovery) } }
+                if current.announce { actions += deviceDiscovery(key) }
             }
             reevaluate(key, into: &actions)
         }
@@ -580,6 +585,11 @@ public struct SignalEngine: Sendable {
             actions.append(.continueReevaluation(generation: current.generation))
         } else {
             reevaluation = nil
+            // Every walk covers every device: once one ends, no retired device entity is left.
+            if !retiringDevices.isEmpty {
+                retiringDevices = []
+                actions.append(.recordDiscovery(currentDiscovery, whenTaken: true))
+            }
         }
         return actions
     }
@@ -628,12 +638,48 @@ public struct SignalEngine: Sendable {
 
     // MARK: Discovery
 
-    /// The districts' discovery configs; the devices' go out with the device walk.
+    /// The bridge's and the districts' discovery configs; the devices' go out with the device walk.
     func districtDiscovery() -> [Action] {
         guard let discovery = settings.discovery else { return [] }
-        return dataset.districts(in: settings.region).map {
-            .publish(discovery.district(ags: $0.district.ags, name: $0.district.name), kind: .discovery)
+        let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
+            discovery.district(ags: $0.district.ags, name: $0.district.name)
         }
+        return configs.map { .publish($0, kind: .discovery) }
+    }
+
+    /// A device's discovery configs (none with discovery off or without the devices).
+    func deviceDiscovery(_ key: String) -> [Action] {
+        guard let discovery = settings.discovery else { return [] }
+        return discovery.device(key: key, name: settings.devices[key]?.name).map { .publish($0, kind: .discovery) }
+    }
+
+    /// What this run announces, as the scope file keeps it.
+    var currentDiscovery: [DiscoveryScope] { settings.discovery.map { [$0.scope] } ?? [] }
+
+    /// At start: empty configs for what earlier runs announced and this one does not (the
+    /// bridge and districts at once, the devices' with the start's device walk), and the
+    /// scopes to keep. While removals are under way the file names the old scopes and the
+    /// new one, so a crash in between leaves nothing announced that the next start forgets.
+    mutating func retireDiscovery() -> [Action] {
+        let announced = settings.announcedDiscovery
+        let current = settings.discovery?.scope
+        let districts = dataset.districts(in: settings.region).map(\.district.ags)
+        var removals: [Action] = []
+        for old in announced where old != current {
+            let left = old.leftBehind(by: current)
+            let names = DiscoveryTopics(prefix: old.prefix, node: old.node)
+            if left.districts { removals += names.removals(bridgeAndDistricts: districts).map { .publish($0, kind: .discovery) } }
+            if left.devices, !retiringDevices.contains(names) { retiringDevices.append(names) }
+        }
+        guard !removals.isEmpty || !retiringDevices.isEmpty else {
+            return announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)]
+        }
+        var both = announced
+        if let current, !both.contains(current) { both.append(current) }
+        var actions: [Action] = both == announced ? [] : [.recordDiscovery(both, whenTaken: false)]
+        actions += removals
+        if retiringDevices.isEmpty { actions.append(.recordDiscovery(currentDiscovery, whenTaken: true)) }
+        return actions
     }
 
     // MARK: Lamps

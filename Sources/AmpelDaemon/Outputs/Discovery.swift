@@ -1,65 +1,224 @@
 import AmpelCore
 import AmpelDomain
 
-/// Home Assistant MQTT discovery: one enum sensor per district of the region and per device.
+/// Home Assistant MQTT discovery: a bridge device with diagnostic entities, and per district
+/// of the region and per device a phase sensor and an alert event (plus, per district, a
+/// numeric incidence sensor).
 ///
 /// The configs are retained, so Home Assistant finds them after its own restart, and re-sent
-/// when it announces `online` on its status topic (it may have lost them). Every entity is
-/// available only while `ampel/bridge/state` says `online`.
+/// when it announces `online` on its status topic (it may have lost them). Every entity but
+/// the bridge's connectivity is available only while `ampel/bridge/state` says `online`.
+/// Entities that go away get an empty retained config (``DiscoveryTopics/removals(device:)``
+/// and the others), which makes Home Assistant delete them and the broker drop the config.
 public struct Discovery: Sendable {
-    public let prefix: String
     public let topics: Topics
     public let version: String
-    /// The values the sensor can take: the rule set's phases and `outside`.
+    /// The values the phase sensor and the alert event can take: the rule set's phases and `outside`.
     public let options: [String]
+    /// Where the configs go, and whether the devices' entities are announced.
+    public let scope: DiscoveryScope
+    let names: DiscoveryTopics
 
-    public init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet) {
-        self.prefix = prefix
+    /// - Parameter devices: announce every device's entities too (`homeassistant.devices`);
+    ///   without, only the bridge and the districts.
+    public init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet, devices: Bool = true) {
         self.topics = topics
         self.version = version
-        self.options = ruleSet.phases.map { $0.id.id } + ["outside"]
+        self.options = ruleSet.phases.map { $0.id.id } + [OutsideMarker.id]
+        scope = DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: devices)
+        names = DiscoveryTopics(prefix: prefix, node: scope.node)
     }
 
-    /// The topic of a district's config: `<prefix>/sensor/ampel/district_<ags>/config`.
-    public func districtTopic(_ ags: String) -> String { "\(prefix)/sensor/\(nodeID)/district_\(ags)/config" }
+    public var prefix: String { scope.prefix }
+    var nodeID: String { scope.node }
 
-    /// The topic of a device's config: `<prefix>/sensor/ampel/device_<object id>/config`.
-    public func deviceTopic(_ key: String) -> String { "\(prefix)/sensor/\(nodeID)/device_\(DeviceKey.objectID(key))/config" }
+    /// The topic of a district's phase sensor: `<prefix>/sensor/<node>/district_<ags>/config`.
+    public func districtTopic(_ ags: String) -> String { names.topic(.districtPhase(ags)) }
 
-    /// The node id: the base topic made safe for Home Assistant.
-    var nodeID: String { DeviceKey.objectID(topics.base) }
+    /// The topic of a device's phase sensor: `<prefix>/sensor/<node>/device_<object id>/config`.
+    public func deviceTopic(_ key: String) -> String { names.topic(.devicePhase(key)) }
 
-    public func district(ags: String, name: String) -> OutgoingMessage {
-        let id = "\(nodeID)_district_\(ags)"
-        let config = SensorConfig(
-            name: "Phase",
-            uniqueID: id,
-            stateTopic: topics.districtState(ags),
-            attributesTemplate: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title} | tojson }}"#,
-            options: options,
-            availabilityTopic: topics.bridgeState,
-            device: .init(identifiers: [id], name: "Ampel \(name)", model: "District \(ags)", swVersion: version),
-            version: version)
-        return OutgoingMessage(topic: districtTopic(ags), payload: Encode.json(config), qos: 1, retain: true)
+    // MARK: Entities
+
+    /// The bridge: connectivity from `bridge/state`, the data's day and its staleness from
+    /// `bridge/info`; the device every other Ampel device names as `via_device`.
+    public func bridge() -> [OutgoingMessage] {
+        let device = EntityConfig.Device(identifiers: [names.bridgeDevice], name: "Ampel", model: "Bridge", swVersion: version, via: nil)
+        var connectivity = entity(.bridgeConnectivity, name: "Connectivity", stateTopic: topics.bridgeState,
+                                  valueTemplate: "{{ value_json.state }}", device: device)
+        connectivity.device_class = "connectivity"
+        connectivity.payload_on = "online"
+        connectivity.payload_off = "offline"
+        connectivity.entity_category = "diagnostic"
+        // It shows `offline` itself; unavailable while offline would hide just that.
+        connectivity.availability = nil
+        var dataDate = entity(.bridgeDataDate, name: "Data date", stateTopic: topics.bridgeInfo,
+                              valueTemplate: "{{ value_json.dataDate }}", device: device)
+        dataDate.device_class = "date"
+        dataDate.entity_category = "diagnostic"
+        dataDate.icon = "mdi:calendar"
+        var stale = entity(.bridgeStale, name: "Data stale", stateTopic: topics.bridgeInfo,
+                           valueTemplate: "{{ 'ON' if value_json.stale else 'OFF' }}", device: device)
+        stale.device_class = "problem"
+        stale.entity_category = "diagnostic"
+        return [message(.bridgeConnectivity, connectivity), message(.bridgeDataDate, dataDate), message(.bridgeStale, stale)]
     }
 
-    public func device(key: String, name: String?) -> OutgoingMessage {
-        let id = "\(nodeID)_device_\(DeviceKey.objectID(key))"
-        let config = SensorConfig(
-            name: "Phase",
-            uniqueID: id,
-            stateTopic: topics.deviceState(key),
-            attributesTemplate: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title, "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#,
-            options: options,
-            availabilityTopic: topics.bridgeState,
-            device: .init(identifiers: [id], name: "Ampel \(name ?? key)", model: "Device", swVersion: version),
-            version: version)
-        return OutgoingMessage(topic: deviceTopic(key), payload: Encode.json(config), qos: 1, retain: true)
+    /// A district's phase sensor, incidence sensor and alert event.
+    public func district(ags: String, name: String) -> [OutgoingMessage] {
+        let device = EntityConfig.Device(identifiers: [names.uniqueID(.districtPhase(ags))], name: "Ampel \(name)",
+                                         model: "District \(ags)", swVersion: version, via: names.bridgeDevice)
+        let state = topics.districtState(ags)
+        let phase = phaseSensor(.districtPhase(ags), stateTopic: state, device: device,
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title} | tojson }}"#)
+        var incidence = entity(.districtIncidence(ags), name: "Incidence", stateTopic: state,
+                               valueTemplate: "{{ value_json.incidence }}", device: device)
+        incidence.state_class = "measurement"
+        incidence.unit_of_measurement = Self.incidenceUnit
+        incidence.suggested_display_precision = 1
+        incidence.icon = "mdi:virus-outline"
+        return [message(.districtPhase(ags), phase), message(.districtIncidence(ags), incidence),
+                message(.districtAlert(ags), alertEvent(.districtAlert(ags), alertTopic: topics.districtAlert(ags), device: device))]
+    }
+
+    /// A device's phase sensor and alert event; nothing when the devices are not announced.
+    public func device(key: String, name: String?) -> [OutgoingMessage] {
+        guard scope.devices else { return [] }
+        let device = EntityConfig.Device(identifiers: [names.uniqueID(.devicePhase(key))], name: "Ampel \(name ?? key)",
+                                         model: "Device", swVersion: version, via: names.bridgeDevice)
+        let phase = phaseSensor(.devicePhase(key), stateTopic: topics.deviceState(key), device: device,
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title, "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
+        return [message(.devicePhase(key), phase),
+                message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceAlert(key), device: device))]
+    }
+
+    /// The unit of the incidence sensor: RKI's `cases7_per_100k`.
+    static let incidenceUnit = "cases/100k"
+
+    /// The alert payload has no `event_type`: the template makes one from `to` and keeps
+    /// what a notification needs as the event's attributes.
+    static let alertTemplate = #"{{ {"event_type": value_json.to, "from": value_json["from"], "title": value_json.title, "district": (value_json.district.name if value_json.district else none), "incidence": value_json.incidence, "data_date": value_json.dataDate, "lang": value_json.lang, "rules": value_json.rules} | tojson }}"#
+
+    func phaseSensor(_ entity: DiscoveryTopics.Entity, stateTopic: String, device: EntityConfig.Device, attributes: String) -> EntityConfig {
+        var config = self.entity(entity, name: "Phase", stateTopic: stateTopic, valueTemplate: "{{ value_json.phase }}", device: device)
+        config.json_attributes_topic = stateTopic
+        config.json_attributes_template = attributes
+        config.device_class = "enum"
+        config.options = options
+        config.icon = "mdi:traffic-light"
+        return config
+    }
+
+    func alertEvent(_ entity: DiscoveryTopics.Entity, alertTopic: String, device: EntityConfig.Device) -> EntityConfig {
+        var config = self.entity(entity, name: "Alert", stateTopic: alertTopic, valueTemplate: Self.alertTemplate, device: device)
+        config.event_types = options
+        config.icon = "mdi:alert-octagon-outline"
+        return config
+    }
+
+    func entity(_ entity: DiscoveryTopics.Entity, name: String, stateTopic: String, valueTemplate: String, device: EntityConfig.Device) -> EntityConfig {
+        EntityConfig(name: name, unique_id: names.uniqueID(entity), default_entity_id: names.defaultEntityID(entity),
+                     state_topic: stateTopic, value_template: valueTemplate,
+                     availability: [.init(topic: topics.bridgeState)], device: device, origin: .init(sw_version: version))
+    }
+
+    func message(_ entity: DiscoveryTopics.Entity, _ config: EntityConfig) -> OutgoingMessage {
+        OutgoingMessage(topic: names.topic(entity), payload: Encode.json(config), qos: 1, retain: true)
     }
 }
 
-/// An MQTT sensor's discovery config, in Home Assistant's key names.
-struct SensorConfig: Encodable {
+/// What one run announced: the discovery prefix, the node (from the base topic) and whether
+/// the devices' entities were in it. The daemon keeps the scopes it may have announced in its
+/// state directory (``DiscoveryScopeFile``), so that a later run with another scope removes
+/// what it no longer announces.
+public struct DiscoveryScope: Codable, Sendable, Hashable {
+    public var prefix: String
+    public var node: String
+    public var devices: Bool
+
+    public init(prefix: String, node: String, devices: Bool) {
+        self.prefix = prefix
+        self.node = node
+        self.devices = devices
+    }
+
+    /// What of `self` a run announcing `current` (`nil`: discovery off) leaves behind and
+    /// must remove: everything when the prefix or node differ (or discovery is off), else the
+    /// devices' entities when `current` no longer announces them.
+    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool) {
+        guard let current, current.prefix == prefix, current.node == node else { return (true, devices) }
+        return (false, devices && !current.devices)
+    }
+}
+
+/// The config topics, unique ids and default entity ids of one prefix and node.
+struct DiscoveryTopics: Sendable, Hashable {
+    enum Entity: Hashable {
+        case bridgeConnectivity, bridgeDataDate, bridgeStale
+        case districtPhase(String), districtIncidence(String), districtAlert(String)
+        case devicePhase(String), deviceAlert(String)
+
+        /// Home Assistant's platform.
+        var component: String {
+            switch self {
+            case .bridgeConnectivity, .bridgeStale: "binary_sensor"
+            case .bridgeDataDate, .districtPhase, .districtIncidence, .devicePhase: "sensor"
+            case .districtAlert, .deviceAlert: "event"
+            }
+        }
+
+        /// The object id in the config topic. The phase sensors keep the topics of the first
+        /// release (a sensor per district and device), so their entities carry on.
+        var topicObject: String {
+            switch self {
+            case .bridgeConnectivity: "bridge_connectivity"
+            case .bridgeDataDate: "bridge_data_date"
+            case .bridgeStale: "bridge_stale"
+            case .districtPhase(let ags), .districtAlert(let ags): "district_\(ags)"
+            case .districtIncidence(let ags): "district_\(ags)_incidence"
+            case .devicePhase(let key), .deviceAlert(let key): "device_\(DeviceKey.objectID(key))"
+            }
+        }
+
+        /// The entity's part of its unique id and entity id; the phase sensors keep the unique
+        /// ids of the first release.
+        var entityObject: (unique: String, entity: String) {
+            switch self {
+            case .districtPhase, .devicePhase: (topicObject, topicObject + "_phase")
+            case .districtAlert, .deviceAlert: (topicObject + "_alert", topicObject + "_alert")
+            default: (topicObject, topicObject)
+            }
+        }
+    }
+
+    let prefix: String
+    let node: String
+
+    /// The node id: the base topic made safe for Home Assistant.
+    static func node(of topics: Topics) -> String { DeviceKey.objectID(topics.base) }
+
+    func topic(_ entity: Entity) -> String { "\(prefix)/\(entity.component)/\(node)/\(entity.topicObject)/config" }
+    func uniqueID(_ entity: Entity) -> String { "\(node)_\(entity.entityObject.unique)" }
+    /// Current Home Assistant's `default_entity_id` (`<platform>.<object id>`), which replaced `object_id`.
+    func defaultEntityID(_ entity: Entity) -> String { "\(entity.component).\(node)_\(entity.entityObject.entity)" }
+    var bridgeDevice: String { "\(node)_bridge" }
+
+    /// Empty retained configs: Home Assistant deletes the entity, the broker the config.
+    func removals(_ entities: [Entity]) -> [OutgoingMessage] {
+        entities.map { OutgoingMessage(topic: topic($0), payload: [], qos: 1, retain: true) }
+    }
+
+    func removals(bridgeAndDistricts districts: [String]) -> [OutgoingMessage] {
+        removals([.bridgeConnectivity, .bridgeDataDate, .bridgeStale] + districts.flatMap {
+            [Entity.districtPhase($0), .districtIncidence($0), .districtAlert($0)]
+        })
+    }
+
+    func removals(device key: String) -> [OutgoingMessage] { removals([.devicePhase(key), .deviceAlert(key)]) }
+}
+
+/// A discovery config, in Home Assistant's key names; keys left `nil` are not written.
+struct EntityConfig: Encodable {
     struct Availability: Encodable {
         var topic: String
         var value_template = "{{ value_json.state }}"
@@ -71,12 +230,14 @@ struct SensorConfig: Encodable {
         var manufacturer = "Ampel"
         var model: String
         var sw_version: String
+        var via_device: String?
 
-        init(identifiers: [String], name: String, model: String, swVersion: String) {
+        init(identifiers: [String], name: String, model: String, swVersion: String, via: String?) {
             self.identifiers = identifiers
             self.name = name
             self.model = model
             self.sw_version = swVersion
+            self.via_device = via
         }
     }
 
@@ -87,27 +248,23 @@ struct SensorConfig: Encodable {
 
     var name: String
     var unique_id: String
+    var default_entity_id: String
     var state_topic: String
-    var value_template = "{{ value_json.phase }}"
-    var json_attributes_topic: String
-    var json_attributes_template: String
-    var device_class = "enum"
-    var options: [String]
-    var icon = "mdi:traffic-light"
-    var availability: [Availability]
+    var value_template: String
+    var json_attributes_topic: String?
+    var json_attributes_template: String?
+    var device_class: String?
+    var options: [String]?
+    var event_types: [String]?
+    var state_class: String?
+    var unit_of_measurement: String?
+    var suggested_display_precision: Int?
+    var payload_on: String?
+    var payload_off: String?
+    var entity_category: String?
+    var icon: String?
+    var availability: [Availability]?
     var device: Device
     var origin: Origin
     var qos = 1
-
-    init(name: String, uniqueID: String, stateTopic: String, attributesTemplate: String, options: [String], availabilityTopic: String, device: Device, version: String) {
-        self.name = name
-        unique_id = uniqueID
-        state_topic = stateTopic
-        json_attributes_topic = stateTopic
-        json_attributes_template = attributesTemplate
-        self.options = options
-        availability = [Availability(topic: availabilityTopic)]
-        self.device = device
-        origin = Origin(sw_version: version)
-    }
 }

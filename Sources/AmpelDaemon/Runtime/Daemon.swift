@@ -21,6 +21,8 @@ public actor AmpelDaemon: Service {
     let transport: any DaemonTransport
     let store: StateStore
     let saver: StateSaver
+    /// What the runs may have announced to Home Assistant (``DiscoveryScopeFile``).
+    let discoveryScopes: DiscoveryScopeFile
     let logger: Logger
     let now: @Sendable () -> Date
     let flushInterval: Duration
@@ -97,6 +99,8 @@ public actor AmpelDaemon: Service {
     private var recoveryPace: Task<Void, Never>?
     /// The same for a re-evaluation after new data.
     private var reevaluationPace: Task<Void, Never>?
+    /// The wait for the broker before recording removed discovery configs as done.
+    private var discoveryRecordPace: Task<Void, Never>?
 
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
@@ -117,6 +121,7 @@ public actor AmpelDaemon: Service {
         self.transport = transport
         self.store = StateStore(directory: configuration.stateDirectory)
         self.saver = StateSaver(store: store, logger: logger)
+        discoveryScopes = DiscoveryScopeFile(directory: configuration.stateDirectory)
         self.logger = logger
         self.now = now
         self.flushInterval = flushInterval
@@ -129,17 +134,19 @@ public actor AmpelDaemon: Service {
         stopSignal = stop.continuation
     }
 
-    /// The engine's settings from the configuration.
-    static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet) -> SignalEngine.Settings {
+    /// The engine's settings from the configuration, and what earlier runs announced to Home Assistant.
+    static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet, announcedDiscovery: [DiscoveryScope] = []) -> SignalEngine.Settings {
         let topics = Topics(base: configuration.baseTopic)
+        let homeAssistant = configuration.homeAssistant
         return SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
             devices: configuration.devices,
             // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
             alertExpiry: configuration.mqtt.protocolVersion == .v311 ? nil : configuration.alerts.expiry,
             lamps: configuration.lamps,
-            discovery: configuration.homeAssistant.discovery
-                ? Discovery(prefix: configuration.homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet) : nil,
+            discovery: homeAssistant.discovery
+                ? Discovery(prefix: homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet, devices: homeAssistant.devices) : nil,
+            announcedDiscovery: announcedDiscovery,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
             minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
     }
@@ -192,7 +199,13 @@ public actor AmpelDaemon: Service {
         let restored = replay.state
         let initial = try await feed.initial()
         feedState = initial
-        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet), dataset: initial.dataset,
+        let announced = discoveryScopes.announced(prefix: configuration.homeAssistant.prefix, topics: topics,
+                                                  firstRun: restored.devices.count == 0 && restored.districts.isEmpty)
+        if let problem = announced.problem {
+            logger.warning("the record of what was announced to Home Assistant cannot be read; going by the state instead (nothing on a first run, else the configured prefix with devices)",
+                           metadata: ["problem": "\(problem)"])
+        }
+        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes), dataset: initial.dataset,
                                   stale: initial.stale, restored: restored)
         logger.info("starting", metadata: [
             "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
@@ -334,7 +347,7 @@ public actor AmpelDaemon: Service {
         let webhookDeadline = loopEnded + webhookDrainLimit
         let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
         // A recovery's `online` probe goes out before the `offline` below, or not at all.
-        for pace in [recoveryPace, reevaluationPace] {
+        for pace in [recoveryPace, reevaluationPace, discoveryRecordPace] {
             pace?.cancel()
             await pace?.value
         }
@@ -686,6 +699,8 @@ public actor AmpelDaemon: Service {
                 pace(then: .recover(generation: generation))
             case .continueReevaluation(let generation):
                 pace(then: .reevaluate(generation: generation))
+            case .recordDiscovery(let scopes, let whenTaken):
+                recordDiscovery(scopes, whenTaken: whenTaken)
             }
         }
     }
@@ -706,6 +721,37 @@ public actor AmpelDaemon: Service {
         }
         // One pace per kind of walk is ever under way: its batch comes only after it.
         if case .recover = next { recoveryPace = pace } else { reevaluationPace = pace }
+    }
+
+    /// Writes what may be announced to Home Assistant: at once, or (`whenTaken`) once the
+    /// broker has acknowledged a publish made now, and so taken the removals before it (one
+    /// connection, in order): a crash before then leaves the old record, and the next start
+    /// removes again.
+    func recordDiscovery(_ scopes: [DiscoveryScope], whenTaken: Bool) {
+        let file = discoveryScopes
+        let logger = self.logger
+        let described = scopes.map { "\($0.prefix)/\($0.node)\($0.devices ? " with devices" : "")" }.joined(separator: ", ")
+        @Sendable func write() {
+            do {
+                try file.save(scopes)
+                logger.info(whenTaken ? "the broker took the removed Home Assistant configs; recorded what is announced" : "recorded what may be announced to Home Assistant",
+                            metadata: ["scopes": "\(described)"])
+            } catch {
+                logger.warning("cannot record what is announced to Home Assistant; the next start may remove or keep too much", metadata: ["error": "\(error)"])
+            }
+        }
+        guard whenTaken else { return write() }
+        let transport = self.transport
+        let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
+        // Its probe is `online`, so the stop waits for it before saying offline.
+        discoveryRecordPace = Task.detached {
+            do {
+                try await transport.publish(probe)
+                write()
+            } catch {
+                logger.notice("the removals of Home Assistant configs were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// The alert that announces the decision at `index`: the first before the next decision.

@@ -37,7 +37,7 @@ public enum DaemonRuntime {
                 "data: \(c.data.source.rawValue)\(c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh.components.seconds) s, max age \(c.data.maxAge.components.seconds) s",
                 "inputs: owntracks \(c.inputs.owntracks.map(\.filter)), plain \(c.inputs.plain.map(\.filter)), traccar \(c.inputs.traccar.map(\.filter))",
                 "devices configured: \(c.devices.count)",
-                "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix)" : "off")",
+                "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix), \(c.homeAssistant.devices ? "districts and devices" : "districts only")" : "off")",
             ]
             for lamp in c.lamps {
                 let follows = switch lamp.follows {
