@@ -13,7 +13,7 @@ struct PayloadsTests {
         struct Counts: Encodable {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
-            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
+            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int, owntracksTransitions: Int
         }
         struct Rebuilt: Encodable {
             var complete: Bool, devices: Int, districts: Int, expectedDevices: Int?, known: Int, skipped: Int
@@ -56,7 +56,8 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits),
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits,
+                                owntracksTransitions: k.owntracksTransitions),
                          forKey: .counters)
             try c.encode(info.stateRecovered.map { recovered in
                 Recovered(at: recovered.at, movedTo: recovered.movedTo, reason: recovered.reason, rebuilt: recovered.rebuilt.map {
@@ -86,6 +87,7 @@ struct PayloadsTests {
         counters.alertsResent = 3
         counters.intakePaused = 12
         counters.outgoingWaits = 13
+        counters.owntracksTransitions = 14
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,

@@ -21,7 +21,7 @@ extension DaemonConfiguration {
         if case .scalar = root, root.null != nil { return }
         let top = try MappingReader(root, path: "")
         try top.allow(["broker", "mqtt", "base_topic", "state_dir", "lang", "log_level", "rules", "data", "inputs",
-                       "alerts", "devices", "homeassistant", "lamps"])
+                       "alerts", "devices", "homeassistant", "notify", "lamps"])
         if let v = top["broker"] { broker = try v.convert(Self.broker) }
         if let v = top["base_topic"] {
             baseTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
@@ -47,7 +47,21 @@ extension DaemonConfiguration {
             if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
         }
+        if let m = try top.mapping("notify") { try readNotify(m) }
         if let v = top["lamps"] { try readLamps(v) }
+    }
+
+    /// `notify`: every way an alert reaches a person besides Ampel's own topics, read here alone.
+    mutating func readNotify(_ m: MappingReader) throws(ConfigurationError) {
+        try m.allow(["owntracks", "owntracks_device"])
+        if let v = m["owntracks"] { notify.owntracks = try v.bool() }
+        if let v = m["owntracks_device"] {
+            notify.owntracksDevice = try v.convert { (s) throws(ConfigurationError.Problem) in
+                // It replaces the device level of `owntracks/<user>/<device>/event`: one level only.
+                guard DeviceKey.isSafe(s), !s.contains("/") else { throw .init("'\(s)' is not one topic level without wildcards") }
+                return s
+            }
+        }
     }
 
     mutating func readMQTT(_ m: MappingReader) throws(ConfigurationError) {

@@ -16,6 +16,42 @@ public struct DeviceRecord: Codable, Sendable, Hashable {
     /// The data day and staleness of the last published state: a change republishes it.
     public var dataDate: String
     public var stale: Bool
+    /// The last fix came over the OwnTracks input on `owntracks/<key>`, the key being
+    /// `<user>/<device>`: the user's OwnTracks apps get the device's alerts as transitions
+    /// (``OwnTracksNotices``). Kept with the record, so an alert that new data brings later
+    /// reaches the phone too.
+    public var owntracks = false
+}
+
+extension DeviceRecord {
+    // A state file written before `owntracks` existed has no such member: the device is then
+    // no OwnTracks phone until its next fix says so. The file writes it only when `true`.
+    private enum CodingKeys: String, CodingKey {
+        case lat, lon, tst, lang, district, phase, dataDate, stale, owntracks
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(lat: try c.decode(Double.self, forKey: .lat), lon: try c.decode(Double.self, forKey: .lon),
+                  tst: try c.decode(Int.self, forKey: .tst), lang: try c.decodeIfPresent(String.self, forKey: .lang),
+                  district: try c.decodeIfPresent(Signal.DistrictRef.self, forKey: .district),
+                  phase: try c.decode(String.self, forKey: .phase), dataDate: try c.decode(String.self, forKey: .dataDate),
+                  stale: try c.decode(Bool.self, forKey: .stale),
+                  owntracks: try c.decodeIfPresent(Bool.self, forKey: .owntracks) ?? false)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(lat, forKey: .lat)
+        try c.encode(lon, forKey: .lon)
+        try c.encode(tst, forKey: .tst)
+        try c.encodeIfPresent(lang, forKey: .lang)
+        try c.encodeIfPresent(district, forKey: .district)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(dataDate, forKey: .dataDate)
+        try c.encode(stale, forKey: .stale)
+        if owntracks { try c.encode(true, forKey: .owntracks) }
+    }
 }
 
 /// The engine's memory, as written to the state directory.
@@ -65,6 +101,9 @@ public struct SignalEngine: Sendable {
         public var lamps: [LampSettings]
         /// `nil` turns discovery off.
         public var discovery: Discovery?
+        /// Alerts to the OwnTracks apps of devices that report as `owntracks/<user>/<device>`;
+        /// `nil` for none (`notify.owntracks: false`).
+        public var owntracks: OwnTracksNotices?
         /// Devices republished per batch after a reconnect (state and discovery config each),
         /// and devices re-evaluated (and announced) per batch after new data and at start; the
         /// daemon handles what arrived in between before it asks for the next batch. A fix that
@@ -74,7 +113,7 @@ public struct SignalEngine: Sendable {
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
-                    lamps: [LampSettings] = [], discovery: Discovery? = nil, recoveryBatch: Int = 500) {
+                    lamps: [LampSettings] = [], discovery: Discovery? = nil, owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500) {
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -83,6 +122,7 @@ public struct SignalEngine: Sendable {
             self.alertExpiry = alertExpiry
             self.lamps = lamps
             self.discovery = discovery
+            self.owntracks = owntracks
             self.recoveryBatch = max(1, recoveryBatch)
         }
     }
@@ -120,9 +160,16 @@ public struct SignalEngine: Sendable {
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
     public enum PublishKind: Sendable, Hashable {
         case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
+        /// A device alert as an OwnTracks transition (``OwnTracksNotices``), right after the alert.
+        case deviceTransition
+        /// The retained OwnTracks card that names Ampel in a user's apps.
+        case ownTracksCard
 
         /// A phase change announced on an `…/alert` topic.
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
+        /// Announces a decision to people, exactly once: journaled with the decision, and sent
+        /// again after a crash unless the witness after it is retained (decision 20).
+        public var isAnnouncement: Bool { isAlert || self == .deviceTransition }
     }
 
     /// A change of what the engine remembers, for the journal.
@@ -167,6 +214,8 @@ public struct SignalEngine: Sendable {
     /// The device keys a re-evaluation after new data still has to look at, from `next` on.
     private var reevaluation: (generation: Int, keys: [String], next: Int, announce: Bool)?
     private var reevaluations = 0
+    /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
+    private var cardUsers: Set<String> = []
 
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
@@ -276,6 +325,9 @@ public struct SignalEngine: Sendable {
             }
         }
         actions += lamps(force: true)
+        if let owntracks = settings.owntracks {
+            actions += cardUsers.sorted().map { .publish(owntracks.card(user: $0), kind: .ownTracksCard) }
+        }
         recoveries += 1
         recovery = (recoveries, devices.keys, 0)
         return actions + nextRecoveryBatch()
@@ -334,16 +386,19 @@ public struct SignalEngine: Sendable {
         }
         // The signal names the district as the data knows it (the geometry's name where the data does not).
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: fix.tst ?? receivedAt, lang: messageLang,
-                                  district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale)
+                                  district: signal.district, phase: signal.phase, dataDate: signal.dataDate, stale: signal.stale,
+                                  owntracks: fix.owntracks)
         devices[key] = record
         var actions: [Action] = [.persist(.device(key: key, record: record))]
         if previous == nil, let discovery = settings.discovery {
             actions.append(.publish(discovery.device(key: key, name: settings.devices[key]?.name), kind: .discovery))
         }
+        actions += ownTracksCard(key, record)
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != signal.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, signal), kind: .deviceAlert))
+            actions += ownTracksTransition(key, record, signal, tst: record.tst)
         }
         actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if started {
@@ -374,6 +429,25 @@ public struct SignalEngine: Sendable {
     func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
         OutgoingMessage(topic: settings.topics.deviceAlert(key), payload: signal.alertJSON(device: key, from: from),
                         qos: 1, retain: false, expiry: settings.alertExpiry)
+    }
+
+    // MARK: OwnTracks apps
+
+    /// The card of the device's OwnTracks user, once per run (retained on the broker; again
+    /// after a reconnect): before the user's first transition of the run, so the app names it.
+    mutating func ownTracksCard(_ key: String, _ record: DeviceRecord) -> [Action] {
+        guard record.owntracks, let owntracks = settings.owntracks else { return [] }
+        let user = OwnTracksNotices.user(of: key)
+        guard cardUsers.insert(user).inserted else { return [] }
+        return [.publish(owntracks.card(user: user), kind: .ownTracksCard)]
+    }
+
+    /// The device alert for the device's OwnTracks apps, right after the alert and before the
+    /// state that witnesses both (decision 20).
+    func ownTracksTransition(_ key: String, _ record: DeviceRecord, _ signal: Signal, tst: Int) -> [Action] {
+        guard record.owntracks, let owntracks = settings.owntracks else { return [] }
+        return [.publish(owntracks.transition(key: key, record: record, signal: signal, tst: tst, expiry: settings.alertExpiry),
+                         kind: .deviceTransition)]
     }
 
     // MARK: Re-evaluation
@@ -492,7 +566,12 @@ public struct SignalEngine: Sendable {
         devices[key] = record
         actions.append(.persist(.device(key: key, record: record)))
         if previousPhase != signal.phase {
+            actions += ownTracksCard(key, record)
             actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
+            // New data moved the device, not a fix: the transition happened when that data
+            // took effect, not at the device's last fix (which may be days old).
+            let dataStart = OwnTracksNotices.dayStart(signal.dataDate) ?? record.tst
+            actions += ownTracksTransition(key, record, signal, tst: max(record.tst, dataStart))
         }
         actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
         if started, previousPhase != signal.phase { actions += lamps(force: false, device: key) }

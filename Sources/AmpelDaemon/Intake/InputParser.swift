@@ -16,14 +16,19 @@ public struct LocationFix: Sendable, Hashable {
     /// scanner, or no language Ampel speaks (``AmpelDomain/Language``). The device keeps the
     /// language it had; the daemon counts it (`invalidLang` in `bridge/info`).
     public var langIgnored: Bool
+    /// The fix came from an OwnTracks app on `owntracks/<user>/<device>`
+    /// (``OwnTracksNotices/isAppTopic(_:key:)``): its user's apps can be told of alerts.
+    public var owntracks: Bool
 
-    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false) {
+    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false,
+                owntracks: Bool = false) {
         self.device = device
         self.latitude = latitude
         self.longitude = longitude
         self.tst = tst
         self.lang = lang
         self.langIgnored = langIgnored
+        self.owntracks = owntracks
     }
 }
 

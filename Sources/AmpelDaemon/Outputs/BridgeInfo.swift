@@ -124,6 +124,8 @@ public struct Counters: Sendable, Hashable {
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
     /// language Ampel speaks); the fix itself was used.
     public var invalidLang = 0
+    /// Device alerts also sent to OwnTracks apps as transitions (`notify.owntracks`); not in ``alerts``.
+    public var owntracksTransitions = 0
 
     public init() {}
 
@@ -160,6 +162,8 @@ public struct Counters: Sendable, Hashable {
         json.number(invalidLang)
         json.raw(#","outgoingWaits":"#)
         json.number(outgoingWaits)
+        json.raw(#","owntracksTransitions":"#)
+        json.number(owntracksTransitions)
         json.raw(#","publishFailures":"#)
         json.number(publishFailures)
         json.raw(#","published":"#)
