@@ -2,7 +2,8 @@
 # Installs what Ampel needs on a fresh Debian machine (Swift 6.3 itself is expected on PATH,
 # e.g. /opt/swift/usr/bin). Idempotent: does nothing when everything is there.
 set -euo pipefail
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv tmux)
+# python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
