@@ -141,4 +141,116 @@ struct RunOwnTracksNoticeTests {
         }
         _ = try await collector.stop(daemon)
     }
+
+    // MARK: - Exactly once across kill -9
+
+    /// One QoS 1 OwnTracks fix for each of `users` phones (`owntracks/u<n>/phone`), 20 publishers at a time.
+    static func round(_ broker: MosquittoBroker, users: Int, tst: Int, at place: (Double, Double)) async throws {
+        var script = ""
+        for user in 0..<users {
+            script += "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t owntracks/u\(user)/phone "
+            script += "-m '{\"_type\":\"location\",\"lat\":\(place.0),\"lon\":\(place.1),\"tst\":\(tst)}' &\n"
+            if user % 20 == 19 { script += "wait\n" }
+        }
+        script += "wait\n"
+        _ = try await MosquittoBroker.runTool("/bin/sh", ["-c", script])
+    }
+
+    static func start(_ broker: MosquittoBroker, _ dir: URL, environment: [String: String] = [:]) throws -> RunRecoveryTests.Daemon {
+        try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
+                                     "--log-level", "info"], environment: environment)
+    }
+
+    /// Each user's transitions as their `desc`s, and each phone's alerts as `from>to`.
+    static func received(_ collector: RunCrashTests.Collector, users: Int) -> (transitions: [[String]], alerts: [[String]]) {
+        let records = collector.records()
+        let alerts = collector.alerts()
+        return ((0..<users).map { user in
+            records.filter { $0.topic == "owntracks/u\(user)/ampel/event" }.compactMap { RunCrashTests.Collector.field("desc", $0.payload) as? String }
+        }, (0..<users).map { alerts["u\($0)/phone"] ?? [] })
+    }
+
+    @Test("killed after deciding an alert and before handing it over: the restart sends the alert and its transition, each exactly once")
+    func killBetweenDecisionAndPublish() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try RunCrashTests.Collector(broker, topics: Self.topics)
+        defer { collector.stop() }
+        let users = 20
+        let keys = (0..<users).map { "u\($0)/phone" }
+        var daemon = try Self.start(broker, dir)
+        try await collector.awaitBridge()
+        try await Self.round(broker, users: users, tst: 100, at: Self.muenchen)
+        try await collector.awaitStates(keys, tst: 100)
+        _ = try await collector.stop(daemon)
+        // The 8th decision of this run is journaled with its alert and transition, then the process dies.
+        daemon = try Self.start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "8"])
+        try await daemon.awaitLog("subscribed")
+        try await Self.round(broker, users: users, tst: 200, at: Self.altoetting)
+        let crashed = try await daemon.exit()
+        #expect(crashed.signal == SIGKILL, "\(crashed)")
+        daemon = try Self.start(broker, dir)
+        try await collector.awaitStates(keys, tst: 200)
+        try await daemon.awaitLog("subscribed")
+        _ = try await collector.stop(daemon)
+        let (transitions, alerts) = Self.received(collector, users: users)
+        let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }
+            .compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
+        #expect(titles.count == 2)
+        for user in 0..<users {
+            #expect(alerts[user] == ["null>red", "red>green"], "u\(user): \(alerts[user])")
+            #expect(transitions[user] == titles, "u\(user): \(transitions[user])")
+        }
+    }
+
+    @Test("phones cross a phase border in rounds; the daemon is killed 0 ms to 300 ms after each: no transition lost, a repeat only in the witness gap")
+    func killAfterCrossings() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let collector = try RunCrashTests.Collector(broker, topics: Self.topics)
+        defer { collector.stop() }
+        let users = 30
+        let keys = (0..<users).map { "u\($0)/phone" }
+        let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300)]
+        var daemon = try Self.start(broker, dir)
+        try await collector.awaitBridge()
+        var expected: [String] = []
+        var previous = "null"
+        for (round, delay) in delays.enumerated() {
+            let phase = round % 2 == 0 ? "red" : "green"
+            expected.append("\(previous)>\(phase)")
+            previous = phase
+            try await Self.round(broker, users: users, tst: 1000 + round, at: round % 2 == 0 ? Self.muenchen : Self.altoetting)
+            if delay > .zero { await threadSleep(for: delay) }
+            daemon.process.signal(SIGKILL)
+            _ = try await daemon.exit()
+            daemon = try Self.start(broker, dir)
+            try await collector.awaitStates(keys, tst: 1000 + round)
+        }
+        try await daemon.awaitLog("subscribed")
+        _ = try await collector.stop(daemon)
+        let (transitions, alerts) = Self.received(collector, users: users)
+        let titles = ["red": "Red", "green": "Green"]
+        var repeats = 0
+        for user in 0..<users {
+            var distinctAlerts: [String] = []
+            for alert in alerts[user] where distinctAlerts.last != alert { distinctAlerts.append(alert) }
+            #expect(distinctAlerts == expected, "u\(user): \(alerts[user])")
+            var distinct: [String] = []
+            for desc in transitions[user] where distinct.last != desc { distinct.append(desc) }
+            repeats += transitions[user].count - distinct.count
+            // One transition per crossing, in order: red, green, red, …
+            #expect(distinct.count == expected.count, "u\(user): \(transitions[user])")
+            for (desc, crossing) in zip(distinct, expected) {
+                let to = String(crossing.split(separator: ">").last ?? "")
+                #expect(desc.hasPrefix(titles[to] ?? "?"), "u\(user): \(desc) for \(crossing)")
+            }
+        }
+        print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions repeated")
+        #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
+    }
 }
