@@ -170,8 +170,12 @@ struct RunOwnTracksNoticeTests {
         }, (0..<users).map { alerts["u\($0)/phone"] ?? [] })
     }
 
-    @Test("killed after deciding an alert and before handing it over: the restart sends the alert and its transition, each exactly once")
-    func killBetweenDecisionAndPublish() async throws {
+    /// `AMPEL_TEST_CRASH_AFTER_ALERTS` counts journal writes that hold announcements: one per
+    /// decision here. Two points, an odd and an even one: had the transition a journal write of
+    /// its own after the alert's, one of them would fall between the two and lose it.
+    @Test("killed after deciding an alert and before handing it over: the restart sends the alert and its transition, each exactly once",
+          arguments: [7, 8])
+    func killBetweenDecisionAndPublish(crashAfter: Int) async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let dir = try temporaryDirectory()
@@ -185,8 +189,8 @@ struct RunOwnTracksNoticeTests {
         try await Self.round(broker, users: users, tst: 100, at: Self.muenchen)
         try await collector.awaitStates(keys, tst: 100)
         _ = try await collector.stop(daemon)
-        // The 8th decision of this run is journaled with its alert and transition, then the process dies.
-        daemon = try Self.start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "8"])
+        // The n-th decision of this run is journaled with its alert and transition, then the process dies.
+        daemon = try Self.start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(crashAfter)"])
         try await daemon.awaitLog("subscribed")
         try await Self.round(broker, users: users, tst: 200, at: Self.altoetting)
         let crashed = try await daemon.exit()
