@@ -39,6 +39,12 @@ struct DeviceTableTests {
         #expect(table["fleet/1"] == nil && table.count == plain.count - 1)
     }
 
+    @Test("an entry stays 32 bytes: staleness and the OwnTracks flag share a byte")
+    func entrySize() {
+        // 100,000 devices: 3.2 MB of entries; one more Bool would lay each out in 40 bytes.
+        #expect(MemoryLayout<DeviceTable.Entry>.stride == 32)
+    }
+
     @Test("a requested language is kept as the language it selects")
     func languageIsNormalised() {
         var table = DeviceTable()
