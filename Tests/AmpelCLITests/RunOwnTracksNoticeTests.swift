@@ -41,7 +41,8 @@ struct RunOwnTracksNoticeTests {
                   let file = result["file"] as? String else { continue }
             errors[file] = result["errors"] as? [String] ?? ["unreadable result"]
         }
-        try #require(errors.count == payloads.count, "the validator answered for every message: \(output)")
+        try #require(errors.count == payloads.count,
+                     "the validator answered for every message (it needs python3-jsonschema: scripts/install-deps.sh): \(output)")
         return files.map { errors[$0] ?? ["no answer"] }
     }
 

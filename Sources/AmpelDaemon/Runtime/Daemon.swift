@@ -74,7 +74,8 @@ public actor AmpelDaemon: Service {
     let outgoingWaitLimit: Duration = .seconds(1)
     /// For the crash tests only: `AMPEL_TEST_CRASH_AFTER_ALERTS=N` kills the process with SIGKILL
     /// right after the N-th alert is journaled and before it is handed to the broker, the one
-    /// moment a test cannot hit from outside.
+    /// moment a test cannot hit from outside. An alert and its OwnTracks transition are one
+    /// journal write and count once.
     let crashAfterAlerts = ProcessInfo.processInfo.environment["AMPEL_TEST_CRASH_AFTER_ALERTS"].flatMap(Int.init)
     private var alertsJournaled = 0
     private var infoDirty = true
