@@ -3,7 +3,8 @@
 # e.g. /opt/swift/usr/bin), and Home Assistant core in a cached venv for the discovery test.
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv tmux)
+# python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

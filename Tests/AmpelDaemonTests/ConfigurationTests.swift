@@ -41,6 +41,8 @@ struct ConfigurationTests {
         #expect(config.homeAssistant.discovery)
         #expect(config.homeAssistant.prefix == "homeassistant")
         #expect(config.homeAssistant.devices)
+        #expect(config.notify.owntracks)
+        #expect(config.notify.owntracksDevice == "ampel")
         #expect(config.baseTopic == "ampel")
         #expect(config.mqtt.clientID == "ampel")
         #expect(config.stateDirectory == "ampel-state")
@@ -81,6 +83,9 @@ struct ConfigurationTests {
       discovery: false
       devices: false
       prefix: ha
+    notify:
+      owntracks: false
+      owntracks_device: ampel-bot
     lamps:
       - name: hall
         driver: wled
@@ -122,6 +127,8 @@ struct ConfigurationTests {
         #expect(!config.homeAssistant.discovery)
         #expect(config.homeAssistant.prefix == "ha")
         #expect(!config.homeAssistant.devices)
+        #expect(!config.notify.owntracks)
+        #expect(config.notify.owntracksDevice == "ampel-bot")
         #expect(config.lamps.count == 3)
         // An unquoted 09162 stays the district code, not the number 9162.
         #expect(config.lamps[0] == LampSettings(name: "hall", driver: .wled, topic: "wled/hall", follows: .district("09162")))
@@ -152,6 +159,10 @@ struct ConfigurationTests {
         ("mqtt:\n  protocol: 4\n", "mqtt.protocol", 2),
         ("homeassistant:\n  discovery: maybe\n", "homeassistant.discovery", 2),
         ("homeassistant:\n  devices: some\n", "homeassistant.devices", 2),
+        ("notify:\n  owntracks: sometimes\n", "notify.owntracks", 2),
+        ("notify:\n  owntracks_device: ampel/bot\n", "notify.owntracks_device", 2),
+        ("notify:\n  owntracks_device: \"+\"\n", "notify.owntracks_device", 2),
+        ("notify:\n  owntrack: true\n", "notify.owntrack", 2),
         ("devices:\n  a/+: {lang: de}\n", "devices.a/+", 2),
         ("lamps:\n  - driver: hue\n    topic: x\n    district: '09162'\n", "lamps[0].driver", 2),
         ("lamps:\n  - driver: plain\n    topic: x\n", "lamps[0]", 2),
@@ -315,7 +326,7 @@ struct ExampleAndIntakeTests {
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",
                     "homeassistant.discovery", "homeassistant.devices", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
-                    "notify.webhooks[]",
+                    "notify.webhooks[]", "notify.owntracks", "notify.owntracks_device",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]
         for key in keys {

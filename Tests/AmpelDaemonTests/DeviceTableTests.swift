@@ -21,7 +21,7 @@ struct DeviceTableTests {
                 lat: Double.random(in: -90...90, using: &random), lon: Double.random(in: -180...180, using: &random),
                 tst: Int.random(in: 0..<2_000_000_000, using: &random), lang: [nil, "de", "en"][index % 3],
                 district: districts[index % districts.count], phase: phases[index % phases.count],
-                dataDate: "2020-11-\(10 + index % 20)", stale: index % 7 == 0)
+                dataDate: "2020-11-\(10 + index % 20)", stale: index % 7 == 0, owntracks: index % 5 < 2)
             let key = "fleet/\(index % 4000)"  // some keys written twice: the last write counts
             table[key] = record
             plain[key] = record
@@ -37,6 +37,12 @@ struct DeviceTableTests {
         #expect(seen == plain.count)
         table["fleet/1"] = nil
         #expect(table["fleet/1"] == nil && table.count == plain.count - 1)
+    }
+
+    @Test("an entry stays 32 bytes: staleness and the OwnTracks flag share a byte")
+    func entrySize() {
+        // 100,000 devices: 3.2 MB of entries; one more Bool would lay each out in 40 bytes.
+        #expect(MemoryLayout<DeviceTable.Entry>.stride == 32)
     }
 
     @Test("a requested language is kept as the language it selects")

@@ -28,7 +28,7 @@ struct JournalTests {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (journal, _) = try open(dir)
-        let id = journal.append(.district(ags: "09162", phase: "darkred"), announcedBy: Self.alert, witness: Self.witness)
+        let id = try #require(journal.append(.district(ags: "09162", phase: "darkred"), announcedBy: [Self.alert], witness: Self.witness).first)
         let replay = JournalReplay.read(directory: dir, over: PersistedState())
         #expect(replay.state.districts["09162"] == "darkred")
         #expect(replay.pendingAlerts.map(\.id) == [id])
@@ -41,7 +41,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         do {
             let (journal, _) = try open(dir)
-            let kept = journal.append(.district(ags: "09171", phase: "red"), announcedBy: Self.alert, witness: nil)
+            let kept = try #require(journal.append(.district(ags: "09171", phase: "red"), announcedBy: [Self.alert], witness: nil).first)
             // What a kill between the two records of a pair leaves: the alert, and nothing after it.
             _ = journal.appendAlert(Self.alert, witness: Self.witness)
             let replay = JournalReplay.read(directory: dir, over: PersistedState())
@@ -56,5 +56,40 @@ struct JournalTests {
         let replay = JournalReplay.read(directory: dir, over: PersistedState())
         #expect(replay.pendingAlerts.count == 1)
         #expect(replay.alertsWithoutDecision == 1)
+    }
+
+    static let transition = OutgoingMessage(topic: "owntracks/alice/ampel/event", text: #"{"_type":"transition","desc":"Red"}"#, qos: 1,
+                                            retain: false, expiry: .seconds(3600))
+
+    @Test("an alert and its OwnTracks transition are journaled with their decision: both pending, both with the witness")
+    func alertAndTransition() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (journal, _) = try open(dir)
+        let record = DeviceRecord(lat: 48.1, lon: 11.5, tst: 7, lang: "de", district: nil, phase: "red", dataDate: "2020-10-15", stale: false,
+                                  owntracks: true)
+        let deviceAlert = OutgoingMessage(topic: "ampel/device/alice/phone/alert", text: #"{"to":"red"}"#, qos: 1, retain: false)
+        let witness = Witness(topic: "ampel/device/alice/phone/state", payload: Array(#"{"phase":"red","tst":7}"#.utf8))
+        let ids = journal.append(.device(key: "alice/phone", record: record), announcedBy: [deviceAlert, Self.transition], witness: witness)
+        #expect(ids.count == 2)
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        #expect(replay.state.devices["alice/phone"] == record, "the record keeps that the device is an OwnTracks phone")
+        #expect(replay.pendingAlerts.map(\.id) == ids)
+        #expect(replay.pendingAlerts.map(\.message) == [deviceAlert, Self.transition])
+        #expect(replay.pendingAlerts.allSatisfy { $0.witness == witness })
+    }
+
+    @Test("an alert and a transition whose decision the process did not live to write are both dropped")
+    func alertsWithoutDecision() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (journal, _) = try open(dir)
+        let kept = try #require(journal.append(.district(ags: "09171", phase: "red"), announcedBy: [Self.alert], witness: nil).first)
+        // What a kill after the two announcements of one decision, before the decision, leaves.
+        _ = journal.appendAlert(Self.alert, witness: Self.witness)
+        _ = journal.appendAlert(Self.transition, witness: Self.witness)
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        #expect(replay.pendingAlerts.map(\.id) == [kept])
+        #expect(replay.alertsWithoutDecision == 2)
     }
 }

@@ -13,7 +13,7 @@ struct PayloadsTests {
         struct Counts: Encodable {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
-            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int
+            var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int, owntracksTransitions: Int
             var alertsSuppressed: [String: Int]
             var webhooks: [String: Webhook]
         }
@@ -62,7 +62,7 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, alertsSuppressed: k.alertsSuppressed,
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, alertsSuppressed: k.alertsSuppressed,
                                 webhooks: k.webhooks.mapValues {
                                     Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
                                             failedAttempts: $0.failedAttempts, queued: $0.queued)
@@ -104,6 +104,7 @@ struct PayloadsTests {
         phone.droppedQueueFull = 2
         phone.queued = 3
         counters.webhooks = ["phone": phone, "0": WebhookCounters(), "Gotify \"home\"": phone]
+        counters.owntracksTransitions = 14
         let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,

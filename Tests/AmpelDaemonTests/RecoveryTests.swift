@@ -26,7 +26,7 @@ struct RecoveryTests {
     /// The retained messages the broker holds now, topic to payload, as a new subscriber gets them.
     static func retained(_ broker: MosquittoBroker, _ devices: Devices) async throws -> [String: [UInt8]] {
         let sentinel = "test/sentinel/\(UUID().uuidString.prefix(8))"
-        let fresh = try await Recorder.start(broker, filters: ["ampel/#", "homeassistant/#", "wled/#", "cmnd/#", sentinel])
+        let fresh = try await Recorder.start(broker, filters: ["ampel/#", "homeassistant/#", "wled/#", "cmnd/#", "owntracks/+/ampel/info", sentinel])
         // The broker hands a new subscription its retained messages before anything published
         // after the subscribe: once the sentinel is in, every retained message is.
         try await devices.send(sentinel, "after the subscribe")
@@ -63,6 +63,7 @@ struct RecoveryTests {
         let configs = before.keys.filter { $0.hasPrefix("homeassistant/") }.count
         #expect(configs == 3 + 96 * 3 + 3 * 2)
         for key in ["car", "alice/phone", "bw"] { #expect(before["ampel/device/\(key)/state"] != nil) }
+        #expect(before["owntracks/alice/ampel/info"] != nil, "the OwnTracks card, republished like every retained topic")
         // bridge/info follows the counters; everything else must come back as it was.
         var expected = before
         expected["ampel/bridge/info"] = nil

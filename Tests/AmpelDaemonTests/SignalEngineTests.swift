@@ -13,11 +13,12 @@ enum Fixtures {
     static let ruleSet = RuleSetCatalog.standard()
 
     static func settings(lamps: [LampSettings] = [], discovery: Bool = true, devices: [String: DaemonConfiguration.DeviceSettings] = [:],
-                         language: Language = .en) -> SignalEngine.Settings {
+                         language: Language = .en, owntracks: OwnTracksNotices? = nil) -> SignalEngine.Settings {
         let topics = Topics()
         return SignalEngine.Settings(
             ruleSet: ruleSet, topics: topics, defaultLanguage: language, devices: devices, alertExpiry: .seconds(3600), lamps: lamps,
-            discovery: discovery ? Discovery(prefix: "homeassistant", topics: topics, version: "test", ruleSet: ruleSet) : nil)
+            discovery: discovery ? Discovery(prefix: "homeassistant", topics: topics, version: "test", ruleSet: ruleSet) : nil,
+            owntracks: owntracks)
     }
 
     static let muenchen = Place.district(ags: "09162", name: "München")
@@ -203,8 +204,10 @@ struct SignalEngineTests {
     @Test("every publish is labelled with what it is; alerts exactly on the alert topics")
     func publishKinds() throws {
         let lamp = LampSettings(name: "city", driver: .tasmota, topic: "signs/city", follows: .district("09162"))
-        var (engine, start) = started(settings: Fixtures.settings(lamps: [lamp]))
-        var actions = start + engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 0))
+        var (engine, start) = started(settings: Fixtures.settings(lamps: [lamp], owntracks: OwnTracksNotices()))
+        var phone = fix()
+        phone.owntracks = true
+        var actions = start + engine.event(.fix(phone, place: Fixtures.muenchen, receivedAt: 0))
         actions += engine.event(.data(Fixtures.november, stale: false))
         var kinds: [SignalEngine.PublishKind: Int] = [:]
         for action in actions {
@@ -220,10 +223,14 @@ struct SignalEngineTests {
             case .lamp: #expect(topic.hasPrefix("cmnd/") || topic.hasPrefix("signs/"))
             case .discovery: #expect(topic.hasPrefix("homeassistant/"))
             case .bridgeState: #expect(topic == "ampel/bridge/state")
+            case .deviceTransition: #expect(topic == "owntracks/alice/ampel/event")
+            case .ownTracksCard: #expect(topic == "owntracks/alice/ampel/info")
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
+            #expect(kind.isAnnouncement == (topic.hasSuffix("/alert") || topic.hasSuffix("/event")))
         }
-        #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery])
+        #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery,
+                                    .deviceTransition, .ownTracksCard])
     }
 
     @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")

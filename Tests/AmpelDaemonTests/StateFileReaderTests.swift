@@ -14,7 +14,7 @@ struct StateFileReaderTests {
     static func sample() -> PersistedState {
         var devices = DeviceTable()
         devices["alice/phone"] = DeviceRecord(lat: 48.137, lon: 11.575, tst: 1_600_000_000, lang: "de", district: bavaria,
-                                              phase: "red", dataDate: "2020-10-15", stale: false)
+                                              phase: "red", dataDate: "2020-10-15", stale: false, owntracks: true)
         devices["quote\"back\\slash"] = DeviceRecord(lat: -0.5, lon: 1e-7, tst: -1, lang: nil, district: nil,
                                                       phase: "outside", dataDate: "2020-10-15", stale: true)
         devices["café ☕️ 𝄞"] = DeviceRecord(lat: 90, lon: -180, tst: Int(Int32.max) * 4, lang: "en",
@@ -50,7 +50,8 @@ struct StateFileReaderTests {
         let text = """
          { "devices" : { "\\u0063af\\u00e9\\ud834\\udd1e" : { "stale":false ,"phase":"green","extra":[1,{"x":null}],
             "dataDate":"2020-10-15","tst":5,"lon":1.5E1,"lat":-2.25e-1,"district":{"type":null,"state":"Bayern","ags":"09171","name":"LK Alt\\u00f6tting","more":true} },
-            "b":{"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true} },
+            "b":{"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true,"owntracks":null},
+            "c":{"owntracks":true,"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true} },
           "future":{"a":[true,false,null,"s"]}, "districts":{"09171":"green"}, "version":1 }\r\n
         """
         let data = Data(text.utf8)
@@ -59,6 +60,7 @@ struct StateFileReaderTests {
         #expect(read == decoded)
         #expect(read.devices["caf\u{e9}\u{1D11E}"]?.district?.name == "LK Altötting")
         #expect(read.devices["b"]?.lang == nil && read.devices["b"]?.district == nil)
+        #expect(read.devices["b"]?.owntracks == false && read.devices["c"]?.owntracks == true)
         #expect(read.journal == nil)
     }
 
@@ -92,6 +94,7 @@ struct StateFileReaderTests {
             #"{"version":1,"districts":{},"devices":{"\ud834":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false}}}"#,
             #"{"version":1,"districts":{},"devices":{"\q":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false}}}"#,
             #"{"version":1,"districts":{"a":1},"devices":{}}"#,
+            #"{"version":1,"districts":{},"devices":{"d":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false,"owntracks":1}}}"#,
             #"{"version":1,"districts":{},"devices":{"# + device + "}} x",
             #"{"version":1,"districts":{},"devices":{"# + device.replacingOccurrences(of: #""tst":3"#, with: #""tst":99999999999999999999"#) + "}}",
         ]

@@ -194,6 +194,14 @@ expect_write ampel homeassistant/sensor/ampel_09162/config yes
 expect_write ampel wled/rathaus/col yes
 expect_write ampel cmnd/ampel-buero/Color yes
 expect_write ampel owntracks/alice/phone no
+# Alerts to the OwnTracks apps: the daemon writes as device `ampel` of each user, and only there.
+expect_write ampel owntracks/alice/ampel/event yes
+expect_write ampel owntracks/alice/ampel/info yes
+expect_write ampel owntracks/alice/phone/event no
+expect_read alice owntracks/alice/ampel/event yes
+expect_read alice owntracks/alice/ampel/info yes
+expect_read bob owntracks/alice/ampel/event no
+expect_read bob owntracks/alice/ampel/info no
 
 # --- Home Assistant: reads ampel/# and homeassistant/#, writes only its status ------------
 expect_read homeassistant ampel/device/alice/phone/state yes

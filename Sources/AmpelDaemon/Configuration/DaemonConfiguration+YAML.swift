@@ -52,14 +52,22 @@ extension DaemonConfiguration {
             if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
         }
-        if let v = top["lamps"] { try readLamps(v) }
         if let m = try top.mapping("notify") { try readNotify(m) }
+        if let v = top["lamps"] { try readLamps(v) }
     }
 
-    /// `notify`: each kind of notification has its own reader.
+    /// `notify`: every way an alert reaches a person besides Ampel's own topics, read here alone.
     mutating func readNotify(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["webhooks"])
+        try m.allow(["owntracks", "owntracks_device", "webhooks"])
         if let v = m["webhooks"] { try readWebhooks(v) }
+        if let v = m["owntracks"] { notify.owntracks = try v.bool() }
+        if let v = m["owntracks_device"] {
+            notify.owntracksDevice = try v.convert { (s) throws(ConfigurationError.Problem) in
+                // It replaces the device level of `owntracks/<user>/<device>/event`: one level only.
+                guard DeviceKey.isSafe(s), !s.contains("/") else { throw .init("'\(s)' is not one topic level without wildcards") }
+                return s
+            }
+        }
     }
 
     mutating func readMQTT(_ m: MappingReader) throws(ConfigurationError) {

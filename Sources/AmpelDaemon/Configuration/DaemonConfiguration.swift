@@ -37,8 +37,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Per-device settings, by device key.
     public var devices: [String: DeviceSettings] = [:]
     public var homeAssistant = HomeAssistantSettings()
-    public var lamps: [LampSettings] = []
     public var notify = NotifySettings()
+    public var lamps: [LampSettings] = []
 
     public init() {}
 
@@ -121,10 +121,16 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var statusTopic = "homeassistant/status"
     }
 
-    /// Where alerts go besides their MQTT topics.
+    /// Where alerts go besides Ampel's own `…/alert` topics.
     public struct NotifySettings: Sendable, Hashable {
         /// `notify.webhooks`: each alert a webhook wants is POSTed to it (docs/webhooks.md).
         public var webhooks: [WebhookSettings] = []
+        /// Each alert of a device that reports as `owntracks/<user>/<device>` is also published to
+        /// the OwnTracks apps of that user, as a `transition` (see ``OwnTracksNotices``).
+        public var owntracks = true
+        /// The device level under which Ampel appears to the user's apps:
+        /// `owntracks/<user>/<owntracksDevice>/event` and `…/info`. One topic level.
+        public var owntracksDevice = "ampel"
     }
 
     /// The state directory when none is configured: systemd's `$STATE_DIRECTORY`, else `./ampel-state`.

@@ -23,9 +23,13 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         var dataDate: UInt16
         /// 0: none; otherwise `Language.allCases` index + 1.
         var lang: UInt8
-        var stale: Bool
+        /// ``stale`` and ``owntracks`` as bits: a second `Bool` would make the entry 33 bytes,
+        /// laid out in 40.
+        var flags: UInt8
 
         static let none = UInt16.max
+        static let stale: UInt8 = 1
+        static let owntracks: UInt8 = 2
     }
 
     /// Distinct values, each stored once and referred to by its position.
@@ -110,7 +114,8 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         DeviceRecord(lat: entry.lat, lon: entry.lon, tst: entry.tst,
                      lang: entry.lang == 0 ? nil : Language.allCases[Int(entry.lang) - 1].rawValue,
                      district: entry.district == Entry.none ? nil : districts[entry.district],
-                     phase: texts[entry.phase], dataDate: texts[entry.dataDate], stale: entry.stale)
+                     phase: texts[entry.phase], dataDate: texts[entry.dataDate], stale: entry.flags & Entry.stale != 0,
+                     owntracks: entry.flags & Entry.owntracks != 0)
     }
 
     private mutating func entry(_ record: DeviceRecord) -> Entry {
@@ -119,6 +124,6 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
                      district: record.district.map { districts.position(of: $0) } ?? Entry.none,
                      phase: texts.position(of: record.phase), dataDate: texts.position(of: record.dataDate),
                      lang: lang.map { UInt8(Language.allCases.firstIndex(of: $0)! + 1) } ?? 0,
-                     stale: record.stale)
+                     flags: (record.stale ? Entry.stale : 0) | (record.owntracks ? Entry.owntracks : 0))
     }
 }

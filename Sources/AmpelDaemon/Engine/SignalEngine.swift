@@ -16,6 +16,42 @@ public struct DeviceRecord: Codable, Sendable, Hashable {
     /// The data day and staleness of the last published state: a change republishes it.
     public var dataDate: String
     public var stale: Bool
+    /// The last fix came over the OwnTracks input on `owntracks/<key>`, the key being
+    /// `<user>/<device>`: the user's OwnTracks apps get the device's alerts as transitions
+    /// (``OwnTracksNotices``). Kept with the record, so an alert that new data brings later
+    /// reaches the phone too.
+    public var owntracks = false
+}
+
+extension DeviceRecord {
+    // A state file written before `owntracks` existed has no such member: the device is then
+    // no OwnTracks phone until its next fix says so. The file writes it only when `true`.
+    private enum CodingKeys: String, CodingKey {
+        case lat, lon, tst, lang, district, phase, dataDate, stale, owntracks
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(lat: try c.decode(Double.self, forKey: .lat), lon: try c.decode(Double.self, forKey: .lon),
+                  tst: try c.decode(Int.self, forKey: .tst), lang: try c.decodeIfPresent(String.self, forKey: .lang),
+                  district: try c.decodeIfPresent(Signal.DistrictRef.self, forKey: .district),
+                  phase: try c.decode(String.self, forKey: .phase), dataDate: try c.decode(String.self, forKey: .dataDate),
+                  stale: try c.decode(Bool.self, forKey: .stale),
+                  owntracks: try c.decodeIfPresent(Bool.self, forKey: .owntracks) ?? false)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(lat, forKey: .lat)
+        try c.encode(lon, forKey: .lon)
+        try c.encode(tst, forKey: .tst)
+        try c.encodeIfPresent(lang, forKey: .lang)
+        try c.encodeIfPresent(district, forKey: .district)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(dataDate, forKey: .dataDate)
+        try c.encode(stale, forKey: .stale)
+        if owntracks { try c.encode(true, forKey: .owntracks) }
+    }
 }
 
 /// The engine's memory, as written to the state directory.
@@ -68,6 +104,9 @@ public struct SignalEngine: Sendable {
         /// What earlier runs may have announced (``DiscoveryScopeFile``): what of it the
         /// current ``discovery`` does not announce is removed at start.
         public var announcedDiscovery: [DiscoveryScope]
+        /// Alerts to the OwnTracks apps of devices that report as `owntracks/<user>/<device>`;
+        /// `nil` for none (`notify.owntracks: false`).
+        public var owntracks: OwnTracksNotices?
         /// Devices republished per batch after a reconnect (state and discovery config each),
         /// and devices re-evaluated (and announced) per batch after new data and at start; the
         /// daemon handles what arrived in between before it asks for the next batch. A fix that
@@ -88,7 +127,7 @@ public struct SignalEngine: Sendable {
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
-                    recoveryBatch: Int = 500,
+                    owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,
                     maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = []) {
             self.webhooks = webhooks
             self.ruleSet = ruleSet
@@ -100,6 +139,7 @@ public struct SignalEngine: Sendable {
             self.lamps = lamps
             self.discovery = discovery
             self.announcedDiscovery = announcedDiscovery
+            self.owntracks = owntracks
             self.recoveryBatch = max(1, recoveryBatch)
             self.maxFixAge = maxFixAge
             self.maxAccuracy = maxAccuracy
@@ -144,9 +184,16 @@ public struct SignalEngine: Sendable {
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
     public enum PublishKind: Sendable, Hashable {
         case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
+        /// A device alert as an OwnTracks transition (``OwnTracksNotices``), right after the alert.
+        case deviceTransition
+        /// The retained OwnTracks card that names Ampel in a user's apps.
+        case ownTracksCard
 
         /// A phase change announced on an `…/alert` topic.
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
+        /// Announces a decision to people, exactly once: journaled with the decision, and sent
+        /// again after a crash unless the witness after it is retained (decision 20).
+        public var isAnnouncement: Bool { isAlert || self == .deviceTransition }
     }
 
     /// A change of what the engine remembers, for the journal.
@@ -208,6 +255,8 @@ public struct SignalEngine: Sendable {
     private var pending: [[UInt8]: PendingPhase] = [:]
     /// The prefixes and nodes whose device entities the start's device walk removes.
     private var retiringDevices: [DiscoveryTopics] = []
+    /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
+    private var cardUsers: Set<String> = []
 
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
@@ -317,6 +366,9 @@ public struct SignalEngine: Sendable {
         }
         actions += districtDiscovery()
         actions += lamps(force: true)
+        if let owntracks = settings.owntracks {
+            actions += cardUsers.sorted().map { .publish(owntracks.card(user: $0), kind: .ownTracksCard) }
+        }
         recoveries += 1
         recovery = (recoveries, devices.keys, 0)
         return actions + nextRecoveryBatch()
@@ -413,14 +465,17 @@ public struct SignalEngine: Sendable {
         }
         // The signal names the district as the data knows it (the geometry's name where the data does not).
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: tst, lang: messageLang,
-                                  district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale)
+                                  district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale,
+                                  owntracks: fix.owntracks)
         devices[key] = record
         actions.append(.persist(.device(key: key, record: record)))
         if previous == nil { actions += deviceDiscovery(key) }
+        actions += ownTracksCard(key, record)
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != shown.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, shown), kind: .deviceAlert))
+            actions += ownTracksTransition(key, record, shown, tst: record.tst)
             actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
         }
         actions.append(.publish(deviceState(key, record, shown), kind: .deviceState))
@@ -501,6 +556,25 @@ public struct SignalEngine: Sendable {
         default: 4
         }
         return Signal.PushFields(message: parts.joined(separator: " – "), priority: priority)
+    }
+
+    // MARK: OwnTracks apps
+
+    /// The card of the device's OwnTracks user, once per run (retained on the broker; again
+    /// after a reconnect): before the user's first transition of the run, so the app names it.
+    mutating func ownTracksCard(_ key: String, _ record: DeviceRecord) -> [Action] {
+        guard record.owntracks, let owntracks = settings.owntracks else { return [] }
+        let user = OwnTracksNotices.user(of: key)
+        guard cardUsers.insert(user).inserted else { return [] }
+        return [.publish(owntracks.card(user: user), kind: .ownTracksCard)]
+    }
+
+    /// The device alert for the device's OwnTracks apps, right after the alert and before the
+    /// state that witnesses both (decision 20).
+    func ownTracksTransition(_ key: String, _ record: DeviceRecord, _ signal: Signal, tst: Int) -> [Action] {
+        guard record.owntracks, let owntracks = settings.owntracks else { return [] }
+        return [.publish(owntracks.transition(key: key, record: record, signal: signal, tst: tst, expiry: settings.alertExpiry),
+                         kind: .deviceTransition)]
     }
 
     // MARK: Re-evaluation
@@ -628,7 +702,12 @@ public struct SignalEngine: Sendable {
         devices[key] = record
         actions.append(.persist(.device(key: key, record: record)))
         if previousPhase != signal.phase {
+            actions += ownTracksCard(key, record)
             actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
+            // New data moved the device, not a fix: the transition happened when that data
+            // took effect, not at the device's last fix (which may be days old).
+            let dataStart = OwnTracksNotices.dayStart(signal.dataDate) ?? record.tst
+            actions += ownTracksTransition(key, record, signal, tst: max(record.tst, dataStart))
             actions += notifications(device: key, district: record.district.map { ($0.ags, $0.name) }, from: previousPhase, signal)
         }
         actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))

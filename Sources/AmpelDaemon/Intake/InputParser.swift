@@ -19,9 +19,12 @@ public struct LocationFix: Sendable, Hashable {
     /// The radius of the fix's uncertainty in metres (OwnTracks and plain `acc`, Traccar
     /// `accuracy`); `nil` when the message did not say, or said something that is no distance.
     public var accuracy: Double?
+    /// The fix came from an OwnTracks app on `owntracks/<user>/<device>`
+    /// (``OwnTracksNotices/isAppTopic(_:key:)``): its user's apps can be told of alerts.
+    public var owntracks: Bool
 
     public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false,
-                accuracy: Double? = nil) {
+                accuracy: Double? = nil, owntracks: Bool = false) {
         self.device = device
         self.latitude = latitude
         self.longitude = longitude
@@ -29,6 +32,7 @@ public struct LocationFix: Sendable, Hashable {
         self.lang = lang
         self.langIgnored = langIgnored
         self.accuracy = accuracy
+        self.owntracks = owntracks
     }
 }
 

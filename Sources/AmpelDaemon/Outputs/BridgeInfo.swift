@@ -128,6 +128,8 @@ public struct Counters: Sendable, Hashable {
     public var invalidLang = 0
     /// Each webhook's deliveries, by its name (`notify.webhooks`).
     public var webhooks: [String: WebhookCounters] = [:]
+    /// Device alerts also sent to OwnTracks apps as transitions (`notify.owntracks`); not in ``alerts``.
+    public var owntracksTransitions = 0
 
     public init() {}
 
@@ -166,6 +168,8 @@ public struct Counters: Sendable, Hashable {
         json.number(invalidLang)
         json.raw(#","outgoingWaits":"#)
         json.number(outgoingWaits)
+        json.raw(#","owntracksTransitions":"#)
+        json.number(owntracksTransitions)
         json.raw(#","publishFailures":"#)
         json.number(publishFailures)
         json.raw(#","published":"#)

@@ -105,23 +105,30 @@ public final class Journal: Sendable {
         state.withLock { writer in _ = append(Self.record(change), &writer) }
     }
 
-    /// Records a decision together with the alert that announces it: the alert first, then the
-    /// decision, in one segment and under one lock, so nothing comes between the two. An alert
-    /// that ends its segment is thus the trace of a process that died before its decision was
-    /// written, and so before the alert was handed over: ``JournalReplay`` drops it and the next
-    /// start decides (and announces) again. Returns the alert's id for ``acknowledge(_:)``.
-    func append(_ change: SignalEngine.Change, announcedBy message: OutgoingMessage, witness: Witness?) -> UInt64 {
+    /// Records a decision together with the alerts that announce it (the alert, and its
+    /// OwnTracks transition): the alerts first, then the decision, in one segment and under one
+    /// lock, so nothing comes between them. Alerts that end their segment are thus the trace of a
+    /// process that died before their decision was written, and so before they were handed
+    /// over: ``JournalReplay`` drops them and the next start decides (and announces) again.
+    /// Returns the alerts' ids for ``acknowledge(_:)``, in the order given.
+    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
         state.withLock { writer in
-            writer.lastAlertID += 1
-            let id = writer.lastAlertID
-            writer.pending[id] = (message, witness)
-            let alert = JournalRecord.alert(id: id, message: message, witness: witness)
+            var alerts: [JournalRecord] = []
+            var ids: [UInt64] = []
+            for message in messages {
+                writer.lastAlertID += 1
+                let id = writer.lastAlertID
+                writer.pending[id] = (message, witness)
+                alerts.append(.alert(id: id, message: message, witness: witness))
+                ids.append(id)
+            }
             let decision = Self.record(change)
-            if reserve(2 * JournalRecord.headerSize + alert.bodySize + decision.bodySize, &writer) {
-                _ = append(alert, &writer)
+            let size = (alerts + [decision]).reduce(0) { $0 + JournalRecord.headerSize + $1.bodySize }
+            if reserve(size, &writer) {
+                for alert in alerts { _ = append(alert, &writer) }
                 _ = append(decision, &writer)
             }
-            return id
+            return ids
         }
     }
 

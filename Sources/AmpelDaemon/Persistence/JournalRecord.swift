@@ -78,7 +78,8 @@ enum JournalRecord: Sendable, Equatable {
             writer.u64(record.lat.bitPattern)
             writer.u64(record.lon.bitPattern)
             writer.u64(UInt64(bitPattern: Int64(record.tst)))
-            writer.u8(record.stale ? 1 : 0)
+            // Flags in the byte that held only `stale`: a journal of an earlier version reads the same.
+            writer.u8((record.stale ? 1 : 0) | (record.owntracks ? 2 : 0))
             writer.u8(record.district == nil ? 0 : 1)
             writer.optional(record.lang)
             if let district = record.district {
@@ -163,7 +164,7 @@ enum JournalRecord: Sendable, Equatable {
             guard let phase = reader.string16(), let dataDate = reader.string16() else { return nil }
             record = .device(key: key, record: DeviceRecord(
                 lat: Double(bitPattern: lat), lon: Double(bitPattern: lon), tst: Int(Int64(bitPattern: tst)), lang: lang,
-                district: district, phase: phase, dataDate: dataDate, stale: stale != 0))
+                district: district, phase: phase, dataDate: dataDate, stale: stale & 1 != 0, owntracks: stale & 2 != 0))
         case .district:
             guard let ags = reader.string16(), let phase = reader.string16() else { return nil }
             record = .district(ags: ags, phase: phase)

@@ -56,12 +56,12 @@ public struct JournalReplay: Sendable {
             }
             let covered = number < mark.segment
             if !covered { replay.bytesSinceSnapshot += bytes.count }
-            // The alert read last, while no record has followed it.
-            var trailingAlert: UInt64?
+            // The alerts read last, while no other record has followed them.
+            var trailingAlerts: [UInt64] = []
             let end = bytes.withUnsafeBytes { buffer in
                 JournalRecord.readAll(buffer) { record in
                     replay.records += 1
-                    trailingAlert = nil
+                    if case .alert = record {} else { trailingAlerts = [] }
                     if case .input(let seq, let receivedAt, let topic, let payload, let qos, let retain) = record {
                         replay.lastSeq = max(replay.lastSeq, seq)
                         replay.segments[number] = max(replay.segments[number] ?? 0, seq)
@@ -87,7 +87,7 @@ public struct JournalReplay: Sendable {
                     case .alert(let id, let message, let witness):
                         replay.lastAlertID = max(replay.lastAlertID, id)
                         alerts[id] = (message, witness)
-                        trailingAlert = id
+                        trailingAlerts.append(id)
                     case .alertAcknowledged(let id):
                         alerts[id] = nil
                     case .stopped:
@@ -96,11 +96,11 @@ public struct JournalReplay: Sendable {
                 }
             }
             if case .torn(let offset) = end { replay.damaged.append("\(path): torn record at byte \(offset)") }
-            // An alert is written in one segment with the decision after it (``Journal/append(_:announcedBy:witness:)``):
-            // one that ends its segment lost its decision with the process, before it was handed
-            // over. The start decides again and announces it then; sending this one too would repeat it.
-            if let trailingAlert {
-                alerts[trailingAlert] = nil
+            // Alerts are written in one segment with the decision after them (``Journal/append(_:announcedBy:witness:)``):
+            // those that end their segment lost their decision with the process, before they were
+            // handed over. The start decides again and announces them then; sending these too would repeat them.
+            for id in trailingAlerts {
+                alerts[id] = nil
                 replay.alertsWithoutDecision += 1
             }
         }

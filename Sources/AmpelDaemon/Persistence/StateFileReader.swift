@@ -116,7 +116,7 @@ struct StateFileReader {
     private mutating func record() throws(Failure) -> DeviceRecord {
         let start = position
         var lat: Double?, lon: Double?, tst: Int?, phase: String?, dataDate: String?, stale: Bool?
-        var lang: String?, district: Signal.DistrictRef?
+        var lang: String?, district: Signal.DistrictRef?, owntracks: Bool?
         try object { reader, key throws(Failure) in
             if key.equals("lat") {
                 lat = try reader.double()
@@ -134,6 +134,8 @@ struct StateFileReader {
                 dataDate = try reader.internedString()
             } else if key.equals("stale") {
                 stale = try reader.bool()
+            } else if key.equals("owntracks") {
+                owntracks = try reader.nullOr { reader throws(Failure) in try reader.bool() }
             } else {
                 try reader.skipValue(depth: 0)
             }
@@ -141,7 +143,8 @@ struct StateFileReader {
         guard let lat, let lon, let tst, let phase, let dataDate, let stale else {
             throw Failure(offset: start, reason: "a device record without lat, lon, tst, phase, dataDate or stale")
         }
-        return DeviceRecord(lat: lat, lon: lon, tst: tst, lang: lang, district: district, phase: phase, dataDate: dataDate, stale: stale)
+        return DeviceRecord(lat: lat, lon: lon, tst: tst, lang: lang, district: district, phase: phase, dataDate: dataDate, stale: stale,
+                            owntracks: owntracks ?? false)
     }
 
     /// A district object; the same bytes again give the same (shared) value without parsing.

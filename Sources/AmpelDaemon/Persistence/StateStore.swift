@@ -145,6 +145,8 @@ public struct StateStore: Sendable {
                     json.number(record.lon)
                     json.raw(#","tst":"#)
                     json.number(record.tst)
+                    // Only when true: most devices are not OwnTracks phones, and a file without it reads as `false`.
+                    if record.owntracks { json.raw(#","owntracks":true"#) }
                     json.raw(#","lang":"#)
                     json.string(record.lang)
                     json.raw(#","district":"#)

@@ -83,7 +83,8 @@ public actor AmpelDaemon: Service {
     let outgoingWaitLimit: Duration = .seconds(1)
     /// For the crash tests only: `AMPEL_TEST_CRASH_AFTER_ALERTS=N` kills the process with SIGKILL
     /// right after the N-th alert is journaled and before it is handed to the broker, the one
-    /// moment a test cannot hit from outside.
+    /// moment a test cannot hit from outside. An alert and its OwnTracks transition are one
+    /// journal write and count once.
     let crashAfterAlerts = ProcessInfo.processInfo.environment["AMPEL_TEST_CRASH_AFTER_ALERTS"].flatMap(Int.init)
     private var alertsJournaled = 0
     private var infoDirty = true
@@ -147,6 +148,7 @@ public actor AmpelDaemon: Service {
             discovery: homeAssistant.discovery
                 ? Discovery(prefix: homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet, devices: homeAssistant.devices) : nil,
             announcedDiscovery: announcedDiscovery,
+            owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
             minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
     }
@@ -607,7 +609,8 @@ public actor AmpelDaemon: Service {
 
     func handleLocation(_ kind: InputKind, key: String, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
-        case .fix(let fix):
+        case .fix(var fix):
+            fix.owntracks = kind == .owntracks && OwnTracksNotices.isAppTopic(message.topic, key: key)
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
             if fix.langIgnored { counters.invalidLang += 1 }
             let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
@@ -647,20 +650,25 @@ public actor AmpelDaemon: Service {
         // alert or neither, and the next start makes the missing decisions again. Journaling the
         // batch's decisions all first lost the alerts not yet journaled: the restart took them
         // as announced.
+        // An alert and its OwnTracks transition announce one decision: journaled with it in
+        // the same write, so a crash keeps all three or none.
         var alertIDs: [Int: UInt64] = [:]
         // The journal id of the alert a `.notify` follows: the webhook's idempotency key.
         var lastAlertID: UInt64 = 0
         for (index, action) in actions.enumerated() {
             switch action {
             case .persist(let change):
-                guard let alertIndex = Self.alert(announcing: index, in: actions), case .publish(let alert, let kind) = actions[alertIndex] else {
+                let announcing = Self.announcements(of: index, in: actions)
+                guard let last = announcing.last, case .publish(_, let kind) = actions[last] else {
                     journal.append(change)
                     continue
                 }
-                alertIDs[alertIndex] = journal.append(change, announcedBy: alert, witness: Self.witness(of: kind, after: actions[(alertIndex + 1)...]))
+                let messages = announcing.compactMap { if case .publish(let message, _) = actions[$0] { message } else { nil } }
+                let ids = journal.append(change, announcedBy: messages, witness: Self.witness(of: kind, after: actions[(last + 1)...]))
+                for (position, id) in zip(announcing, ids) { alertIDs[position] = id }
                 alertsJournaled += 1
                 crashIfDue()
-            case .publish(let message, let kind) where kind.isAlert:
+            case .publish(let message, let kind) where kind.isAnnouncement:
                 // Journaled with its decision above: the engine decides before it announces.
                 let id: UInt64
                 if let journaled = alertIDs[index] {
@@ -671,9 +679,10 @@ public actor AmpelDaemon: Service {
                     crashIfDue()
                 }
                 publishAlert(message, id: id)
-                lastAlertID = id
+                // The webhook's idempotency key is the alert's id, not its transition's.
+                if kind.isAlert { lastAlertID = id }
                 counters.published += 1
-                counters.alerts += 1
+                if kind.isAlert { counters.alerts += 1 } else { counters.owntracksTransitions += 1 }
             case .notify(let webhook, let payload):
                 webhooks.send(webhook: webhook, alertID: lastAlertID, payload: payload, now: now().timeIntervalSince1970)
             case .publish(let message, _):
@@ -754,23 +763,25 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    /// The alert that announces the decision at `index`: the first before the next decision.
-    static func alert(announcing index: Int, in actions: [SignalEngine.Action]) -> Int? {
+    /// The announcements of the decision at `index` (its alert, and the OwnTracks transition
+    /// after it): those before the next decision.
+    static func announcements(of index: Int, in actions: [SignalEngine.Action]) -> [Int] {
+        var found: [Int] = []
         for next in (index + 1)..<actions.count {
             switch actions[next] {
-            case .persist: return nil
-            case .publish(_, let kind) where kind.isAlert: return next
+            case .persist: return found
+            case .publish(_, let kind) where kind.isAnnouncement: found.append(next)
             default: continue
             }
         }
-        return nil
+        return found
     }
 
     /// The retained publish after an alert that proves the broker took it (``AlertWitnesses``).
     /// The engine puts it right after the alert's own device or district (``SignalEngine``);
     /// found by its kind, so the daemon never parses a topic to decide.
     static func witness(of kind: SignalEngine.PublishKind, after rest: ArraySlice<SignalEngine.Action>) -> Witness? {
-        let witnessKind: SignalEngine.PublishKind = kind == .deviceAlert ? .deviceState : .districtPhase
+        let witnessKind: SignalEngine.PublishKind = kind == .districtAlert ? .districtPhase : .deviceState
         for case .publish(let message, let next) in rest where next == witnessKind {
             return Witness(topic: message.topic, payload: message.payload)
         }

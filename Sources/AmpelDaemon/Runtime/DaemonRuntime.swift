@@ -38,6 +38,7 @@ public enum DaemonRuntime {
                 "inputs: owntracks \(c.inputs.owntracks.map(\.filter)), plain \(c.inputs.plain.map(\.filter)), traccar \(c.inputs.traccar.map(\.filter))",
                 "devices configured: \(c.devices.count)",
                 "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix), \(c.homeAssistant.devices ? "districts and devices" : "districts only")" : "off")",
+                "owntracks notices: \(c.notify.owntracks ? "on, as device \(c.notify.owntracksDevice)" : "off")",
             ]
             for lamp in c.lamps {
                 let follows = switch lamp.follows {

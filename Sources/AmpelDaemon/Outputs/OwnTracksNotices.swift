@@ -1,0 +1,89 @@
+import AmpelDomain
+
+/// A device's alerts as the OwnTracks apps of its user show them (`notify.owntracks`).
+///
+/// The apps subscribe to `owntracks/+/+/event` and turn an incoming `_type: transition` into a
+/// notification (Android: `MessageProcessor` hands it to `BackgroundService.sendEventNotification`,
+/// which shows "Entering <desc>" under the name of the sender's `card`). So for a device that
+/// reports as `owntracks/<user>/<device>`, Ampel speaks as one more device of that user,
+/// `owntracks/<user>/<device level>` (``deviceLevel``, `ampel` by default): a transition on
+/// `…/event` for each alert, and a retained card with the name "Ampel" on `…/info`.
+///
+/// Pure: builds messages; ``SignalEngine`` decides when.
+public struct OwnTracksNotices: Sendable, Hashable {
+    /// The topic level Ampel appears under, in place of a device name (`notify.owntracks_device`).
+    public let deviceLevel: String
+
+    public init(deviceLevel: String = "ampel") {
+        self.deviceLevel = deviceLevel
+    }
+
+    /// The OwnTracks apps' own first topic level: the apps listen below it.
+    static let prefix = "owntracks"
+    /// The name the apps show for Ampel's messages.
+    static let name = "Ampel"
+
+    /// Whether a fix on `topic`, captured as device key `key` by an OwnTracks input, comes from
+    /// an OwnTracks app that listens for transitions: the topic is exactly
+    /// `owntracks/<user>/<device>` and the key those two levels. Another filter (`owntracks/#`
+    /// with more levels, a topic of another prefix, a filter that leaves the user out of the key)
+    /// gives no user the app would be listening under.
+    public static func isAppTopic(_ topic: String, key: String) -> Bool {
+        // By bytes, as topics and keys are compared everywhere (decision 19).
+        let topic = topic.utf8, key = key.utf8, head = "owntracks/".utf8
+        guard topic.count == head.count + key.count, topic.starts(with: head), topic.dropFirst(head.count).elementsEqual(key) else {
+            return false
+        }
+        return key.lazy.filter { $0 == UInt8(ascii: "/") }.count == 1
+    }
+
+    /// The user of device `key` (`alice` of `alice/phone`).
+    public static func user(of key: String) -> String {
+        String(key.prefix { $0 != "/" })
+    }
+
+    /// `owntracks/<user>/<device level>/event`.
+    public func eventTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/event" }
+    /// `owntracks/<user>/<device level>/info`.
+    public func infoTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/info" }
+
+    /// The transition that announces `signal` to the user of device `key` (QoS 1, not retained,
+    /// with the alerts' expiry).
+    ///
+    /// `desc` is the alert's title in the device's language (the app shows "Entering <desc>");
+    /// `event` is always `enter`: the device entered a phase. The OwnTracks schema requires
+    /// `acc`, `lat`, `lon`, `tst` and `wtst`: the position of the fix, `acc` 0 (the daemon does
+    /// not keep the fix's accuracy), `tst` the time of the transition (``SignalEngine`` passes
+    /// it), `wtst` the time the "region" was made: the start of the data's publication day, the
+    /// data that gave the phase.
+    public func transition(key: String, record: DeviceRecord, signal: Signal, tst: Int, expiry: Duration?) -> OutgoingMessage {
+        var json = JSONWriter(capacity: 256)
+        json.raw(#"{"_type":"transition","acc":0,"desc":"#)
+        json.string(signal.title)
+        json.raw(#","event":"enter","lat":"#)
+        json.number(record.lat)
+        json.raw(#","lon":"#)
+        json.number(record.lon)
+        json.raw(#","t":"l","tst":"#)
+        json.number(tst)
+        json.raw(#","wtst":"#)
+        json.number(Self.dayStart(signal.dataDate) ?? tst)
+        json.raw("}")
+        return OutgoingMessage(topic: eventTopic(user: Self.user(of: key)), payload: json.bytes, qos: 1, retain: false, expiry: expiry)
+    }
+
+    /// The retained card that names the sender in the apps (retained: an app that connects
+    /// later learns the name before the next transition).
+    public func card(user: String) -> OutgoingMessage {
+        var json = JSONWriter(capacity: 64)
+        json.raw(#"{"_type":"card","name":"#)
+        json.string(Self.name)
+        json.raw("}")
+        return OutgoingMessage(topic: infoTopic(user: user), payload: json.bytes, qos: 1, retain: true)
+    }
+
+    /// 00:00 UTC of a `YYYY-MM-DD` day, in seconds since 1970.
+    static func dayStart(_ iso: String) -> Int? {
+        Day(iso: iso).map { $0.daysSinceEpoch * 86_400 }
+    }
+}
