@@ -194,10 +194,13 @@ patterns = [
     ("discovery-bridge", re.compile(r"homeassistant/(?:binary_sensor/ampel/bridge_(?:connectivity|stale)|sensor/ampel/bridge_data_date)/config")),
     ("discovery-district", re.compile(r"homeassistant/(?:sensor/ampel/district_(09\d{3})(?:_incidence)?|event/ampel/district_(09\d{3}))/config")),
     ("discovery-device", re.compile(r"homeassistant/(?:sensor|event)/ampel/device_([a-z0-9_]+)/config")),
+    # docs/owntracks.md: transitions and the card to the apps of an OwnTracks user (one level).
+    ("owntracks-notice", re.compile(r"owntracks/([^/]+)/ampel/(event|info)", re.S)),
 ]
 by_class = {}
 device_keys = set()
 object_ids = set()
+notice_users = set()
 odd_keys = []
 topic_count = 0
 for line in read("topics.tsv").splitlines():
@@ -240,11 +243,24 @@ for line in read("topics.tsv").splitlines():
             fail(f"{topic!r}: last payload is not JSON")
     elif cls == "discovery-device":
         object_ids.add(match.group(1))
+    elif cls == "owntracks-notice":
+        notice_users.add(match.group(1))
+        try:
+            body = json.loads(payload)
+            wanted = "transition" if match.group(2) == "event" else "card"
+            if body.get("_type") != wanted:
+                fail(f"{topic!r}: last payload is a {body.get('_type')!r}, not a {wanted}")
+        except ValueError:
+            fail(f"{topic!r}: last payload is not JSON")
     elif cls in ("district", "discovery-district", "discovery-bridge", "bridge") and not (cls == "district" and topic.endswith("/phase")):
         try:
             json.loads(payload)
         except ValueError:
             fail(f"{topic!r}: last payload is not JSON")
+# Only users of OwnTracks devices that have a state hear from Ampel.
+owntracks_users = {k.split("/", 1)[0] for k in device_keys if k.count("/") == 1}
+for user in sorted(notice_users - owntracks_users)[:10]:
+    fail(f"OwnTracks notices for user {user!r} of no device that has a state")
 expected_ids = {object_id(k) for k in device_keys}
 for oid in sorted(object_ids - expected_ids)[:10]:
     fail(f"discovery config for object id {oid!r} of no device that has a state")

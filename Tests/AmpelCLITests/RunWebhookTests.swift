@@ -113,24 +113,51 @@ struct RunWebhookTests {
         #expect(counters["delivered"] as? Int == 0, "\(counters)")
     }
 
+    /// A daemon with one webhook whose first POST fails (503), after `devices` devices each
+    /// crossed into a phase: every alert is on MQTT, the first POST was tried, and it and the
+    /// rest wait for its retry (0.5 to 1 s). Broker, directory and collector go with it.
+    final class RetryScene {
+        let server: HTTPFixtureServer
+        let broker: MosquittoBroker
+        let dir: URL
+        let collector: Collector
+        let daemon: RunRecoveryTests.Daemon
+
+        private init(server: HTTPFixtureServer, broker: MosquittoBroker, dir: URL, collector: Collector, daemon: RunRecoveryTests.Daemon) {
+            (self.server, self.broker, self.dir, self.collector, self.daemon) = (server, broker, dir, collector, daemon)
+        }
+
+        static func start(devices: Int) async throws -> RetryScene {
+            let server = try await HTTPFixtureServer.start()
+            server.inject(.status(503))
+            let broker = try await MosquittoBroker.start()
+            let dir = try temporaryDirectory()
+            let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
+            let scene = RetryScene(server: server, broker: broker, dir: dir, collector: collector,
+                                   daemon: try RunWebhookTests.start(broker, dir, webhook: server.baseURL + "/hook"))
+            try await collector.awaitBridge()
+            try await scene.daemon.awaitLog("subscribed")
+            try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
+            try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { RunWebhookTests.alerts($0) >= devices }
+            await server.waitForRequests(1)
+            return scene
+        }
+
+        deinit {
+            collector.stop()
+            try? FileManager.default.removeItem(at: dir)
+            broker.stop()
+        }
+    }
+
     @Test("kill -9 while alerts wait for a retry: they are lost, and the restart sends only new alerts (nothing twice)")
     func killLosesTheQueue() async throws {
-        let server = try await HTTPFixtureServer.start()
-        server.inject(.status(503))
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
-        defer { collector.stop() }
-        var daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
         let devices = 10
-        try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
-        try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { Self.alerts($0) >= devices }
-        // The first POST failed; it and the rest wait for its retry (0.5 to 1 s).
-        await server.waitForRequests(1)
+        let scene = try await RetryScene.start(devices: devices)
+        let (server, broker, dir, collector) = (scene.server, scene.broker, scene.dir, scene.collector)
+        // Its broker and directory until the end of the test, not the last use of `scene`.
+        defer { withExtendedLifetime(scene) {} }
+        var daemon = scene.daemon
         daemon.process.signal(SIGKILL)
         _ = try await daemon.exit()
         let lost = devices - server.delivered.count
@@ -148,22 +175,11 @@ struct RunWebhookTests {
 
     @Test("SIGTERM while alerts wait for a retry: the stop delivers them before it exits")
     func stopDrainsTheQueue() async throws {
-        let server = try await HTTPFixtureServer.start()
-        server.inject(.status(503))
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
-        defer { collector.stop() }
-        let daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
         let devices = 20
-        try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
-        try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { Self.alerts($0) >= devices }
-        // The first POST failed and waits for its retry (0.5 to 1 s); the rest are queued.
-        await server.waitForRequests(1)
+        let scene = try await RetryScene.start(devices: devices)
+        let (server, collector, daemon) = (scene.server, scene.collector, scene.daemon)
+        // Its broker and directory until the end of the test, not the last use of `scene`.
+        defer { withExtendedLifetime(scene) {} }
         let queuedAtStop = devices - server.delivered.count
         let status = try await collector.stop(daemon)
         try await server.shutdown()

@@ -8,7 +8,7 @@ import Testing
 @Suite("OwnTracks notices")
 struct OwnTracksNoticesTests {
     func phone(_ device: String = "alice/phone", _ place: (Double, Double) = (48.137, 11.575), tst: Int = 1_602_720_000) -> LocationFix {
-        LocationFix(device: device, latitude: place.0, longitude: place.1, tst: tst, owntracks: true)
+        LocationFix(device: device, latitude: place.0, longitude: place.1, tst: tst, accuracy: 12.4, owntracks: true)
     }
 
     func engine(_ dataset: Dataset = Fixtures.october, owntracks: OwnTracksNotices? = OwnTracksNotices(),
@@ -36,6 +36,15 @@ struct OwnTracksNoticesTests {
         #expect(OwnTracksNotices.isAppTopic(topic, key: key) == expected)
     }
 
+    @Test("the user is the key up to its first `/` byte, also when a combining mark or variation selector follows the `/`")
+    func userOfKey() {
+        #expect(OwnTracksNotices.user(of: "alice/phone") == "alice")
+        // "/\u{FE0F}" and "/\u{301}" are single Characters: a Character split found no `/`.
+        #expect(OwnTracksNotices.user(of: "\u{F6}-x/\u{FE0F}-0") == "\u{F6}-x")
+        #expect(OwnTracksNotices.user(of: "bob/\u{301}e") == "bob")
+        #expect(OwnTracksNotices.user(of: "nouser") == "nouser")
+    }
+
     @Test("a phone's alert goes to its user's apps as a transition, after the alert and before the state that witnesses both")
     func transitionAfterAlert() throws {
         var engine = engine()
@@ -59,7 +68,8 @@ struct OwnTracksNoticesTests {
         #expect(json["lat"] as? Double == 48.137 && json["lon"] as? Double == 11.575)
         #expect(json["tst"] as? Int == 1_602_720_000, "the fix's time")
         #expect(json["wtst"] as? Int == 1_602_720_000, "2020-10-15 00:00 UTC, the data's day")
-        #expect(json["acc"] as? Int == 0)
+        // The fix's accuracy in whole metres (the schema wants an integer).
+        #expect(json["acc"] as? Int == 12)
         let card = try #require(actions.on("owntracks/alice/ampel/info").first)
         #expect(card.retain && card.qos == 1)
         #expect(try object(card) as NSDictionary == ["_type": "card", "name": "Ampel"] as NSDictionary)

@@ -475,7 +475,7 @@ public struct SignalEngine: Sendable {
         // the alert (one connection, in order), which a restart checks before sending it again.
         if previous?.phase != shown.phase {
             actions.append(.publish(deviceAlert(key, from: previous?.phase, shown), kind: .deviceAlert))
-            actions += ownTracksTransition(key, record, shown, tst: record.tst)
+            actions += ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0)  // `acc` may be any finite distance
             actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
         }
         actions.append(.publish(deviceState(key, record, shown), kind: .deviceState))
@@ -571,9 +571,9 @@ public struct SignalEngine: Sendable {
 
     /// The device alert for the device's OwnTracks apps, right after the alert and before the
     /// state that witnesses both (decision 20).
-    func ownTracksTransition(_ key: String, _ record: DeviceRecord, _ signal: Signal, tst: Int) -> [Action] {
+    func ownTracksTransition(_ key: String, _ record: DeviceRecord, _ signal: Signal, tst: Int, accuracy: Int = 0) -> [Action] {
         guard record.owntracks, let owntracks = settings.owntracks else { return [] }
-        return [.publish(owntracks.transition(key: key, record: record, signal: signal, tst: tst, expiry: settings.alertExpiry),
+        return [.publish(owntracks.transition(key: key, record: record, signal: signal, tst: tst, accuracy: accuracy, expiry: settings.alertExpiry),
                          kind: .deviceTransition)]
     }
 

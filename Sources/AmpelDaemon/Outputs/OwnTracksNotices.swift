@@ -38,8 +38,14 @@ public struct OwnTracksNotices: Sendable, Hashable {
     }
 
     /// The user of device `key` (`alice` of `alice/phone`).
+    ///
+    /// Split at the byte `/`, not at a Character: `/` followed by a combining mark or a
+    /// variation selector (U+FE0F) is one Character, and a Character split took the whole key
+    /// for the user (the fuzz run's `ö…ß=/\u{FE0F}-0` went to `owntracks/ö…ß=/\u{FE0F}-0/ampel/event`).
     public static func user(of key: String) -> String {
-        String(key.prefix { $0 != "/" })
+        let bytes = key.utf8
+        let end = bytes.firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
+        return String(decoding: bytes[..<end], as: UTF8.self)
     }
 
     /// `owntracks/<user>/<device level>/event`.
@@ -56,9 +62,13 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// not keep the fix's accuracy), `tst` the time of the transition (``SignalEngine`` passes
     /// it), `wtst` the time the "region" was made: the start of the data's publication day, the
     /// data that gave the phase.
-    public func transition(key: String, record: DeviceRecord, signal: Signal, tst: Int, expiry: Duration?) -> OutgoingMessage {
+    /// - Parameter accuracy: the fix's `acc` in whole metres (the schema wants an integer); 0
+    ///   when the alert comes from new data, not from a fix.
+    public func transition(key: String, record: DeviceRecord, signal: Signal, tst: Int, accuracy: Int = 0, expiry: Duration?) -> OutgoingMessage {
         var json = JSONWriter(capacity: 256)
-        json.raw(#"{"_type":"transition","acc":0,"desc":"#)
+        json.raw(#"{"_type":"transition","acc":"#)
+        json.number(accuracy)
+        json.raw(#","desc":"#)
         json.string(signal.title)
         json.raw(#","event":"enter","lat":"#)
         json.number(record.lat)
