@@ -52,15 +52,23 @@ struct TrackReplayTests {
 
     /// The `to` phase of every device alert when `fixes` are fed to an engine with `dwell`.
     static func replay(_ fixes: [Fix], dataset: Dataset, dwell: Dwell) throws -> [String] {
+        try replay(fixes, dataset: dataset) { $0.minDwell = dwell }
+    }
+
+    /// The same with any settings; `arrival` gives each fix's receipt time and accuracy (by
+    /// default it arrives at its own time and says nothing of its accuracy).
+    static func replay(_ fixes: [Fix], dataset: Dataset, settings adjust: (inout SignalEngine.Settings) -> Void,
+                       arrival: (Int, Fix) -> (receivedAt: Int, accuracy: Double?) = { _, fix in (fix.tst, nil) }) throws -> [String] {
         var settings = Fixtures.settings(discovery: false)
-        settings.minDwell = dwell
+        adjust(&settings)
         var engine = SignalEngine(settings: settings, dataset: dataset, stale: false)
         _ = engine.event(.start)
         var alerts: [String] = []
-        for fix in fixes {
+        for (index, fix) in fixes.enumerated() {
             let place = locator.place(latitude: fix.lat, longitude: fix.lon)
-            let location = LocationFix(device: "track", latitude: fix.lat, longitude: fix.lon, tst: fix.tst)
-            for message in engine.event(.fix(location, place: place, receivedAt: fix.tst)).published where message.topic.hasSuffix("/alert") {
+            let (receivedAt, accuracy) = arrival(index, fix)
+            let location = LocationFix(device: "track", latitude: fix.lat, longitude: fix.lon, tst: fix.tst, accuracy: accuracy)
+            for message in engine.event(.fix(location, place: place, receivedAt: receivedAt)).published where message.topic.hasSuffix("/alert") {
                 let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
                 alerts.append(try #require(json["to"] as? String))
             }
@@ -123,5 +131,32 @@ struct TrackReplayTests {
             }
             print("\(name), data of \(dataset.date.iso): \(fixes.count) fixes, \(runs) phase runs; alerts: \(counts.joined(separator: ", "))")
         }
+    }
+
+    @Test("a whole track delivered an hour late alerts only its first sighting and, at the next fresh fix, where it ended; coarse fixes never move it", arguments: [0, 1])
+    func lateQueueAndCoarseFixes(track: Int) throws {
+        let (name, load) = Self.tracks[track]
+        let fixes = try load()
+        let dataset = Fixtures.october
+        let (plain, _) = try Self.expected(fixes, dataset: dataset, dwell: .none)
+        let arrived = try #require(fixes.map(\.tst).max()) + 3600
+        // A phone's queue: every fix arrives an hour after the trip ended, then one fresh fix
+        // from where the trip ended.
+        var late = fixes
+        late.append(Fix(lat: fixes[fixes.count - 1].lat, lon: fixes[fixes.count - 1].lon, tst: arrived))
+        let alerts = try Self.replay(late, dataset: dataset, settings: { $0.maxFixAge = .seconds(900) }) { index, fix in
+            (index == late.count - 1 ? fix.tst : arrived, nil)
+        }
+        let end = Self.locator.place(latitude: late[late.count - 1].lat, longitude: late[late.count - 1].lon)
+        let ended = try Fixtures.ruleSet.signal(atDistrict: end.district?.ags, placeName: end.district?.name, dataset: dataset,
+                                                region: .bavaria, language: .en, stale: false).phase
+        let wanted = ended == plain[0] ? [plain[0]] : [plain[0], ended]
+        #expect(alerts == wanted, "\(name): \(plain.count) alerts on time")
+        // Every fix after the first 5 km coarse: the device stays where its first fix put it.
+        let coarse = try Self.replay(fixes, dataset: dataset, settings: { $0.maxAccuracy = 1000 }) { index, fix in
+            (fix.tst, index == 0 ? 10 : 5000)
+        }
+        #expect(coarse == [plain[0]], "\(name): \(coarse)")
+        print("\(name): on time \(plain.count) alerts; delivered an hour late \(alerts.count); coarse \(coarse.count)")
     }
 }
