@@ -166,7 +166,7 @@ public final class MQTTClient: Sendable {
     /// not answered yet: what libmosquitto holds in memory for the broker. A producer that
     /// outruns the broker bounds its memory by waiting on it (``waitForAnswers(atMost:)``).
     /// Publishes held while disconnected count once they are handed to libmosquitto after the
-    /// reconnect. QoS 0 traffic makes it read low, never high.
+    /// reconnect. QoS 0 publishes are not counted.
     public var unanswered: Int { session.unanswered }
 
     /// Returns once at most `target` publishes are unanswered (``unanswered``), or the client is

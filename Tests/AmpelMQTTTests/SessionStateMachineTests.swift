@@ -68,6 +68,33 @@ struct SessionStateMachineTests {
         #expect(machine.waitingCount == 0)
     }
 
+    /// libmosquitto's publish callback carries only the message id, for a QoS 0 publish written
+    /// as for a QoS 1 publish answered: only the answers may lower the unanswered count.
+    @Test func onlyAnswersOfQoS1PublishesCountAsAnswersNotQoS0WrittenNotes() {
+        var machine = connected()
+        machine.sentAtMostOnce(mid: 1)
+        machine.sentAtMostOnce(mid: 2)
+        #expect(machine.publish(message("q1"), token: 0, waiter: nil) == .send)  // enqueued QoS 1, mid 3
+        #expect(machine.unwrittenAtMostOnceCount == 2)
+        #expect(machine.publishDone(mid: 2) == false)
+        #expect(machine.publishDone(mid: 3) == true)
+        #expect(machine.publishDone(mid: 1) == false)
+        #expect(machine.unwrittenAtMostOnceCount == 0)
+        // The same id again, now a QoS 1 publish (ids come round): an answer.
+        #expect(machine.publishDone(mid: 1) == true)
+    }
+
+    /// A QoS 0 publish not written when the connection ends is dropped by libmosquitto: its id,
+    /// handed out again on the next connection, then belongs to an answer.
+    @Test func aLostConnectionForgetsTheUnwrittenQoS0Publishes() {
+        var machine = connected()
+        machine.sentAtMostOnce(mid: 4)
+        _ = machine.connectionEnded(lost, jitter: 1)
+        #expect(machine.unwrittenAtMostOnceCount == 0)
+        _ = machine.connectionEstablished(sessionPresent: true)
+        #expect(machine.publishDone(mid: 4) == true)
+    }
+
     @Test func aLostConnectionReconnectsWithGrowingBackoffAndKeepsTheWaiters() {
         var machine = connected()
         machine.sent(mid: 3, token: 1, waiter: "in flight")

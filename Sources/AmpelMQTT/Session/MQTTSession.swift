@@ -53,10 +53,15 @@ final class MQTTSession: Sendable {
     private let droppedCount = Atomic<Int>(0)
     private let reconnectCount = Atomic<Int>(0)
     /// QoS 1/2 publishes handed to libmosquitto and not answered yet (``MQTTClient/unanswered``):
-    /// raised after each hand-over, lowered by every publish answer. A QoS 0 publish is not
-    /// raised, but its written-note lowers it as well, so with QoS 0 traffic it reads low (never
-    /// high: a producer that waits on it never waits for an answer that cannot come).
+    /// raised after each hand-over, lowered by each publish answer. A QoS 0 publish's
+    /// written-note comes through the same callback and must not lower it (the count would
+    /// drift below zero and hide as many QoS 1 publishes from a producer bounded by it): the
+    /// state machine tells the two apart by message id.
     private let unansweredCount = Atomic<Int>(0)
+    /// The state machine's ``SessionStateMachine/unwrittenAtMostOnceCount``, written under its
+    /// lock, raised before the libmosquitto call: while it is 0 a publish note is an answer and
+    /// the network thread takes no lock to tell.
+    private let unwrittenAtMostOnce = Atomic<Int>(0)
     /// The count ``waitForAnswers(atMost:)`` waits for (-1: nobody waits), for a lock-free look
     /// on every answer; the waiter itself under `answersWaiter`.
     private let answersTarget = Atomic<Int>(-1)
@@ -153,7 +158,10 @@ final class MQTTSession: Sendable {
     /// A connection ended or an attempt failed (network thread). Returns the delay before the
     /// next attempt, or nil when the thread is to end.
     func connectionEnded(_ error: MQTTError) -> Duration? {
-        let decision = machine.withLock { $0.connectionEnded(error, jitter: Double.random(in: 0.5...1.0)) }
+        let decision = machine.withLock { machine in
+            defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
+            return machine.connectionEnded(error, jitter: Double.random(in: 0.5...1.0))
+        }
         switch decision {
         case .reconnect(let delay, let lost):
             if let lost { reportLoss(lost) }
@@ -252,7 +260,11 @@ final class MQTTSession: Sendable {
     private func sendQoS0(_ message: OutgoingPublish) throws(MQTTError) {
         let rc: Int32 = machine.withLock { machine in
             guard machine.isConnected else { return MosquittoResult.noConnection }
-            let rc = mosquitto.publish(message).rc
+            // Raised first: a written-note that comes before the id is recorded waits for this lock.
+            unwrittenAtMostOnce.add(1, ordering: .sequentiallyConsistent)
+            let (rc, mid) = mosquitto.publish(message)
+            if rc == MosquittoResult.success { machine.sentAtMostOnce(mid: mid) }
+            unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent)
             loop.wakeIfIdle()
             return rc
         }
@@ -360,9 +372,17 @@ final class MQTTSession: Sendable {
 
     var unanswered: Int { max(0, unansweredCount.load(ordering: .relaxed)) }
 
-    /// A publish answer (or a QoS 0 written-note) arrived (network thread).
+    /// libmosquitto reported message id `mid` done: a publish answer or a QoS 0 written-note
+    /// (network thread).
     @inline(__always)
-    func publishAnswered() {
+    func publishDone(mid: Int32) {
+        if unwrittenAtMostOnce.load(ordering: .sequentiallyConsistent) > 0 {
+            let answer = machine.withLock { machine in
+                defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
+                return machine.publishDone(mid: mid)
+            }
+            if !answer { return }
+        }
         let count = unansweredCount.subtract(1, ordering: .relaxed).newValue
         let target = answersTarget.load(ordering: .relaxed)
         if target >= 0 && count <= target { releaseAnswersWaiter() }

@@ -323,7 +323,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
 
     /// Notes an answer if anybody may wait for one (see ``MQTTSession/possibleWaiters``).
     func answered(mid: Int32, _ result: AckResult) {
-        if case .published = result { session.publishAnswered() }
+        if case .published = result { session.publishDone(mid: mid) }
         guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         answers.withLock { $0.append((mid, result)) }
     }

@@ -46,6 +46,12 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         /// that did not keep the session.
         var subscriptions: [Subscription] = []
         var everConnected = false
+        /// QoS 0 publishes handed to libmosquitto whose written-note has not come yet. libmosquitto
+        /// reports a QoS 0 publish written and a QoS 1/2 publish answered through the same
+        /// callback with nothing but the message id; these ids tell the two apart, so that only
+        /// answers lower the unanswered count. Emptied when the connection ends: libmosquitto
+        /// drops the QoS 0 packets it had not written, and their ids come round again.
+        var unwrittenAtMostOnce: Set<Int32> = []
     }
 
     enum State {
@@ -162,7 +168,8 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         case .connecting(let session, let waiter):
             state = .idle(session)
             return .stop(failedConnect: (waiter, error), lost: nil)
-        case .connected(let session):
+        case .connected(var session):
+            session.unwrittenAtMostOnce.removeAll()
             state = .reconnecting(session, failedAttempts: 1)
             isConnected = false
             return .reconnect(after: backoff.delay(attempt: 1, jitter: jitter), lost: error)
@@ -237,6 +244,21 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     mutating func sent(mid: Int32, token: UInt64, waiter: AckWaiter) {
         modifySession { $0.acks.wait(mid: mid, token: token, waiter) }
     }
+
+    /// libmosquitto took a QoS 0 publish with message id `mid`; its written-note answers nothing.
+    mutating func sentAtMostOnce(mid: Int32) {
+        modifySession { _ = $0.unwrittenAtMostOnce.insert(mid) }
+    }
+
+    /// libmosquitto reported message id `mid` done: a QoS 0 publish written, or a QoS 1/2
+    /// publish answered. True for an answer (which lowers the unanswered count), false for the
+    /// written-note of a QoS 0 publish (which never raised it).
+    mutating func publishDone(mid: Int32) -> Bool {
+        modifySession { $0.unwrittenAtMostOnce.remove(mid) == nil } ?? true
+    }
+
+    /// QoS 0 publishes handed over and not written yet.
+    var unwrittenAtMostOnceCount: Int { withSession { $0.unwrittenAtMostOnce.count } ?? 0 }
 
     /// The broker answered message id `mid`. Returns whoever waits for it; nobody does for
     /// QoS 0, `enqueue`d publishes, re-subscribes and cancelled waits.
