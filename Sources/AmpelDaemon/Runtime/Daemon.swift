@@ -96,12 +96,9 @@ public actor AmpelDaemon: Service {
     private var inbox: AsyncStream<Input>.Continuation?
     /// CONNACKs handled so far.
     private var connections = 0
-    /// The wait for the broker between two recovery batches (see `continueRecovery`).
-    private var recoveryPace: Task<Void, Never>?
-    /// The same for a re-evaluation after new data.
-    private var reevaluationPace: Task<Void, Never>?
-    /// The wait for the broker before recording removed discovery configs as done.
-    private var discoveryRecordPace: Task<Void, Never>?
+    /// The waits for the broker between two batches of a walk and before recording removed
+    /// discovery configs as done; the stop ends them all before it says offline.
+    let probes: BrokerProbes
 
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
@@ -130,6 +127,7 @@ public actor AmpelDaemon: Service {
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
         topics = Topics(base: configuration.baseTopic)
+        probes = BrokerProbes(transport: transport, topics: topics)
         let stop = AsyncStream<Void>.makeStream()
         stopStream = stop.stream
         stopSignal = stop.continuation
@@ -348,11 +346,8 @@ public actor AmpelDaemon: Service {
         let webhooks = self.webhooks
         let webhookDeadline = loopEnded + webhookDrainLimit
         let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
-        // A recovery's `online` probe goes out before the `offline` below, or not at all.
-        for pace in [recoveryPace, reevaluationPace, discoveryRecordPace] {
-            pace?.cancel()
-            await pace?.value
-        }
+        // Every `online` probe goes out before the `offline` below.
+        await probes.finishAll()
         let deadline = stopDeadline.withLock { $0 } ?? .now + drainLimit
         await writeSnapshot(engine, before: max(deadline, .now + .milliseconds(500)))
         let snapshotWritten = ContinuousClock.now
@@ -717,19 +712,10 @@ public actor AmpelDaemon: Service {
     /// Queues `next` (the next batch of a recovery or re-evaluation) once the broker has
     /// acknowledged a publish made after this batch: it has then taken the whole batch (one
     /// connection, in order), libmosquitto holds at most one batch for it, and the messages
-    /// that arrived meanwhile are queued before `next`. The probe is `online` again: the value
-    /// `bridge/state` holds while the daemon runs, so it may overtake or follow any other
-    /// publish; the stop waits for it before saying offline.
+    /// that arrived meanwhile are queued before `next` (``BrokerProbes``).
     func pace(then next: Input) {
-        let transport = self.transport
         let inbox = self.inbox
-        let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
-        let pace = Task.detached {
-            try? await transport.publish(probe)
-            inbox?.yield(next)
-        }
-        // One pace per kind of walk is ever under way: its batch comes only after it.
-        if case .recover = next { recoveryPace = pace } else { reevaluationPace = pace }
+        probes.start { _ in inbox?.yield(next) }
     }
 
     /// Writes what may be announced to Home Assistant: at once, or (`whenTaken`) once the
@@ -750,16 +736,9 @@ public actor AmpelDaemon: Service {
             }
         }
         guard whenTaken else { return write() }
-        let transport = self.transport
-        let probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
-        // Its probe is `online`, so the stop waits for it before saying offline.
-        discoveryRecordPace = Task.detached {
-            do {
-                try await transport.publish(probe)
-                write()
-            } catch {
-                logger.notice("the removals of Home Assistant configs were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
-            }
+        probes.start { error in
+            guard let error else { return write() }
+            logger.notice("the removals of Home Assistant configs were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
         }
     }
 
