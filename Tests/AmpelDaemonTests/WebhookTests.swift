@@ -305,7 +305,7 @@ struct WebhookHTTPTests {
         #expect(post.path == "/hook" && post.query["token"] == "abc")
         #expect(post.body == Self.body)
         #expect(post.headers["content-type"] == "application/json; charset=utf-8")
-        #expect(post.headers["idempotency-key"] == "42")
+        #expect(post.headers["idempotency-key"] == webhooks.idempotencyKey(alertID: 42))
         #expect(post.headers["title"] == "Ampel")
         #expect(post.headers["user-agent"] == "mine")
         #expect(webhooks.stats["test"]?.delivered == 1)
@@ -322,7 +322,7 @@ struct WebhookHTTPTests {
         try await server.shutdown()
         #expect(server.requestCount == 2)
         #expect(server.delivered.count == 1)
-        #expect(server.requests.allSatisfy { $0.headers["idempotency-key"] == "7" })
+        #expect(server.requests.allSatisfy { $0.headers["idempotency-key"] == webhooks.idempotencyKey(alertID: 7) })
         let stats = try #require(webhooks.stats["test"])
         #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 0)
     }
@@ -351,8 +351,8 @@ struct WebhookHTTPTests {
         try await withTimeout(.seconds(20), "the second POST") { await server.waitForDelivered(1) }
         _ = await webhooks.stop(before: .now + .seconds(5))
         try await server.shutdown()
-        #expect(server.requests.map { $0.headers["idempotency-key"] } == ["1", "2"])
-        #expect(server.delivered.map { $0.headers["idempotency-key"] } == ["2"])
+        #expect(server.requests.map { $0.headers["idempotency-key"] } == [1, 2].map { webhooks.idempotencyKey(alertID: $0) })
+        #expect(server.delivered.map { $0.headers["idempotency-key"] } == [webhooks.idempotencyKey(alertID: 2)])
         let stats = try #require(webhooks.stats["test"])
         #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 1)
     }
@@ -372,5 +372,21 @@ struct WebhookHTTPTests {
         let stats = try #require(webhooks.stats["gone"])
         #expect(stats.failedAttempts == 5 && stats.droppedGaveUp == 1 && stats.delivered == 0)
         #expect(pauses.taken.withLock { $0.count } == 4)
+    }
+}
+
+@Suite("Webhooks: idempotency keys")
+struct WebhookKeyTests {
+    @Test("a run that counts its alerts from 1 again (state.json lost) hands out keys no earlier run did")
+    func keysOfTwoRunsDiffer() {
+        let logger = Logger(label: "test")
+        let first = Webhooks([], logger: logger), second = Webhooks([], logger: logger)
+        // The journal's ids 1, 2, 3 in both runs: the second one lost the snapshot that counted on.
+        let firstKeys = (1...3).map { first.idempotencyKey(alertID: $0) }
+        let secondKeys = (1...3).map { second.idempotencyKey(alertID: $0) }
+        #expect(Set(firstKeys).isDisjoint(with: secondKeys))
+        #expect(Set(firstKeys).count == 3)
+        // One alert keeps its key (every attempt, every webhook).
+        #expect(first.idempotencyKey(alertID: 2) == firstKeys[1])
     }
 }

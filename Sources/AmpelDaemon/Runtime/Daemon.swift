@@ -648,7 +648,7 @@ public actor AmpelDaemon: Service {
         // An alert and its OwnTracks transition announce one decision: journaled with it in
         // the same write, so a crash keeps all three or none.
         var alertIDs: [Int: UInt64] = [:]
-        // The journal id of the alert a `.notify` follows: the webhook's idempotency key.
+        // The journal id of the alert a `.notify` follows, of which the webhook's idempotency key is made.
         var lastAlertID: UInt64 = 0
         for (index, action) in actions.enumerated() {
             switch action {
@@ -674,7 +674,7 @@ public actor AmpelDaemon: Service {
                     crashIfDue()
                 }
                 publishAlert(message, id: id)
-                // The webhook's idempotency key is the alert's id, not its transition's.
+                // The webhook's idempotency key is made of the alert's id, not its transition's.
                 if kind.isAlert { lastAlertID = id }
                 counters.published += 1
                 if kind.isAlert { counters.alerts += 1 } else { counters.owntracksTransitions += 1 }

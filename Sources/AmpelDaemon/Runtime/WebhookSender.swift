@@ -19,7 +19,8 @@ import Synchronization
 final class WebhookSender: Sendable {
     /// One alert for this webhook.
     struct Delivery: Sendable, Hashable {
-        /// The alert's id in the journal: the `Idempotency-Key`, the same for every attempt.
+        /// The alert's id in the journal, of which the `Idempotency-Key` is made (the same for
+        /// every attempt, ``Webhooks/idempotencyKey(alertID:)``).
         var alertID: UInt64
         var payload: [UInt8]
     }

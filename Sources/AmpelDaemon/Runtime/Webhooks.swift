@@ -21,6 +21,8 @@ public final class Webhooks: Sendable {
     static let attemptTimeout: Duration = .seconds(10)
 
     let senders: [WebhookSender]
+    /// This run's part of every `Idempotency-Key` (``idempotencyKey(alertID:)``).
+    let keyPrefix: String
     private let timeout: Duration
     /// Made by ``start()`` and shut down by ``stop(before:)``: an `HTTPClient` must be shut
     /// down before it goes, and a daemon that never got to its loop has nothing to send.
@@ -29,12 +31,14 @@ public final class Webhooks: Sendable {
 
     /// Senders that POST with AsyncHTTPClient.
     init(_ webhooks: [WebhookSettings], logger: Logger, timeout: Duration = Webhooks.attemptTimeout,
-         retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity) {
+         retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity,
+         keyPrefix: String = Webhooks.randomKeyPrefix()) {
         let client = SharedHTTPClient()
         self.client = client
         self.timeout = timeout
+        self.keyPrefix = keyPrefix
         senders = webhooks.map { webhook in
-            let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout)
+            let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout, keyPrefix: keyPrefix)
             return WebhookSender(name: webhook.name, capacity: capacity, retry: retry, logger: logger) { await request.post($0) }
         }
     }
@@ -45,6 +49,22 @@ public final class Webhooks: Sendable {
         client.value.withLock { $0 = Self.makeHTTPClient(timeout: timeout) }
         let started = senders.map { sender in Task { await sender.run() } }
         tasks.withLock { $0 = started }
+    }
+
+    /// 64 random bits in hex, drawn once per run.
+    static func randomKeyPrefix() -> String {
+        let hex = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The `Idempotency-Key` of the alert with journal id `alertID`: the same at every attempt
+    /// and at every webhook, and never that of another alert. The journal id alone is unique
+    /// only while the snapshot lives: with a lost `state.json` the journal counts from what its
+    /// remaining segments hold, and hands out ids it gave before. A restart never sends a
+    /// webhook alert again, so a key needs no meaning beyond its run: a prefix drawn at each
+    /// start keeps the keys of different runs apart, whatever the state directory kept.
+    func idempotencyKey(alertID: UInt64) -> String {
+        WebhookRequest.idempotencyKey(prefix: keyPrefix, alertID: alertID)
     }
 
     /// Queues an alert for webhook `index`; never waits.
@@ -98,15 +118,20 @@ struct WebhookRequest: Sendable {
     let webhook: WebhookSettings
     let client: SharedHTTPClient
     let timeout: Duration
+    let keyPrefix: String
 
     static let userAgent = "ampel/\(AmpelDaemon.version) (webhook)"
+
+    static func idempotencyKey(prefix: String, alertID: UInt64) -> String {
+        "\(prefix)-\(alertID)"
+    }
 
     func post(_ delivery: WebhookSender.Delivery) async -> WebhookSender.Attempt {
         var request = HTTPClientRequest(url: webhook.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
         request.headers.add(name: "User-Agent", value: Self.userAgent)
-        request.headers.add(name: "Idempotency-Key", value: String(delivery.alertID))
+        request.headers.add(name: "Idempotency-Key", value: Self.idempotencyKey(prefix: keyPrefix, alertID: delivery.alertID))
         // A configured header replaces Ampel's own of that name (Content-Type, User-Agent).
         for header in webhook.headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
         request.body = .bytes(ByteBuffer(bytes: delivery.payload))
