@@ -338,16 +338,23 @@ struct ExampleAndIntakeTests {
     func routing() throws {
         var config = DaemonConfiguration()
         config.inputs.traccar = [try! MQTTTopicFilter("traccar/positions")]
+        // Apps elsewhere, and a filter whose key is more than the app's user and device.
+        config.inputs.owntracks.append(try! MQTTTopicFilter("owntracks-eu/+/+"))
+        config.inputs.plain.append(try! MQTTTopicFilter("fleet/#"))
         config.lamps = [
             LampSettings(name: "w", driver: .wled, topic: "wled/w", follows: .district("09162")),
             LampSettings(name: "t", driver: .tasmota, topic: "t1", follows: .district("09162")),
         ]
         let intake = Intake(configuration: config)
-        #expect(intake.subscriptions == ["owntracks/+/+", "ampel/location/+", "traccar/positions", "tele/t1/LWT", "wled/w/status", "homeassistant/status"])
+        #expect(intake.subscriptions == ["owntracks/+/+", "owntracks-eu/+/+", "ampel/location/+", "fleet/#", "traccar/positions",
+                                         "tele/t1/LWT", "wled/w/status", "homeassistant/status"])
         func route(_ topic: String, _ text: String = "{}") -> [Intake.Route] { intake.route(topic: topic, payload: Array(text.utf8)) }
-        #expect(route("owntracks/a/b") == [.input(.owntracks, key: "a/b")])
-        #expect(route("ampel/location/car") == [.input(.plain, key: "car")])
-        #expect(route("traccar/positions") == [.input(.traccar, key: "")])
+        // Only an OwnTracks fix on owntracks/<user>/<device> comes from an app that hears transitions.
+        #expect(route("owntracks/a/b") == [.input(.owntracks, key: "a/b", appTopic: true)])
+        #expect(route("owntracks-eu/a/b") == [.input(.owntracks, key: "a/b", appTopic: false)])
+        #expect(route("ampel/location/car") == [.input(.plain, key: "car", appTopic: false)])
+        #expect(route("fleet/owntracks/a/b") == [.input(.plain, key: "owntracks/a/b", appTopic: false)])
+        #expect(route("traccar/positions") == [.input(.traccar, key: "", appTopic: false)])
         #expect(route("wled/w/status", "online") == [.lampAvailability(name: "w", online: true, retained: false)])
         #expect(route("wled/w/status", "offline") == [.lampAvailability(name: "w", online: false, retained: false)])
         #expect(route("tele/t1/LWT", "Online") == [.lampAvailability(name: "t", online: true, retained: false)])

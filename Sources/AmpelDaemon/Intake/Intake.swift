@@ -8,7 +8,10 @@ import Foundation
 /// to an input parser, a lamp's availability, or Home Assistant's restart.
 public struct Intake: Sendable {
     public enum Route: Sendable, Hashable {
-        case input(InputKind, key: String)
+        /// A location for the parser of `kind`, from device `key`. `appTopic`: an OwnTracks app
+        /// on `owntracks/<user>/<device>` sent it, whose user's apps can be told of alerts
+        /// (``OwnTracksNotices/isAppTopic(_:key:)``).
+        case input(InputKind, key: String, appTopic: Bool)
         /// A lamp said whether it is online; `retained` when the broker replayed it at subscribe.
         case lampAvailability(name: String, online: Bool, retained: Bool)
         case homeAssistantOnline
@@ -54,7 +57,9 @@ public struct Intake: Sendable {
             return [String(decoding: payload, as: UTF8.self) == "online" ? .homeAssistantOnline : .ignore]
         }
         for (kind, filter) in inputs {
-            if let key = filter.capture(topic) { return [.input(kind, key: key)] }
+            if let key = filter.capture(topic) {
+                return [.input(kind, key: key, appTopic: kind == .owntracks && OwnTracksNotices.isAppTopic(topic, key: key))]
+            }
         }
         return [.ignore]
     }

@@ -526,8 +526,8 @@ public actor AmpelDaemon: Service {
             }
             for route in intake.route(topic: message.topic, payload: message.payload, retained: message.retain) {
                 switch route {
-                case .input(let kind, let key):
-                    handleLocation(kind, key: key, message, receivedAt: receivedAt, &engine)
+                case .input(let kind, let key, let appTopic):
+                    handleLocation(kind, key: key, appTopic: appTopic, message, receivedAt: receivedAt, &engine)
                 case .lampAvailability(let name, let online, let retained):
                     logger.debug("lamp availability", metadata: ["lamp": "\(name)", "online": "\(online)", "retained": "\(retained)"])
                     perform(engine.event(.lampAvailability(name: name, online: online, retained: retained)))
@@ -602,10 +602,10 @@ public actor AmpelDaemon: Service {
         }
     }
 
-    func handleLocation(_ kind: InputKind, key: String, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
+    func handleLocation(_ kind: InputKind, key: String, appTopic: Bool, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(var fix):
-            fix.owntracks = kind == .owntracks && OwnTracksNotices.isAppTopic(message.topic, key: key)
+            fix.owntracks = appTopic
             let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
             if fix.langIgnored { counters.invalidLang += 1 }
             let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
