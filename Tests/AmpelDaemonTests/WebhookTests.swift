@@ -278,6 +278,43 @@ struct WebhookSenderTests {
         #expect(pauses.taken.withLock { $0 }.isEmpty)
         #expect(sender.stats.droppedGaveUp == 1 && sender.stats.failedAttempts == 1 && sender.stats.delivered == 1)
     }
+
+    @Test("a POST the stop cancels is left undelivered, not given up: no `gaveUp`, no failed attempt")
+    func cancelledByTheStop() async throws {
+        let endpoint = ScriptedEndpoint()
+        let pauses = Pauses()
+        let sender = WebhookSender(name: "slow", capacity: 10, retry: pauses.policy, logger: Logger(label: "test")) { await endpoint.post($0) }
+        let run = Task { await sender.run() }
+        sender.offer(.init(alertID: 1, payload: [1]))
+        sender.offer(.init(alertID: 2, payload: [2]))
+        try await endpoint.awaitCalls(1)
+        run.cancel()
+        // What `WebhookRequest` answers for a request cancelled under it.
+        endpoint.answer(.failed(reason: "cancelled at stop", retryable: false))
+        #expect(try await Self.end(run) == 2)
+        #expect(endpoint.received.map(\.alertID) == [1])
+        let stats = sender.stats
+        #expect(stats.droppedGaveUp == 0 && stats.failedAttempts == 0 && stats.delivered == 0, "\(stats)")
+    }
+
+    @Test("a retry's pause the stop cuts short is left undelivered, not given up")
+    func cancelledInTheBackoff() async throws {
+        let endpoint = ScriptedEndpoint()
+        var policy = WebhookSender.retry
+        // The stop comes during the pause.
+        policy.sleep = { _ in
+            withUnsafeCurrentTask { $0?.cancel() }
+            throw CancellationError()
+        }
+        let sender = WebhookSender(name: "flaky", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
+        let run = Task { await sender.run() }
+        sender.offer(.init(alertID: 1, payload: [1]))
+        try await endpoint.awaitCalls(1)
+        endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
+        #expect(try await Self.end(run) == 1)
+        let stats = sender.stats
+        #expect(stats.droppedGaveUp == 0 && stats.failedAttempts == 1, "\(stats)")
+    }
 }
 
 @Suite("Webhooks: POSTs to a loopback server", .serialized)

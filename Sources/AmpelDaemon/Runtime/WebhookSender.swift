@@ -157,6 +157,8 @@ final class WebhookSender: Sendable {
     }
 
     /// One alert: attempts until a 2xx, a failure not worth repeating, or the last retry.
+    /// Cancelled (the stop's limit), it ends undelivered without giving up: ``run()`` counts it
+    /// with what is left, and the stop logs that.
     private func deliver(_ delivery: Delivery) async -> Bool {
         var attempt = 1
         while true {
@@ -165,8 +167,10 @@ final class WebhookSender: Sendable {
                 state.withLock { $0.stats.delivered += 1 }
                 return true
             }
+            // The POST was cut by the stop, not refused by the endpoint.
+            if Task.isCancelled { return false }
             state.withLock { $0.stats.failedAttempts += 1 }
-            guard retryable, attempt < retry.maxAttempts, !Task.isCancelled else {
+            guard retryable, attempt < retry.maxAttempts else {
                 state.withLock { $0.stats.droppedGaveUp += 1 }
                 logger.warning("webhook gave up on an alert", metadata: [
                     "webhook": "\(name)", "alert": "\(delivery.alertID)", "attempts": "\(attempt)", "error": "\(reason)",
@@ -180,8 +184,7 @@ final class WebhookSender: Sendable {
             do {
                 try await retry.sleep(delay)
             } catch {
-                state.withLock { $0.stats.droppedGaveUp += 1 }
-                return false
+                return false  // cancelled by the stop
             }
             attempt += 1
         }
