@@ -33,12 +33,15 @@ struct RunCommandTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("ampel.yaml")
-        try Data("broker: mqtt://file.example:1883\nlang: de\n".utf8).write(to: file)
+        try Data("broker: mqtt://file.example:1883\nlang: de\nalerts:\n  min_dwell: 3 fixes\n  max_fix_age: false\n".utf8).write(to: file)
         let output = try await AmpelBinary.run(["run", "--config", file.path, "--broker", "mqtts://flag.example", "--date", "2020-11-05",
                                                 "--state-dir", dir.appendingPathComponent("s").path, "--check-config"])
         #expect(output.exitCode == 0)
         #expect(output.stdoutText.contains("broker: mqtts://flag.example:8883"))
         #expect(output.stdoutText.contains("language: de"))
         #expect(output.stdoutText.contains("snapshot on or before 2020-11-05"))
+        // The alert rules, the defaults included.
+        #expect(output.stdoutText.contains("alerts: expiry 3600 s, max fix age off, min dwell 3 fixes"), "\(output.stdoutText)")
+        #expect(output.stdoutText.contains("max accuracy 1000 m"))
     }
 }

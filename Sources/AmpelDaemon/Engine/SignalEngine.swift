@@ -385,16 +385,16 @@ public struct SignalEngine: Sendable {
             // that data here, alert first: a republished state in the new phase without its
             // alert would pass for the alert's witness after a crash (decision 27).
             var reevaluated: [Action] = []
-            let outcome = reevaluate(key, into: &reevaluated)
-            // A device whose signal cannot be computed had none published for this data either.
-            if case .noSignal = outcome {
+            switch reevaluate(key, into: &reevaluated) {
+            case .noSignal:
+                // A device whose signal cannot be computed had none published for this data either.
                 actions += reevaluated
-                continue
-            }
-            actions += deviceDiscovery(key)
-            switch outcome {
-            case .changed, .noSignal: actions += reevaluated
-            case .unchanged(let record, let signal): actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
+            case .changed:
+                actions += deviceDiscovery(key)
+                actions += reevaluated
+            case .unchanged(let record, let signal):
+                actions += deviceDiscovery(key)
+                actions.append(.publish(deviceState(key, record, signal), kind: .deviceState))
             }
         }
         current.next = end

@@ -30,13 +30,6 @@ public struct Discovery: Sendable {
     }
 
     public var prefix: String { scope.prefix }
-    var nodeID: String { scope.node }
-
-    /// The topic of a district's phase sensor: `<prefix>/sensor/<node>/district_<ags>/config`.
-    public func districtTopic(_ ags: String) -> String { names.topic(.districtPhase(ags)) }
-
-    /// The topic of a device's phase sensor: `<prefix>/sensor/<node>/device_<object id>/config`.
-    public func deviceTopic(_ key: String) -> String { names.topic(.devicePhase(key)) }
 
     // MARK: Entities
 

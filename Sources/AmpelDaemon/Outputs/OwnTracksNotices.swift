@@ -58,8 +58,8 @@ public struct OwnTracksNotices: Sendable, Hashable {
     ///
     /// `desc` is the alert's title in the device's language (the app shows "Entering <desc>");
     /// `event` is always `enter`: the device entered a phase. The OwnTracks schema requires
-    /// `acc`, `lat`, `lon`, `tst` and `wtst`: the position of the fix, `acc` 0 (the daemon does
-    /// not keep the fix's accuracy), `tst` the time of the transition (``SignalEngine`` passes
+    /// `acc`, `lat`, `lon`, `tst` and `wtst`: the position of the fix and its accuracy (`accuracy`
+    /// below), `tst` the time of the transition (``SignalEngine`` passes
     /// it), `wtst` the time the "region" was made: the start of the data's publication day, the
     /// data that gave the phase.
     /// - Parameter accuracy: the fix's `acc` in whole metres (the schema wants an integer); 0
