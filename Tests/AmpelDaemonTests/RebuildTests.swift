@@ -1,5 +1,6 @@
 @testable import AmpelDaemon
 import AmpelDomain
+import AmpelMQTT
 import Foundation
 import Testing
 
@@ -33,9 +34,9 @@ struct RebuildTests {
         var devices = DeviceTable()
         var districts: [String: String] = [:]
         for (topic, payload) in retained {
-            if let key = RetainedState.deviceKey(topic: topic, topics: topics) {
+            if let key = topics.deviceKey(stateTopic: topic) {
                 devices[key] = try RetainedState.device(key: key, payload: payload).get()
-            } else if let ags = RetainedState.districtCode(topic: topic, topics: topics) {
+            } else if let ags = topics.districtCode(phaseTopic: topic) {
                 districts[ags] = try RetainedState.districtPhase(payload: payload).get()
             }
         }
@@ -128,22 +129,45 @@ struct RebuildTests {
     @Test("device keys come from state topics only, under the configured base, as the daemon writes them")
     func topics() {
         let topics = Topics()
-        #expect(RetainedState.deviceKey(topic: "ampel/device/alice/state", topics: topics) == "alice")
-        #expect(RetainedState.deviceKey(topic: "ampel/device/alice/phone/state", topics: topics) == "alice/phone")
-        #expect(RetainedState.deviceKey(topic: "ampel/device/x/state/state", topics: topics) == "x/state")
-        #expect(RetainedState.deviceKey(topic: "ampel/device/jörg/state", topics: topics) == "jörg")
+        #expect(topics.deviceKey(stateTopic: "ampel/device/alice/state") == "alice")
+        #expect(topics.deviceKey(stateTopic: "ampel/device/alice/phone/state") == "alice/phone")
+        #expect(topics.deviceKey(stateTopic: "ampel/device/x/state/state") == "x/state")
+        #expect(topics.deviceKey(stateTopic: "ampel/device/jörg/state") == "jörg")
         for topic in ["ampel/device/state", "ampel/device//state", "ampel/device/alice/alert", "ampel/device/a//b/state",
                       "ampel/device/a b/state", "ampel/device/$x/state", "other/device/alice/state", "ampel/district/09162/state",
                       "ampel/device/alice\u{202E}/state", "ampel/device/alice/state/"] {
-            #expect(RetainedState.deviceKey(topic: topic, topics: topics) == nil, "\(topic)")
+            #expect(topics.deviceKey(stateTopic: topic) == nil, "\(topic)")
         }
         let city = Topics(base: "city/ampel")
-        #expect(RetainedState.deviceKey(topic: "city/ampel/device/alice/state", topics: city) == "alice")
-        #expect(RetainedState.deviceKey(topic: "ampel/device/alice/state", topics: city) == nil)
-        #expect(RetainedState.districtCode(topic: "ampel/district/09162/phase", topics: topics) == "09162")
-        #expect(RetainedState.districtCode(topic: "ampel/district/09162/state", topics: topics) == nil)
-        #expect(RetainedState.districtCode(topic: "ampel/district/x/phase", topics: topics) == nil)
-        #expect(RetainedState.districtCode(topic: "ampel/district//phase", topics: topics) == nil)
+        #expect(city.deviceKey(stateTopic: "city/ampel/device/alice/state") == "alice")
+        #expect(city.deviceKey(stateTopic: "ampel/device/alice/state") == nil)
+        #expect(topics.districtCode(phaseTopic: "ampel/district/09162/phase") == "09162")
+        #expect(topics.districtCode(phaseTopic: "ampel/district/09162/state") == nil)
+        #expect(topics.districtCode(phaseTopic: "ampel/district/x/phase") == nil)
+        #expect(topics.districtCode(phaseTopic: "ampel/district//phase") == nil)
+    }
+
+    @Test("the topics the daemon writes read back to the key and code they were built from, and match the read's filters")
+    func topicsRoundTrip() throws {
+        for topics in [Topics(), Topics(base: "city/ampel")] {
+            let devices = try MQTTTopicFilter(topics.devicesFilter), phases = try MQTTTopicFilter(topics.districtPhasesFilter)
+            for key in ["alice", "alice/phone", "x/state", "jörg", "a/b/c"] {
+                #expect(topics.deviceKey(stateTopic: topics.deviceState(key)) == key)
+                #expect(topics.deviceKey(stateTopic: topics.deviceAlert(key)) == nil)
+                #expect(devices.matches(topics.deviceState(key)))
+                #expect(topics.isDeviceOrDistrictTopic(topics.deviceState(key)))
+            }
+            for ags in ["09162", "09780"] {
+                #expect(topics.districtCode(phaseTopic: topics.districtPhase(ags)) == ags)
+                #expect(topics.districtCode(phaseTopic: topics.districtState(ags)) == nil)
+                #expect(phases.matches(topics.districtPhase(ags)) && !phases.matches(topics.districtState(ags)))
+                #expect(topics.isDeviceOrDistrictTopic(topics.districtAlert(ags)))
+            }
+            #expect(!topics.isDeviceOrDistrictTopic(topics.bridgeInfo))
+            let witnesses = topics.probe(clientID: "ampel-1"), states = topics.probe(clientID: "ampel-1", purpose: "states")
+            #expect(witnesses != states && witnesses.hasPrefix(topics.base + "/bridge/"))
+            #expect(!devices.matches(witnesses) && !devices.matches(states))
+        }
     }
 
     @Test("payloads that are no state the daemon writes are refused with a reason, never taken in part")

@@ -22,28 +22,6 @@ public enum RetainedState {
     /// state is about 1 KB. Anything longer is not the daemon's and is not parsed.
     public static let maximumPayload = 65_536
 
-    /// The device key of a state topic `<base>/device/<key>/state` (one or more levels, as the
-    /// daemon published it); `nil` for any other topic or a key the daemon would refuse.
-    public static func deviceKey(topic: String, topics: Topics) -> String? {
-        let prefix = Array((topics.base + "/device/").utf8)
-        let suffix = Array("/state".utf8)
-        let bytes = Array(topic.utf8)
-        guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) else {
-            return nil
-        }
-        let key = String(decoding: bytes[prefix.count..<(bytes.count - suffix.count)], as: UTF8.self)
-        return DeviceKey.isSafe(key) ? key : nil
-    }
-
-    /// The district code of a phase topic `<base>/district/<ags>/phase`; `nil` for any other topic.
-    public static func districtCode(topic: String, topics: Topics) -> String? {
-        let prefix = topics.base + "/district/"
-        guard topic.hasPrefix(prefix), topic.hasSuffix("/phase") else { return nil }
-        let ags = topic.dropFirst(prefix.count).dropLast("/phase".count)
-        guard !ags.isEmpty, ags.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return String(ags)
-    }
-
     /// The members of a state payload that a ``DeviceRecord`` keeps (``Signal/json(device:)``).
     private struct DeviceState: Decodable {
         var device: String

@@ -1,7 +1,8 @@
 import AmpelMQTT
 /// The topics the daemon writes, under one base topic (`ampel` by default).
 ///
-/// One place builds every topic name, so the contract in `docs/topics.md` has one source.
+/// One place builds every topic name, and reads back the ones the daemon reads again (its
+/// retained states after a lost state), so the contract in `docs/topics.md` has one source.
 public struct Topics: Sendable, Hashable {
     /// The first level(s) of every topic the daemon writes, without a trailing slash.
     public let base: String
@@ -17,4 +18,42 @@ public struct Topics: Sendable, Hashable {
     public func districtAlert(_ ags: String) -> String { "\(base)/district/\(ags)/alert" }
     public var bridgeState: String { "\(base)/bridge/state" }
     public var bridgeInfo: String { "\(base)/bridge/info" }
+
+    /// Every device's topics (`<base>/device/#`: keys have one level or more).
+    public var devicesFilter: String { "\(base)/device/#" }
+    /// Every district's phase (`<base>/district/+/phase`).
+    public var districtPhasesFilter: String { "\(base)/district/+/phase" }
+
+    /// A topic only the client `clientID` subscribes to, to learn that the broker handled what
+    /// came before on its connection; `purpose` keeps two such checks apart (a late answer to
+    /// one must not end the other).
+    public func probe(clientID: String, purpose: String? = nil) -> String {
+        "\(base)/bridge/probe/\(clientID)" + (purpose.map { "/\($0)" } ?? "")
+    }
+
+    /// Whether `topic` lies under `<base>/device/` or `<base>/district/`.
+    public func isDeviceOrDistrictTopic(_ topic: String) -> Bool {
+        topic.utf8.starts(with: "\(base)/device/".utf8) || topic.utf8.starts(with: "\(base)/district/".utf8)
+    }
+
+    /// The device key of ``deviceState(_:)``'s topic; `nil` for any other topic or a key the
+    /// daemon would refuse (``DeviceKey/isSafe(_:)``). By bytes, as keys are compared (decision 19).
+    public func deviceKey(stateTopic topic: String) -> String? {
+        let prefix = "\(base)/device/".utf8, suffix = "/state".utf8
+        let bytes = Array(topic.utf8)
+        guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) else {
+            return nil
+        }
+        let key = String(decoding: bytes[prefix.count..<(bytes.count - suffix.count)], as: UTF8.self)
+        return DeviceKey.isSafe(key) ? key : nil
+    }
+
+    /// The district code of ``districtPhase(_:)``'s topic; `nil` for any other topic.
+    public func districtCode(phaseTopic topic: String) -> String? {
+        let prefix = "\(base)/district/", suffix = "/phase"
+        guard topic.hasPrefix(prefix), topic.hasSuffix(suffix) else { return nil }
+        let ags = topic.dropFirst(prefix.count).dropLast(suffix.count)
+        guard !ags.isEmpty, ags.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return String(ags)
+    }
 }

@@ -266,7 +266,7 @@ public actor AmpelDaemon: Service {
         // take after all (no witness retained) go again.
         if !replay.pendingAlerts.isEmpty {
             let check = await witnesses.notTaken(replay.pendingAlerts, transport: transport,
-                                                 probeTopic: topics.base + "/bridge/probe/" + configuration.mqtt.clientID, timeout: .seconds(5))
+                                                 probeTopic: topics.probe(clientID: configuration.mqtt.clientID), timeout: .seconds(5))
             for id in check.taken { journal.acknowledge(id) }
             for (id, message) in check.notTaken {
                 publishAlert(message, id: id)

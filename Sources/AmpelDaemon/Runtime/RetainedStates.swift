@@ -49,15 +49,15 @@ final class RetainedStates: Sendable {
     init(topics: Topics, clientID: String) {
         self.topics = topics
         // Not the witness check's probe topic: a late answer to one must not end the other.
-        probeTopic = topics.base + "/bridge/probe/" + clientID + "/states"
+        probeTopic = topics.probe(clientID: clientID, purpose: "states")
     }
 
     /// The small topics, subscribed first: a flood of device states that overflows the broker's
     /// queue cuts off whatever comes after it, and the last run's device count is what shows
     /// that it was cut.
-    var firstFilters: [String] { [topics.bridgeInfo, topics.base + "/district/+/phase"] }
+    var firstFilters: [String] { [topics.bridgeInfo, topics.districtPhasesFilter] }
     /// The device states and the probe that ends them.
-    var floodFilters: [String] { [topics.base + "/device/#", probeTopic] }
+    var floodFilters: [String] { [topics.devicesFilter, probeTopic] }
     /// Everything the read subscribes to.
     var filters: [String] { firstFilters + floodFilters }
 
@@ -69,8 +69,7 @@ final class RetainedStates: Sendable {
             return true
         }
         let topic = message.topic
-        let base = topics.base + "/"
-        guard topic.hasPrefix(base + "device/") || topic.hasPrefix(base + "district/") || topic == topics.bridgeInfo else { return false }
+        guard topics.isDeviceOrDistrictTopic(topic) || topic == topics.bridgeInfo else { return false }
         // The flood comes with the retain flag; anything else is a live message that happened
         // to match (none is expected before the start) and says nothing about the past.
         guard message.retain else {
@@ -78,7 +77,7 @@ final class RetainedStates: Sendable {
             return true
         }
         // Parsed outside the lock: only this thread takes messages, the lock guards the result.
-        if let key = RetainedState.deviceKey(topic: topic, topics: topics) {
+        if let key = topics.deviceKey(stateTopic: topic) {
             let parsed = RetainedState.device(key: key, payload: message.payload)
             shared.withLock { shared in
                 shared.taken += 1
@@ -87,7 +86,7 @@ final class RetainedStates: Sendable {
                 case .failure(let rejection): Self.skip(topic, rejection.reason, &shared.reading)
                 }
             }
-        } else if let ags = RetainedState.districtCode(topic: topic, topics: topics) {
+        } else if let ags = topics.districtCode(phaseTopic: topic) {
             let parsed = RetainedState.districtPhase(payload: message.payload)
             shared.withLock { shared in
                 shared.taken += 1
