@@ -294,9 +294,7 @@ public struct SignalEngine: Sendable {
             let before = lampsOnline.updateValue(online, forKey: name)
             // A retained `online` at subscribe: the lamp was online when the start's commands went out.
             guard online, before != true, before != nil || !retained else { return [] }
-            guard let lamp = settings.lamps.first(where: { $0.name == name }), let look = look(for: lamp) else { return [] }
-            lampLooks[lamp.name] = look
-            return LampDriver.commands(for: lamp, look: look).map { .publish($0, kind: .lamp) }
+            return lamps(force: true, named: name)
         case .homeAssistantOnline:
             // Every device's config again, in batches: the walk re-evaluates as well, which
             // changes nothing where nothing changed, and takes over a walk under way.
@@ -785,11 +783,13 @@ public struct SignalEngine: Sendable {
         return LampDriver.Look(color: ruleSet.outside.color, blink: false)
     }
 
-    /// Commands for lamps whose look changed (all of them when `force`), optionally only those following `device`.
-    mutating func lamps(force: Bool, device: String? = nil) -> [Action] {
+    /// Commands for lamps whose look changed (all of them when `force`), optionally only those
+    /// following `device`, or only the lamp `name` (which came online).
+    mutating func lamps(force: Bool, device: String? = nil, named name: String? = nil) -> [Action] {
         var actions: [Action] = []
         for lamp in settings.lamps {
             if let device, lamp.follows != .device(device) { continue }
+            if let name, lamp.name != name { continue }
             guard let look = look(for: lamp) else { continue }
             if !force, lampLooks[lamp.name] == look { continue }
             lampLooks[lamp.name] = look
