@@ -63,4 +63,28 @@ struct MQTTEnqueueTests {
         #expect(publisher.unanswered == 0)
         await publisher.disconnect()
     }
+
+    @Test("QoS 0 publishes leave unanswered alone: QoS 1 publishes after them all count")
+    func qos0DoesNotHideQoS1() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let (subscriber, inbox) = try await broker.subscribedClient("enq-q0-sub", [("q0/#", .atMostOnce)])
+        let publisher = try await broker.connectedClient("enq-q0", .v5)
+        let count = 50
+        for index in 0..<count {
+            try await publisher.publish(topic: "q0/a", payload: bytes("m\(index)"), qos: .atMostOnce)
+        }
+        // Received, so written: libmosquitto has reported each of them done.
+        _ = try await inbox.wait(for: count)
+        broker.pause()
+        for index in 0..<3 {
+            try publisher.enqueue(topic: "q1/a", payload: bytes("n\(index)"), qos: .atLeastOnce)
+        }
+        #expect(publisher.unanswered == 3)
+        broker.resume()
+        await publisher.waitForAnswers(atMost: 0)
+        #expect(publisher.unanswered == 0)
+        await publisher.disconnect()
+        await subscriber.disconnect()
+    }
 }

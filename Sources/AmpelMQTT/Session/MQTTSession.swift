@@ -60,7 +60,8 @@ final class MQTTSession: Sendable {
     private let unansweredCount = Atomic<Int>(0)
     /// The state machine's ``SessionStateMachine/unwrittenAtMostOnceCount``, written under its
     /// lock, raised before the libmosquitto call: while it is 0 a publish note is an answer and
-    /// the network thread takes no lock to tell.
+    /// the network thread takes no lock to tell; else it tells them apart once per loop step
+    /// (``publishesDone(mids:)``), not once per message.
     private let unwrittenAtMostOnce = Atomic<Int>(0)
     /// The count ``waitForAnswers(atMost:)`` waits for (-1: nobody waits), for a lock-free look
     /// on every answer; the waiter itself under `answersWaiter`.
@@ -373,19 +374,30 @@ final class MQTTSession: Sendable {
     var unanswered: Int { max(0, unansweredCount.load(ordering: .relaxed)) }
 
     /// libmosquitto reported message id `mid` done: a publish answer or a QoS 0 written-note
-    /// (network thread).
+    /// (network thread). `false` while QoS 0 publishes are unwritten: the note may be one, and
+    /// the caller hands it to ``publishesDone(mids:)`` with the others of its loop step.
     @inline(__always)
-    func publishDone(mid: Int32) {
-        if unwrittenAtMostOnce.load(ordering: .sequentiallyConsistent) > 0 {
-            let answer = machine.withLock { machine in
-                defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
-                return machine.publishDone(mid: mid)
-            }
-            if !answer { return }
+    func publishDone(mid: Int32) -> Bool {
+        if unwrittenAtMostOnce.load(ordering: .sequentiallyConsistent) > 0 { return false }
+        publishesAnswered(1)
+        return true
+    }
+
+    /// Tells written-notes from answers among `mids`, in one lock hold (network thread, at the
+    /// end of a loop step, and always before the connection's end is reported).
+    func publishesDone(mids: [Int32]) {
+        let answers = machine.withLock { machine in
+            defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
+            return mids.reduce(0) { count, mid in machine.publishDone(mid: mid) ? count + 1 : count }
         }
-        let count = unansweredCount.subtract(1, ordering: .relaxed).newValue
+        if answers > 0 { publishesAnswered(answers) }
+    }
+
+    @inline(__always)
+    private func publishesAnswered(_ count: Int) {
+        let left = unansweredCount.subtract(count, ordering: .relaxed).newValue
         let target = answersTarget.load(ordering: .relaxed)
-        if target >= 0 && count <= target { releaseAnswersWaiter() }
+        if target >= 0 && left <= target { releaseAnswersWaiter() }
     }
 
     /// Returns once at most `target` publishes are unanswered, or the client is closed. One

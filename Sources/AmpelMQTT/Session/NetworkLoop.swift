@@ -48,6 +48,9 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     let backoffWakeup = DispatchSemaphore(value: 0)
     /// This thread saw the stop request and sent DISCONNECT (only this thread touches it).
     private var stopNoticed = false
+    /// Publish notes that may be QoS 0 written-notes, told apart once per loop step
+    /// (``MQTTSession/publishesDone(mids:)``; only this thread touches it).
+    private var undecidedNotes: [Int32] = []
 
     /// See ``loopOnce(timeoutMilliseconds:_:)``.
     static let answerBatch = 64
@@ -186,7 +189,10 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         var kept: Int32 = -1
         defer { if kept >= 0 { Self.closeAfterBroker(kept, before: (stopDeadline ?? .now) + Self.lingerLimit) } }
         var spare: [(mid: Int32, result: AckResult)] = []
-        defer { deliverAnswers(&spare) }
+        defer {
+            decideNotes()
+            deliverAnswers(&spare)
+        }
         while loopRC == MosquittoResult.success {
             loopRC = loopOnce(timeoutMilliseconds: 1000, &spare)
             if !established, let connack = record.withLock({ $0.connack }), connack.reason == 0 {
@@ -247,6 +253,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     /// each side); one wake-up then serves the whole batch, while a lone publish still gets its
     /// answer without delay.
     private func loopOnce(timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)]) -> Int32 {
+        defer { decideNotes() }
         let socket = mosquitto.socket
         guard socket >= 0 else { return MosquittoResult.noConnection }
         var readable: Int32 = 0
@@ -302,6 +309,13 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         }
     }
 
+    /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.
+    private func decideNotes() {
+        if undecidedNotes.isEmpty { return }
+        session.publishesDone(mids: undecidedNotes)
+        undecidedNotes.removeAll(keepingCapacity: true)
+    }
+
     /// Hands the answers collected so far to the session; `spare` is this thread's empty
     /// buffer, swapped in to keep the capacity.
     private func deliverAnswers(_ spare: inout [(mid: Int32, result: AckResult)]) {
@@ -323,7 +337,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
 
     /// Notes an answer if anybody may wait for one (see ``MQTTSession/possibleWaiters``).
     func answered(mid: Int32, _ result: AckResult) {
-        if case .published = result { session.publishDone(mid: mid) }
+        if case .published = result, !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
         guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         answers.withLock { $0.append((mid, result)) }
     }
