@@ -258,6 +258,11 @@ public struct SignalEngine: Sendable {
     /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
     private var cardUsers: Set<String> = []
 
+    /// What each lamp was last told (absent before its first command) and last said about
+    /// its availability (absent before it said anything), for the status view.
+    public var lampLooksSent: [String: LampDriver.Look] { lampLooks }
+    public var lampAvailability: [String: Bool] { lampsOnline }
+
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
     /// A re-evaluation's device batches are under way.
