@@ -70,7 +70,7 @@ public final class DaemonMetrics: Sendable {
             count("ampel_data_refreshes_applied_total", [], counters.datasetsApplied)
             count("ampel_data_refresh_failures_total", [], counters.datasetsRejected)
             count("ampel_mqtt_reconnects_total", [], counters.reconnects)
-            count("ampel_devices_forgotten_total", [], snapshot.forgotten)
+            count("ampel_devices_forgotten_total", [], counters.forgotten)
         }
         func gauge(_ name: String, _ labels: [(String, String)] = [], _ value: Double) {
             Gauge(label: name, dimensions: labels, factory: factory).record(value)

@@ -101,8 +101,6 @@ public final class StatusView: Sendable {
         public var messagesReceived = 0
         /// Publishes handed to the broker, by ``SignalEngine/PublishKind`` name.
         public var publishedByKind: [String: Int] = [:]
-        /// Devices forgotten after `devices.forget_after` since the start.
-        public var forgotten = 0
         public var errors = RecentErrors()
         public var readiness = Readiness()
         /// Seconds since 1970 of the hand-over.

@@ -68,6 +68,8 @@ public actor AmpelDaemon: Service {
     private let stopRequested = Atomic<Bool>(false)
     /// Ticks since the journal was last tidied.
     private var ticksSinceTidy = 0
+    /// Ticks since the devices were last checked against `devices.forget_after`.
+    private var ticksSinceForget = 0
     /// Messages received so far; the tick notes when the count last moved (no clock read per
     /// message). With the device count at the last heap trim.
     private var messagesReceived = 0
@@ -164,7 +166,7 @@ public actor AmpelDaemon: Service {
             announcedDiscovery: announcedDiscovery,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
-            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
+            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter)
     }
 
     enum Input: Sendable {
@@ -598,6 +600,18 @@ public actor AmpelDaemon: Service {
                 ticksSinceTidy = 0
                 journal.removeCovered()
             }
+            // The clock is the daemon's; the decision, and which devices, the engine's.
+            ticksSinceForget += 1
+            if let forgetAfter = configuration.forgetAfter, ticksSinceForget >= Self.forgetEvery(forgetAfter, tick: flushInterval) {
+                ticksSinceForget = 0
+                let forgotten = engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
+                if !forgotten.isEmpty {
+                    logger.info("forgot devices not heard from within devices.forget_after", metadata: [
+                        "devices": "\(forgotten.reduce(0) { if case .persist = $1 { $0 + 1 } else { $0 } })",
+                    ])
+                    perform(forgotten, engine: engine)
+                }
+            }
             if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
             // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
             // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
@@ -697,7 +711,14 @@ public actor AmpelDaemon: Service {
         for (index, action) in actions.enumerated() {
             switch action {
             case .persist(let change):
-                if case .device = change { deviceChanges &+= 1 }
+                switch change {
+                case .device: deviceChanges &+= 1
+                case .forgotten:
+                    deviceChanges &+= 1
+                    counters.forgotten += 1
+                    infoDirty = true
+                case .district: break
+                }
                 let announcing = Self.announcements(of: index, in: actions)
                 guard let last = announcing.last, case .publish(_, let kind) = actions[last] else {
                     journal.append(change)
@@ -838,6 +859,13 @@ public actor AmpelDaemon: Service {
         let until = ContinuousClock.now + .seconds(5)
         while transport.unanswered > 0, ContinuousClock.now < until { usleep(1000) }
         kill(getpid(), SIGKILL)
+    }
+
+    /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every
+    /// device's time, so once a minute at most, and at least 60 times per `forgetAfter`.
+    static func forgetEvery(_ forgetAfter: Duration, tick: Duration) -> Int {
+        let ticksPerMinute = max(1, Int(Duration.seconds(60) / tick))
+        return max(1, min(ticksPerMinute, Int(forgetAfter / tick) / 60))
     }
 
     /// A rough size of a device in the snapshot, to compare the journal with.
