@@ -134,7 +134,8 @@ public enum DaemonRuntime {
     /// The HTTP server (`http.listen`) runs beside it as a second service: it stops first on a
     /// graceful shutdown, and a server that cannot listen stops the daemon with an error.
     public static func run(_ prepared: Prepared, logger: Logger) async throws {
-        let metrics = DaemonMetrics()
+        // Without a server nobody reads the histograms: the loop then records none.
+        let metrics = prepared.configuration.http.listen == nil ? nil : DaemonMetrics()
         let daemon = try makeDaemon(prepared, logger: logger, metrics: metrics)
         var services: [any Service] = [daemon]
         if let listen = prepared.configuration.http.listen {
