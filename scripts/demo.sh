@@ -16,7 +16,8 @@
 # Environment: AMPEL_DEMO_DATE (default 2020-10-15: SK Augsburg yellow, LK Aichach-Friedberg
 # green, LK Fürstenfeldbruck and SK München red, LK München yellow), AMPEL_DEMO_RATE (fixes
 # per second per device, default 4), AMPEL_DEMO_TRIP (seconds per trip, default 90),
-# AMPEL_BIN=path (use that ampel binary, build nothing).
+# AMPEL_BIN=path (use that ampel binary, build nothing), AMPEL_DEMO_HTTP=host:port (the HTTP
+# server's address; default a free port on 127.0.0.1, printed as "status page and API: URL").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -84,8 +85,9 @@ broker=mqtt://127.0.0.1:$port
 say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 
 # --- The daemon ------------------------------------------------------------------------
+# The HTTP server on a free port (AMPEL_DEMO_HTTP=host:port to choose one); its URL is in the log.
 "$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
-  >"$tmp/ampel.log" 2>&1 &
+  --http "${AMPEL_DEMO_HTTP:-127.0.0.1:0}" >"$tmp/ampel.log" 2>&1 &
 daemon_pid=$!
 track_job "$daemon_pid"
 say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
@@ -98,6 +100,8 @@ if [[ $bridge != *online* ]]; then
   exit 1
 fi
 say "daemon online"
+url=$(sed -n 's|.*serving HTTP on \(http://[^ ]*\).*|\1|p' "$tmp/ampel.log" | head -n 1)
+[ -n "$url" ] && say "status page and API: $url  (${url}api/districts, ${url}metrics; docs/http.md)"
 
 # --- Observers, subscribed before any device moves (alerts are not retained) ------------
 # The alert log: mosquitto_sub -d prints its SUBACK, view.py turns it into a header line

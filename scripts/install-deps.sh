@@ -4,7 +4,8 @@
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux)
+# python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -45,6 +45,9 @@ public final class BundledData: Sendable {
         try Self.latest(in: snapshots, onOrBefore: day, what: "bundled snapshot")
     }
 
+    /// The bundled daily history itself (parsed on first use).
+    public var dailyHistory: DailyHistory { historyStore.history }
+
     /// The days of the bundled daily history, oldest first.
     public var historyDays: [Day] { historyStore.history.days }
 
