@@ -58,6 +58,11 @@ public final class BundledData: Sendable {
         return history.dataset(on: chosen)
     }
 
+    /// One district's bundled daily incidences, oldest first (empty outside Bavaria).
+    public func historySeries(ags: String) -> [(day: Day, incidence: Double)] {
+        historyStore.history.series(ags: ags)
+    }
+
     /// The latest bundled publication (snapshot or daily history) on or before `day`.
     ///
     /// On a day with both, the snapshot wins: it covers all of Germany.

@@ -21,6 +21,11 @@ public struct DailyHistory: Sendable {
         return Dataset(date: day, source: "history", districts: entries)
     }
 
+    /// One district's incidence on every day of ``days`` that has a value for it, oldest first.
+    public func series(ags: String) -> [(day: Day, incidence: Double)] {
+        days.compactMap { day in values[day]?[ags].map { (day, $0) } }
+    }
+
     /// Parses the three CSV files; any malformed line is an error naming the file and line.
     public static func parse(daily: Data, states: Data, population: Data, state: String = "Bayern") throws(DataError) -> DailyHistory {
         var districts: [String: District] = [:]
