@@ -57,7 +57,7 @@ public enum HistoryChart {
             var month = Day(year: first.year, month: first.month, day: 1)
             while let m = month, m <= last {
                 if m >= first {
-                    let label = monthName(m.month, text.language) + (m.month == 1 || m == Day(year: first.year, month: first.month + 1, day: 1) ? " \(m.year)" : "")
+                    let label = monthName(m.month, text.language) + (m.month == 1 ? " \(m.year)" : "")
                     svg += #"<line class="x-tick" x1="\#(n(x(m)))" x2="\#(n(x(m)))" y1="\#(n(height - bottom))" y2="\#(n(height - bottom + 5))"/>"#
                     svg += #"<text class="x-label" x="\#(n(x(m)))" y="\#(n(height - 8))" text-anchor="middle">\#(label)</text>"#
                 }

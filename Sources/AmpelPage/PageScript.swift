@@ -36,6 +36,8 @@ paths.forEach(p=>{p.addEventListener("mousemove",ev=>showTip(p,ev));p.addEventLi
  p.addEventListener("click",()=>{location.href="/districts/"+p.dataset.ags+"?lang="+cfg.lang;});});
 const tbody=document.querySelector("#district-table tbody");
 let sortKey="name",sortDir=1;
+/* "LK München" and "SK München" sort together, under M. */
+function bare(name){return name.replace(/^(LK|SK) /,"");}
 function districtRow(d){return el("tr",{"data-ags":d.ags,"data-name":d.name,"data-incidence":d.incidence==null?"":String(d.incidence),"data-rank":String(rank[d.phase]??-2)},[
  el("td",null,[el("a",{href:"/districts/"+encodeURIComponent(d.ags)+"?lang="+cfg.lang,text:d.name})]),
  el("td",{cls:"num",text:inc(d.incidence)}),
@@ -43,7 +45,7 @@ function districtRow(d){return el("tr",{"data-ags":d.ags,"data-name":d.name,"dat
 function sortRows(){const rows=[...tbody.rows];const coll=new Intl.Collator(cfg.lang);
  rows.sort((a,b)=>{let c=0;if(sortKey==="incidence"){c=(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
   else if(sortKey==="phase"){c=Number(a.dataset.rank)-Number(b.dataset.rank)||(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
-  if(c===0)c=coll.compare(a.dataset.name,b.dataset.name);return c*sortDir;});
+  if(c===0)c=coll.compare(bare(a.dataset.name),bare(b.dataset.name))||coll.compare(a.dataset.name,b.dataset.name);return c*sortDir;});
  tbody.append(...rows);
  document.querySelectorAll("#district-table th[data-sort]").forEach(th=>th.setAttribute("aria-sort",th.dataset.sort===sortKey?(sortDir>0?"ascending":"descending"):"none"));}
 function filterRows(){const q=$("district-filter").value.trim().toLocaleLowerCase();
@@ -116,7 +118,8 @@ function down(){$("live").classList.add("down");$("live").textContent=S.disconne
 function up(){$("live").classList.remove("down");$("live").textContent=S.live;}
 let busy=false;
 async function tick(){if(busy||document.hidden)return;busy=true;
- try{await Promise.all([pollDistricts(),pollDevices(),pollBridge(),pollLamps()]);up();}catch(e){down();}finally{busy=false;}}
+ try{await Promise.all([pollDistricts(),pollDevices(),pollBridge(),pollLamps()]);up();
+  document.body.dataset.polls=String(Number(document.body.dataset.polls||0)+1);}catch(e){down();}finally{busy=false;}}
 sortRows();tick();setInterval(tick,cfg.pollMs);
 document.addEventListener("visibilitychange",tick);
 })();

@@ -39,7 +39,11 @@ public enum StatusPage {
         html += #"<div class="scroll"><table id="district-table"><thead><tr><th data-sort="name" aria-sort="ascending">\#(htmlEscaped(text.name))</th><th data-sort="incidence" class="num">\#(htmlEscaped(text.incidence))</th><th data-sort="phase">\#(htmlEscaped(text.phase))</th></tr></thead><tbody>"#
         let rows = shapes.shapes.map { shape in
             model.districts[shape.ags] ?? DistrictStatus(ags: shape.ags, name: shape.name, incidence: nil, phase: .noData, color: nil)
-        }.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending }
+        }.sorted {
+            // "LK München" and "SK München" sort together, under M, as the script sorts them.
+            let order = bareName($0.name).localizedStandardCompare(bareName($1.name))
+            return order == .orderedSame ? $0.name < $1.name : order == .orderedAscending
+        }
         for district in rows {
             html += districtRow(district, text: text, lang: lang)
         }
@@ -104,6 +108,10 @@ public enum StatusPage {
         case .noData: -2
         }
         return #"<tr data-ags="\#(district.ags)" data-name="\#(htmlEscaped(district.name))" data-incidence="\#(incidence)" data-rank="\#(rank)"><td><a href="/districts/\#(district.ags)?lang=\#(lang)">\#(htmlEscaped(district.name))</a></td><td class="num">\#(text.incidence(district.incidence))</td><td><span class="dot" style="background:\#(MapSVG.fill(district))"></span>\#(htmlEscaped(text.phaseName(district.phase)))</td></tr>"#
+    }
+
+    static func bareName(_ name: String) -> String {
+        name.hasPrefix("LK ") || name.hasPrefix("SK ") ? String(name.dropFirst(3)) : name
     }
 
     static func legend(_ ruleSet: RuleSet, text: PageText) -> String {
