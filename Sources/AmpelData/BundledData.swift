@@ -45,6 +45,9 @@ public final class BundledData: Sendable {
         try Self.latest(in: snapshots, onOrBefore: day, what: "bundled snapshot")
     }
 
+    /// The bundled daily history itself (parsed on first use).
+    public var dailyHistory: DailyHistory { historyStore.history }
+
     /// The days of the bundled daily history, oldest first.
     public var historyDays: [Day] { historyStore.history.days }
 
@@ -56,11 +59,6 @@ public final class BundledData: Sendable {
             throw DataError(.notAvailable, "no bundled daily history on or before \(target); it covers \(history.days[0]) to \(history.days[history.days.count - 1])")
         }
         return history.dataset(on: chosen)
-    }
-
-    /// One district's bundled daily incidences, oldest first (empty outside Bavaria).
-    public func historySeries(ags: String) -> [(day: Day, incidence: Double)] {
-        historyStore.history.series(ags: ags)
     }
 
     /// The latest bundled publication (snapshot or daily history) on or before `day`.

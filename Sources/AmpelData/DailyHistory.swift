@@ -21,7 +21,7 @@ public struct DailyHistory: Sendable {
         return Dataset(date: day, source: "history", districts: entries)
     }
 
-    /// One district's incidence on every day of ``days`` that has a value for it, oldest first.
+    /// One district's incidence on every day it has one, oldest first (`/api/districts/{ags}/history`).
     public func series(ags: String) -> [(day: Day, incidence: Double)] {
         days.compactMap { day in values[day]?[ags].map { (day, $0) } }
     }

@@ -42,6 +42,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(name: .long, help: "Where the HTTP server listens (host:port), or false for none (default 127.0.0.1:8080).")
+    var http: String?
+
     @Flag(name: .customLong("check-config"), help: "Validate the configuration, print it, and exit without connecting.")
     var checkConfig = false
 
@@ -57,7 +60,7 @@ struct Run: AsyncParsableCommand {
                 text = String(decoding: data, as: UTF8.self)
             }
             let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
-                                               refresh: refresh, lang: lang, logLevel: logLevel)
+                                               refresh: refresh, lang: lang, logLevel: logLevel, http: http)
             let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
             // Before anything creates a logger, so every part logs at the configured level.
             let level = configuration.logLevel

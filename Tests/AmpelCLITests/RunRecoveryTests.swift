@@ -25,7 +25,11 @@ struct RunRecoveryTests {
         /// - Parameters:
         ///   - environment: added to the daemon's environment (through `env`).
         ///   - configuration: the YAML of the daemon's `--config` file.
+        ///   The HTTP server listens on a port the system chooses (`AMPEL_HTTP=127.0.0.1:0`) unless
+        ///   `environment` or the arguments say otherwise: tests run side by side.
         init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration) throws {
+            var environment = environment
+            if environment["AMPEL_HTTP"] == nil { environment["AMPEL_HTTP"] = "127.0.0.1:0" }
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
             let collected = self.collected
@@ -65,6 +69,16 @@ struct RunRecoveryTests {
             try await withTimeout(timeout, "'\(text)' in the daemon's log") {
                 await collected.wait { $0.contains(text) }
             }
+        }
+
+        /// The HTTP server's base URL (`http://127.0.0.1:<port>`), once it listens.
+        func httpURL(timeout: Duration = .seconds(60)) async throws -> String {
+            let marker = "serving HTTP on "
+            try await awaitLog(marker, timeout: timeout)
+            let text = stderr
+            guard let range = text.range(of: marker) else { throw TestTimeout(description: "no HTTP address in the log") }
+            let rest = text[range.upperBound...]
+            return String(rest.prefix { !$0.isWhitespace }.dropLast(rest.prefix { !$0.isWhitespace }.hasSuffix("/") ? 1 : 0))
         }
 
         /// SIGTERM, then how it ended.

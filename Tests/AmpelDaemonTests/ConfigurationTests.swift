@@ -357,3 +357,61 @@ struct ExampleAndIntakeTests {
         #expect(route("elsewhere") == [.ignore])
     }
 }
+
+@Suite("Configuration: http and devices.forget_after")
+struct HTTPConfigurationTests {
+    @Test("http.listen defaults to 127.0.0.1:8080; file, AMPEL_HTTP and --http override in that order; false switches it off")
+    func listen() throws {
+        #expect(try DaemonConfiguration.load(yaml: nil).http.listen == HTTPListenAddress(host: "127.0.0.1", port: 8080))
+        let file = "http:\n  listen: 127.0.0.1:9000\n"
+        #expect(try DaemonConfiguration.load(yaml: file).http.listen?.port == 9000)
+        #expect(try DaemonConfiguration.load(yaml: file, environment: ["AMPEL_HTTP": "127.0.0.1:9001"]).http.listen?.port == 9001)
+        #expect(try DaemonConfiguration.load(yaml: file, environment: ["AMPEL_HTTP": "127.0.0.1:9001"],
+                                             flags: .init(http: "[::1]:9002")).http.listen == HTTPListenAddress(host: "::1", port: 9002))
+        #expect(try DaemonConfiguration.load(yaml: "http:\n  listen: false\n").http.listen == nil)
+        #expect(try DaemonConfiguration.load(yaml: nil, flags: .init(http: "false")).http.listen == nil)
+        #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: "http:\n  listen: nowhere\n") }
+        #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: nil, flags: .init(http: "1.2.3.4:99999")) }
+    }
+
+    @Test("a listen address beyond loopback without http.auth is a configuration error naming http.auth; with a token or Basic it loads")
+    func authBeyondLoopback() throws {
+        let open = "http:\n  listen: 0.0.0.0:8080\n"
+        do {
+            _ = try DaemonConfiguration.load(yaml: open)
+            Issue.record("loaded without credentials")
+        } catch {
+            #expect(error.key == "http.auth")
+            #expect(error.message.contains("AMPEL_HTTP_TOKEN"))
+        }
+        let token = try DaemonConfiguration.load(yaml: open, environment: ["AMPEL_HTTP_TOKEN": "s3cret"])
+        #expect(token.http.auth.token == "s3cret")
+        let basic = try DaemonConfiguration.load(yaml: open + "  auth:\n    username: ops\n", environment: ["AMPEL_HTTP_PASSWORD": "pw"])
+        #expect(basic.http.auth.basic?.username == "ops")
+        // A user without a password is no credential.
+        #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: open + "  auth:\n    username: ops\n") }
+        // Secrets never come from the file.
+        #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: open + "  auth:\n    token: s3cret\n") }
+        // Loopback needs none.
+        for host in ["127.0.0.1:80", "localhost:80", "[::1]:80", "127.1.2.3:80"] {
+            #expect(try DaemonConfiguration.load(yaml: nil, flags: .init(http: host)).http.listen != nil)
+        }
+    }
+
+    @Test("http.show_positions is off unless set")
+    func positions() throws {
+        #expect(try DaemonConfiguration.load(yaml: nil).http.showPositions == false)
+        #expect(try DaemonConfiguration.load(yaml: "http:\n  show_positions: true\n").http.showPositions == true)
+    }
+
+    @Test("devices.forget_after: 30 days by default, a duration beside the devices' own settings, false or 0 never forgets")
+    func forgetAfter() throws {
+        #expect(try DaemonConfiguration.load(yaml: nil).forgetAfter == .seconds(30 * 86_400))
+        let both = try DaemonConfiguration.load(yaml: "devices:\n  forget_after: 12h\n  alice/phone:\n    lang: de\n")
+        #expect(both.forgetAfter == .seconds(12 * 3600))
+        #expect(both.devices["alice/phone"]?.lang == .de)
+        #expect(try DaemonConfiguration.load(yaml: "devices:\n  forget_after: false\n").forgetAfter == nil)
+        #expect(try DaemonConfiguration.load(yaml: "devices:\n  forget_after: 0\n").forgetAfter == nil)
+        #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: "devices:\n  forget_after: soon\n") }
+    }
+}

@@ -14,6 +14,7 @@ struct PayloadsTests {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int, owntracksTransitions: Int
+            var forgotten: Int
             var alertsSuppressed: [String: Int]
             var webhooks: [String: Webhook]
         }
@@ -62,7 +63,7 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, alertsSuppressed: k.alertsSuppressed,
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, forgotten: k.forgotten, alertsSuppressed: k.alertsSuppressed,
                                 webhooks: k.webhooks.mapValues {
                                     Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
                                             failedAttempts: $0.failedAttempts, queued: $0.queued)
@@ -96,6 +97,7 @@ struct PayloadsTests {
         counters.alertsResent = 3
         counters.alertsSuppressed = ["old-fix": 4, "dwell": 2]
         counters.intakePaused = 12
+        counters.forgotten = 3
         counters.outgoingWaits = 13
         var phone = WebhookCounters()
         phone.delivered = 17

@@ -22,7 +22,7 @@ struct HistoryChartTests {
     @Test("one band per phase of the rule set, in its colour, stacked at the phase bounds", arguments: ["bavaria", "bavaria-initial"])
     func bandsAtTheBounds(ruleSetName: String) throws {
         let ruleSet = try RuleSetCatalog.bundled(ruleSetName)
-        let history = BundledData.shared.historySeries(ags: "09162")
+        let history = BundledData.shared.dailyHistory.series(ags: "09162")
         #expect(history.count > 300)
         let svg = HistoryChart.render(history: history, ruleSet: ruleSet, text: PageText(.en))
         let bands = try rects(svg)
@@ -48,7 +48,7 @@ struct HistoryChartTests {
 
     @Test("the line has one vertex per day of the history, and month labels in the page language")
     func lineAndLabels() throws {
-        let history = BundledData.shared.historySeries(ags: "09780")
+        let history = BundledData.shared.dailyHistory.series(ags: "09780")
         let svg = HistoryChart.render(history: history, ruleSet: RuleSetCatalog.standard(), text: PageText(.de))
         let series = try #require(svg.firstMatch(of: try Regex(#"<path class="series" d="([^"]*)""#)))
         let d = String(svg[series.range])

@@ -88,7 +88,7 @@ struct PageTextTests {
             let page = DistrictPage.render(DistrictPageModel(
                 language: language, ruleSet: ruleSet, data: DataStatus(dataDate: "2020-10-15", source: "snapshot", stale: false),
                 district: DistrictStatus(ags: "09162", name: "SK München", incidence: 61.2, phase: .phase(.red), color: red.color),
-                history: BundledData.shared.historySeries(ags: "09162")))
+                history: BundledData.shared.dailyHistory.series(ags: "09162")))
             for rule in red.rules(language) { #expect(page.contains("<li>" + htmlEscaped(rule) + "</li>")) }
             for rule in ruleSet.always(language) { #expect(page.contains("<li>" + htmlEscaped(rule) + "</li>")) }
             #expect(page.contains(#"<svg class="chart""#))

@@ -11,9 +11,12 @@ public struct ConfigurationOverrides: Sendable, Hashable {
     public var refresh: String?
     public var lang: String?
     public var logLevel: String?
+    /// `--http`: `http.listen` (`host:port`, or `false`).
+    public var http: String?
 
     public init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
-                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil) {
+                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil, http: String? = nil) {
+        self.http = http
         self.broker = broker
         self.source = source
         self.url = url
@@ -35,6 +38,7 @@ public struct ConfigurationOverrides: Sendable, Hashable {
         ("--refresh", "AMPEL_REFRESH", \.refresh),
         ("--lang", "AMPEL_LANG", \.lang),
         ("--log-level", "AMPEL_LOG_LEVEL", \.logLevel),
+        ("--http", "AMPEL_HTTP", \.http),
         ]
     }
 }
@@ -56,6 +60,9 @@ extension DaemonConfiguration {
         // Secrets by variable only: a password on the command line shows in `ps`.
         if let user = environment["AMPEL_MQTT_USERNAME"], !user.isEmpty { config.mqtt.username = user }
         if let password = environment["AMPEL_MQTT_PASSWORD"], !password.isEmpty { config.mqtt.password = password }
+        if let token = environment["AMPEL_HTTP_TOKEN"], !token.isEmpty { config.http.auth.token = token }
+        if let user = environment["AMPEL_HTTP_USERNAME"], !user.isEmpty { config.http.auth.username = user }
+        if let password = environment["AMPEL_HTTP_PASSWORD"], !password.isEmpty { config.http.auth.password = password }
         for (flag, variable, path) in ConfigurationOverrides.names {
             if let value = flags[keyPath: path] {
                 try config.apply(value, as: flag)
@@ -63,6 +70,7 @@ extension DaemonConfiguration {
                 try config.apply(value, as: variable)
             }
         }
+        try config.validateHTTP()
         return config
     }
 
@@ -80,6 +88,9 @@ extension DaemonConfiguration {
             case "--refresh", "AMPEL_REFRESH": data.refresh = try Self.duration(value, minimum: 1)
             case "--lang", "AMPEL_LANG": language = try Self.language(value)
             case "--log-level", "AMPEL_LOG_LEVEL": logLevel = try Self.logLevel(value)
+            case "--http", "AMPEL_HTTP":
+                let off = ["false", "off", "no"].contains(value.lowercased())
+                http.listen = off ? nil : try Self.listenAddress(value)
             default: throw ConfigurationError.Problem("unknown override")
             }
         } catch {

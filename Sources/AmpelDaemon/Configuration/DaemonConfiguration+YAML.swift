@@ -21,7 +21,7 @@ extension DaemonConfiguration {
         if case .scalar = root, root.null != nil { return }
         let top = try MappingReader(root, path: "")
         try top.allow(["broker", "mqtt", "base_topic", "state_dir", "lang", "log_level", "rules", "data", "inputs",
-                       "alerts", "devices", "homeassistant", "lamps", "notify"])
+                       "alerts", "devices", "homeassistant", "lamps", "notify", "http"])
         if let v = top["broker"] { broker = try v.convert(Self.broker) }
         if let v = top["base_topic"] {
             baseTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
@@ -54,6 +54,7 @@ extension DaemonConfiguration {
         }
         if let m = try top.mapping("notify") { try readNotify(m) }
         if let v = top["lamps"] { try readLamps(v) }
+        if let m = try top.mapping("http") { try readHTTP(m) }
     }
 
     /// `notify`: every way an alert reaches a person besides Ampel's own topics, read here alone.
@@ -117,6 +118,14 @@ extension DaemonConfiguration {
 
     mutating func readDevices(_ m: MappingReader) throws(ConfigurationError) {
         for entry in m.entries {
+            // The one setting of all devices; a device's own settings are a mapping, never a scalar.
+            if entry.key == "forget_after", !Self.isMapping(entry.value) {
+                forgetAfter = try entry.value.unlessOff { (s) throws(ConfigurationError.Problem) in
+                    let duration = try Self.duration(s)
+                    return duration == .zero ? nil : duration
+                } ?? nil
+                continue
+            }
             guard DeviceKey.isSafe(entry.key) else {
                 throw ConfigurationError(key: m.child(entry.key), line: entry.keyNode.line, message: "'\(entry.key)' is not a device key (safe topic levels, e.g. alice/phone)")
             }
@@ -131,6 +140,11 @@ extension DaemonConfiguration {
             if let v = d["name"] { settings.name = try v.nonEmptyString() }
             devices[entry.key] = settings
         }
+    }
+
+    static func isMapping(_ value: ValueReader) -> Bool {
+        if case .mapping = value.node { return true }
+        return value.isNull
     }
 
     mutating func readLamps(_ value: ValueReader) throws(ConfigurationError) {

@@ -39,6 +39,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var homeAssistant = HomeAssistantSettings()
     public var notify = NotifySettings()
     public var lamps: [LampSettings] = []
+    public var http = HTTPSettings()
+    /// `devices.forget_after`: a device not heard from for this long is forgotten everywhere
+    /// (its retained topics cleared, gone from the state); `nil` (`false`) never forgets.
+    public var forgetAfter: Duration? = .seconds(30 * 86_400)
 
     public init() {}
 

@@ -123,13 +123,18 @@ public struct SignalEngine: Sendable {
         public var minDwell: Dwell
         /// The webhooks, in the order of ``Action/notify(webhook:payload:)``'s index.
         public var webhooks: [WebhookSettings]
+        /// A device whose last fix is older than this is forgotten (``Event/forget(now:)``);
+        /// `nil` never forgets.
+        public var forgetAfter: Duration?
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
                     owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,
-                    maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = []) {
+                    maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = [],
+                    forgetAfter: Duration? = nil) {
             self.webhooks = webhooks
+            self.forgetAfter = forgetAfter
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -179,6 +184,10 @@ public struct SignalEngine: Sendable {
         /// every decision before its announcement and so is never older than the broker. Each
         /// one taken is persisted. Before `start` only; ignored afterwards.
         case restore(devices: DeviceTable, districts: [String: String])
+        /// The time now (seconds since 1970), from the daemon's clock: every device whose last
+        /// fix is older than ``Settings/forgetAfter`` is forgotten, its retained state and
+        /// discovery configs cleared with empty retained messages.
+        case forget(now: Int)
     }
 
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
@@ -200,6 +209,8 @@ public struct SignalEngine: Sendable {
     public enum Change: Sendable, Hashable {
         case device(key: String, record: DeviceRecord)
         case district(ags: String, phase: String)
+        /// The device is forgotten (``Event/forget(now:)``): gone from the state, for good.
+        case forgotten(key: String)
     }
 
     public enum Action: Sendable, Hashable {
@@ -258,6 +269,11 @@ public struct SignalEngine: Sendable {
     /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
     private var cardUsers: Set<String> = []
 
+    /// What each lamp was last told (absent before its first command) and last said about
+    /// its availability (absent before it said anything), for the status view.
+    public var lampLooksSent: [String: LampDriver.Look] { lampLooks }
+    public var lampAvailability: [String: Bool] { lampsOnline }
+
     /// A recovery's device batches are under way.
     public var isRecovering: Bool { recovery != nil }
     /// A re-evaluation's device batches are under way.
@@ -313,7 +329,31 @@ public struct SignalEngine: Sendable {
             return nextReevaluationBatch()
         case .restore(let found, let districts):
             return restore(found, districts: districts)
+        case .forget(let now):
+            return forget(now: now)
         }
+    }
+
+    // MARK: Forgetting
+
+    /// Forgets every device not heard from for ``Settings/forgetAfter``: its record and any
+    /// dwell under way go, the retained topics it had (its state, its discovery configs) are
+    /// cleared by empty retained messages, and the removal is persisted before them, so a
+    /// restart neither brings it back nor leaves a topic behind (the journal replays the removal).
+    mutating func forget(now: Int) -> [Action] {
+        guard started, let forgetAfter = settings.forgetAfter else { return [] }
+        var actions: [Action] = []
+        for key in devices.keys(heardBefore: now - Int(forgetAfter.components.seconds)) {
+            devices[key] = nil
+            pending[Array(key.utf8)] = nil
+            actions.append(.persist(.forgotten(key: key)))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: 1, retain: true), kind: .deviceState))
+            if let discovery = settings.discovery, discovery.scope.devices {
+                actions += discovery.names.removals(device: key).map { .publish($0, kind: .discovery) }
+            }
+        }
+        if !actions.isEmpty { actions.append(.publishInfo) }
+        return actions
     }
 
     // MARK: Restoring from the broker

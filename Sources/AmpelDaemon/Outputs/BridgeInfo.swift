@@ -130,6 +130,8 @@ public struct Counters: Sendable, Hashable {
     public var webhooks: [String: WebhookCounters] = [:]
     /// Device alerts also sent to OwnTracks apps as transitions (`notify.owntracks`); not in ``alerts``.
     public var owntracksTransitions = 0
+    /// Devices forgotten after `devices.forget_after` without a fix (their retained topics cleared).
+    public var forgotten = 0
 
     public init() {}
 
@@ -162,6 +164,8 @@ public struct Counters: Sendable, Hashable {
         json.number(datasetsRejected)
         json.raw(#","dropped":"#)
         table(dropped)
+        json.raw(#","forgotten":"#)
+        json.number(forgotten)
         json.raw(#","intakePaused":"#)
         json.number(intakePaused)
         json.raw(#","invalidLang":"#)

@@ -136,6 +136,7 @@ public final class Journal: Sendable {
         switch change {
         case .device(let key, let record): .device(key: key, record: record)
         case .district(let ags, let phase): .district(ags: ags, phase: phase)
+        case .forgotten(let key): .forgotten(key: key)
         }
     }
 

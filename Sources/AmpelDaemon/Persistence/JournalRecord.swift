@@ -23,9 +23,11 @@ enum JournalRecord: Sendable, Equatable {
     case alertAcknowledged(id: UInt64)
     /// The daemon stopped cleanly: the retained topics on the broker are what it last published.
     case stopped
+    /// The device is forgotten (`devices.forget_after`): the replay removes it.
+    case forgotten(key: String)
 
     enum Kind: UInt8 {
-        case input = 1, handled, device, district, alert, alertAcknowledged, stopped
+        case input = 1, handled, device, district, alert, alertAcknowledged, stopped, forgotten
     }
 
     static let headerSize = 8
@@ -53,6 +55,8 @@ enum JournalRecord: Sendable, Equatable {
                 + 2 + (witness?.topic.utf8.count ?? 0) + 4 + (witness?.payload.count ?? 0)
         case .stopped:
             return 1
+        case .forgotten(let key):
+            return 1 + 2 + key.utf8.count
         }
     }
 
@@ -109,6 +113,9 @@ enum JournalRecord: Sendable, Equatable {
             writer.u64(id)
         case .stopped:
             writer.u8(Kind.stopped.rawValue)
+        case .forgotten(let key):
+            writer.u8(Kind.forgotten.rawValue)
+            writer.string16(key)
         }
         let length = writer.position - (base + Self.headerSize)
         base.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 0, as: UInt32.self)
@@ -179,6 +186,8 @@ enum JournalRecord: Sendable, Equatable {
             record = reader.u64().map { .alertAcknowledged(id: $0) }
         case .stopped:
             record = .stopped
+        case .forgotten:
+            record = reader.string16().map { .forgotten(key: $0) }
         }
         return reader.atEnd ? record : nil
     }

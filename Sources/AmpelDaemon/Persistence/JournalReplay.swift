@@ -92,6 +92,8 @@ public struct JournalReplay: Sendable {
                         alerts[id] = nil
                     case .stopped:
                         replay.cleanStop = true
+                    case .forgotten(let key):
+                        replay.state.devices[key] = nil
                     }
                 }
             }

@@ -1,3 +1,4 @@
+import AmpelCore
 import AmpelDomain
 import AmpelMQTT
 import Foundation
@@ -47,6 +48,17 @@ public actor AmpelDaemon: Service {
     let topics: Topics
 
     private var counters = Counters()
+    /// What the HTTP server reads (``StatusView``): handed over at each tick.
+    public let status: StatusView
+    /// The latency histograms of `/metrics`; `nil` records nothing.
+    let metrics: DaemonMetrics?
+    private var recentErrors = StatusView.RecentErrors()
+    private var publishedByKind: [SignalEngine.PublishKind: Int] = [:]
+    private var subscribed = false
+    private var statusGeneration = 0
+    private var devicesHanded = (generation: 0, changes: -1)
+    /// Device changes persisted so far: whether the table changed since it was last handed over.
+    private var deviceChanges = 0
     private var feedState: FeedState?
     /// Set at the start of ``run()``.
     private var journal: Journal!
@@ -56,6 +68,8 @@ public actor AmpelDaemon: Service {
     private let stopRequested = Atomic<Bool>(false)
     /// Ticks since the journal was last tidied.
     private var ticksSinceTidy = 0
+    /// Ticks since the devices were last checked against `devices.forget_after`.
+    private var ticksSinceForget = 0
     /// Messages received so far; the tick notes when the count last moved (no clock read per
     /// message). With the device count at the last heap trim.
     private var messagesReceived = 0
@@ -109,7 +123,9 @@ public actor AmpelDaemon: Service {
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
                 now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
-                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil) {
+                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil, status: StatusView = StatusView(), metrics: DaemonMetrics? = nil) {
+        self.status = status
+        self.metrics = metrics
         self.webhooks = webhooks ?? Webhooks(configuration.notify.webhooks, logger: logger)
         self.stateRecovery = stateRecovery
         self.intakeLimit = intakeLimit
@@ -150,7 +166,7 @@ public actor AmpelDaemon: Service {
             announcedDiscovery: announcedDiscovery,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
-            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
+            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter)
     }
 
     enum Input: Sendable {
@@ -242,7 +258,12 @@ public actor AmpelDaemon: Service {
             gate.taken(bytes: message.payload.count)
             continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
         }
-        transport.connections { continuation.yield(.connected(sessionPresent: $0)) }
+        let status = self.status
+        transport.connections {
+            status.connected.store(true, ordering: .relaxed)
+            continuation.yield(.connected(sessionPresent: $0))
+        }
+        transport.disconnections { status.connected.store(false, ordering: .relaxed) }
 
         guard try await connect() else {
             logger.info("stopped before the broker answered")
@@ -253,6 +274,7 @@ public actor AmpelDaemon: Service {
         let filters = intake.subscriptions
         try await transport.subscribe(filters)
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
+        subscribed = true
         if stateRecovery == nil {
             // A read cut short by a crash leaves its QoS 0 subscriptions in the persistent
             // session, and every state the daemon publishes would come back to it as an input.
@@ -287,6 +309,7 @@ public actor AmpelDaemon: Service {
             perform(engine.event(.reconnected), republished: true, engine: engine)
         }
         publishInfo(engine)
+        publishStatus(engine)
         // The geometry build and the data decoding left free pages behind.
         ProcessMemory.trim()
 
@@ -327,7 +350,13 @@ public actor AmpelDaemon: Service {
                 }
                 if stopRequested.load(ordering: .relaxed), stopHandlingNow() { break }
                 await waitForBrokerIfBehind(before: input)
-                handle(input, &engine)
+                if let metrics, case .message = input {
+                    let started = ContinuousClock.now
+                    handle(input, &engine)
+                    metrics.recordHandling(ContinuousClock.now - started)
+                } else {
+                    handle(input, &engine)
+                }
             }
         } onGracefulShutdown: {
             self.requestStop()
@@ -552,6 +581,8 @@ public actor AmpelDaemon: Service {
                 logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
             } else if let error = state.lastError, error != previous?.lastError {
                 counters.datasetsRejected += 1
+                recentErrors.append(StatusView.ErrorEntry(at: Int(self.now().timeIntervalSince1970), kind: "rejected", reason: "refresh failed",
+                                                          topic: state.dataset.source, detail: error))
                 logger.warning("data refresh failed; the last good data stays in force", metadata: ["error": "\(error)", "stale": "\(state.stale)"])
             } else if state.stale != previous?.stale {
                 logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
@@ -569,6 +600,18 @@ public actor AmpelDaemon: Service {
                 ticksSinceTidy = 0
                 journal.removeCovered()
             }
+            // The clock is the daemon's; the decision, and which devices, the engine's.
+            ticksSinceForget += 1
+            if let forgetAfter = configuration.forgetAfter, ticksSinceForget >= Self.forgetEvery(forgetAfter, tick: flushInterval) {
+                ticksSinceForget = 0
+                let forgotten = engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
+                if !forgotten.isEmpty {
+                    logger.info("forgot devices not heard from within devices.forget_after", metadata: [
+                        "devices": "\(forgotten.reduce(0) { if case .persist = $1 { $0 + 1 } else { $0 } })",
+                    ])
+                    perform(forgotten, engine: engine)
+                }
+            }
             if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
             // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
             // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
@@ -580,6 +623,7 @@ public actor AmpelDaemon: Service {
             }
             if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
             if infoDirty { publishInfo(engine) }
+            publishStatus(engine)
         case .connected(let sessionPresent):
             connections += 1
             // The first CONNACK is the start's: it published everything already.
@@ -611,7 +655,14 @@ public actor AmpelDaemon: Service {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(var fix):
             fix.owntracks = kind == .owntracks && OwnTracksNotices.isAppTopic(message.topic, key: key)
-            let place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+            let place: Place
+            if let metrics {
+                let started = ContinuousClock.now
+                place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+                metrics.recordLookup(ContinuousClock.now - started)
+            } else {
+                place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+            }
             if fix.langIgnored { counters.invalidLang += 1 }
             let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
             if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
@@ -631,7 +682,9 @@ public actor AmpelDaemon: Service {
     func drop(_ reason: DropReason, detail: String, topic: String) {
         counters.dropped[reason.rawValue, default: 0] += 1
         infoDirty = true
-        let admitted = dropLog.admit(now: now().timeIntervalSince1970)
+        let time = now().timeIntervalSince1970
+        recentErrors.append(StatusView.ErrorEntry(at: Int(time), kind: "dropped", reason: reason.rawValue, topic: topic, detail: detail))
+        let admitted = dropLog.admit(now: time)
         if admitted.log {
             var metadata: Logger.Metadata = ["reason": "\(reason)", "topic": "\(topic)", "detail": "\(detail)"]
             if admitted.suppressed > 0 { metadata["suppressed"] = "\(admitted.suppressed)" }
@@ -658,6 +711,14 @@ public actor AmpelDaemon: Service {
         for (index, action) in actions.enumerated() {
             switch action {
             case .persist(let change):
+                switch change {
+                case .device: deviceChanges &+= 1
+                case .forgotten:
+                    deviceChanges &+= 1
+                    counters.forgotten += 1
+                    infoDirty = true
+                case .district: break
+                }
                 let announcing = Self.announcements(of: index, in: actions)
                 guard let last = announcing.last, case .publish(_, let kind) = actions[last] else {
                     journal.append(change)
@@ -679,17 +740,19 @@ public actor AmpelDaemon: Service {
                     crashIfDue()
                 }
                 publishAlert(message, id: id)
+                publishedByKind[kind, default: 0] += 1
                 // The webhook's idempotency key is the alert's id, not its transition's.
                 if kind.isAlert { lastAlertID = id }
                 counters.published += 1
                 if kind.isAlert { counters.alerts += 1 } else { counters.owntracksTransitions += 1 }
             case .notify(let webhook, let payload):
                 webhooks.send(webhook: webhook, alertID: lastAlertID, payload: payload, now: now().timeIntervalSince1970)
-            case .publish(let message, _):
+            case .publish(let message, let kind):
                 do {
                     // In order, without a round trip per message: libmosquitto delivers QoS 1.
                     try transport.enqueue(message)
                     counters.published += 1
+                    publishedByKind[kind, default: 0] += 1
                     if republished { counters.republished += 1 }
                 } catch {
                     publishFailed(message, error)
@@ -798,6 +861,13 @@ public actor AmpelDaemon: Service {
         kill(getpid(), SIGKILL)
     }
 
+    /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every
+    /// device's time, so once a minute at most, and at least 60 times per `forgetAfter`.
+    static func forgetEvery(_ forgetAfter: Duration, tick: Duration) -> Int {
+        let ticksPerMinute = max(1, Int(Duration.seconds(60) / tick))
+        return max(1, min(ticksPerMinute, Int(forgetAfter / tick) / 60))
+    }
+
     /// A rough size of a device in the snapshot, to compare the journal with.
     static let snapshotBytesPerDevice = 160
 
@@ -860,6 +930,43 @@ public actor AmpelDaemon: Service {
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)
         return info.json()
+    }
+
+    /// Hands the status over to the HTTP readers (``StatusView``): values only, so this copies
+    /// nothing; the device table only when a reader asked for it and it changed.
+    func publishStatus(_ engine: SignalEngine) {
+        statusGeneration += 1
+        var snapshot = StatusView.Snapshot()
+        snapshot.generation = statusGeneration
+        snapshot.ruleSet = ruleSet
+        snapshot.dataset = engine.dataset
+        snapshot.stale = engine.stale
+        snapshot.districts = engine.districtSignals.map { StatusView.District(ags: $0.key, signal: $0.value) }.sorted { $0.ags < $1.ags }
+        let wanted = status.takeDevicesWanted()
+        if devicesHanded.changes == deviceChanges {
+            devicesHanded.generation = statusGeneration
+        } else if wanted || devicesHanded.changes < 0 {
+            devicesHanded = (statusGeneration, deviceChanges)
+        }
+        snapshot.devicesGeneration = devicesHanded.generation
+        snapshot.devices = devicesHanded.generation == statusGeneration ? engine.devices : status.snapshot().devices
+        snapshot.deviceCount = engine.devices.count
+        let looks = engine.lampLooksSent
+        let online = engine.lampAvailability
+        snapshot.lamps = configuration.lamps.map {
+            StatusView.Lamp(settings: $0, online: online[$0.name], color: looks[$0.name]?.color.hex, blink: looks[$0.name]?.blink ?? false)
+        }
+        snapshot.bridgeInfo = infoPayload(engine)
+        var counters = self.counters
+        counters.intakePaused = gate.pauses
+        counters.webhooks = webhooks.stats
+        snapshot.counters = counters
+        snapshot.messagesReceived = messagesReceived
+        snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: publishedByKind.map { ("\($0.key)", $0.value) })
+        snapshot.errors = recentErrors
+        snapshot.readiness = StatusView.Readiness(dataLoaded: feedState != nil, connected: false, subscribed: subscribed)
+        snapshot.at = Int(now().timeIntervalSince1970)
+        status.publish(snapshot)
     }
 
     /// `bridge/info`, handed over without waiting for the broker (like every publish of the loop).

@@ -39,6 +39,8 @@ public enum DaemonRuntime {
                 "devices configured: \(c.devices.count)",
                 "home assistant discovery: \(c.homeAssistant.discovery ? "on, prefix \(c.homeAssistant.prefix), \(c.homeAssistant.devices ? "districts and devices" : "districts only")" : "off")",
                 "owntracks notices: \(c.notify.owntracks ? "on, as device \(c.notify.owntracksDevice)" : "off")",
+                "http: \(c.http.listen.map { "http://\($0)/\(c.http.auth.isConfigured ? ", auth \([c.http.auth.token != nil ? "bearer" : nil, c.http.auth.basic != nil ? "basic" : nil].compactMap { $0 }.joined(separator: " and "))" : ", no auth")\(c.http.showPositions ? ", positions shown" : "")" } ?? "off")",
+                "devices forgotten after: \(c.forgetAfter.map { "\($0.components.seconds) s" } ?? "never")",
             ]
             for lamp in c.lamps {
                 let follows = switch lamp.follows {
@@ -128,17 +130,28 @@ public enum DaemonRuntime {
     }
 
     /// Connects and runs the daemon until SIGTERM or SIGINT.
+    ///
+    /// The HTTP server (`http.listen`) runs beside it as a second service: it stops first on a
+    /// graceful shutdown, and a server that cannot listen stops the daemon with an error.
     public static func run(_ prepared: Prepared, logger: Logger) async throws {
-        let daemon = try makeDaemon(prepared, logger: logger)
-        let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let metrics = DaemonMetrics()
+        let daemon = try makeDaemon(prepared, logger: logger, metrics: metrics)
+        var services: [any Service] = [daemon]
+        if let listen = prepared.configuration.http.listen {
+            let context = HTTPRoutes.Context(view: daemon.status, locator: prepared.locator, settings: prepared.configuration.http,
+                                             language: prepared.configuration.language, metrics: metrics)
+            services.append(HTTPServer.make(context, address: listen, logger: Logger(label: "ampel.http")))
+        }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 
     /// The daemon on a real MQTT client, not yet running.
-    public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1)) throws -> AmpelDaemon {
+    public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
+                                  metrics: DaemonMetrics? = nil) throws -> AmpelDaemon {
         let transport = MQTTTransport(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
-                           flushInterval: flushInterval, stateRecovery: prepared.stateRecovery)
+                           flushInterval: flushInterval, stateRecovery: prepared.stateRecovery, metrics: metrics)
     }
 }

@@ -27,6 +27,12 @@ public final class MQTTTransport: DaemonTransport {
         let target = Mutex<Target?>(nil)
     }
 
+    /// Where lost connections are reported (``disconnections(_:)``); rare, so a plain closure.
+    final class Lost: Sendable {
+        let target = Mutex<(@Sendable () -> Void)?>(nil)
+    }
+    let lost = Lost()
+
     /// A transport on a new client for `configuration`. The client hands each message from its
     /// network thread straight to the daemon's queue (one hand-off, no second buffer).
     public init(configuration: MQTTConfiguration, logger: Logger) {
@@ -48,11 +54,19 @@ public final class MQTTTransport: DaemonTransport {
     /// The reading task ends with the stream, when the client disconnects.
     public func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void) {
         let events = client.events
+        let lost = self.lost
         Task {
             for await event in events {
-                if case .connected(let sessionPresent) = event { target(sessionPresent) }
+                switch event {
+                case .connected(let sessionPresent): target(sessionPresent)
+                case .disconnected: lost.target.withLock { $0 }?()
+                }
             }
         }
+    }
+
+    public func disconnections(_ target: @escaping @Sendable () -> Void) {
+        lost.target.withLock { $0 = target }
     }
 
     /// The client configuration for `configuration`.

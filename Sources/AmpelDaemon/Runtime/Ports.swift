@@ -14,6 +14,9 @@ public protocol DaemonTransport: Sendable {
     /// broker kept the session: the first for ``connect()``, then one per automatic reconnect.
     /// Called once, before ``connect()``.
     func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void)
+    /// Reports every lost connection to `target` (the client reconnects by itself). Called
+    /// once, before ``connections(_:)``.
+    func disconnections(_ target: @escaping @Sendable () -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connect() async throws
     /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their
@@ -43,6 +46,8 @@ public protocol DaemonTransport: Sendable {
 }
 
 extension DaemonTransport {
+    public func disconnections(_ target: @escaping @Sendable () -> Void) {}
+
     /// A transport that hands every publish over at once holds none for the broker.
     public var unanswered: Int { 0 }
     public func waitForAnswers(atMost target: Int) async {}

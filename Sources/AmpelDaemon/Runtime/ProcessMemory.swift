@@ -32,3 +32,18 @@ enum ProcessMemory {
         ampel_malloc_trim()
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+extension ProcessMemory {
+    /// The process's resident set in bytes (`/proc/self/statm`), `nil` where there is none.
+    static func residentBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -1,0 +1,92 @@
+import AmpelCore
+import AmpelDomain
+import Foundation
+import Metrics
+import Prometheus
+import Synchronization
+
+/// `/metrics`: the daemon's numbers in the Prometheus text format, through swift-metrics on a
+/// swift-prometheus registry of its own (no global bootstrap, so a test can hold several).
+///
+/// The counts are the loop's own (``Counters``, the numbers of `bridge/info`): at each scrape the
+/// swift-metrics counters are advanced by what the loop counted since the last one, so the hot
+/// path counts once, as before, and `/metrics` never disagrees with `bridge/info`. The two
+/// latency histograms are recorded by the loop as it goes (a clock read and a locked bucket
+/// increment per message; docs/benchmarks.md has the cost).
+public final class DaemonMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    /// The district lookup of one fix in the geometry index.
+    let lookup: Metrics.Timer
+    /// The handling of one broker message by the loop, from the engine's event to the last publish handed over.
+    let handling: Metrics.Timer
+    /// What each counter showed at the last scrape, by name and labels.
+    private let seen = Mutex<[String: Int]>([:])
+
+    static let latencyBuckets: [Duration] = [
+        .microseconds(1), .microseconds(2), .microseconds(5), .microseconds(10), .microseconds(25), .microseconds(50),
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(25),
+        .milliseconds(100), .seconds(1),
+    ]
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["ampel_lookup_duration_seconds"] = Self.latencyBuckets
+        factory.durationHistogramBuckets["ampel_message_handling_duration_seconds"] = Self.latencyBuckets
+        self.factory = factory
+        lookup = Metrics.Timer(label: "ampel_lookup_duration_seconds", factory: factory)
+        handling = Metrics.Timer(label: "ampel_message_handling_duration_seconds", factory: factory)
+    }
+
+    /// Records one district lookup (the loop, per fix).
+    func recordLookup(_ duration: Duration) { lookup.recordNanoseconds(Self.nanoseconds(duration)) }
+    /// Records the handling of one broker message (the loop).
+    func recordHandling(_ duration: Duration) { handling.recordNanoseconds(Self.nanoseconds(duration)) }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let parts = duration.components
+        return parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
+    }
+
+    /// The exposition of everything `snapshot` holds, with the connection state read now.
+    public func exposition(_ snapshot: StatusView.Snapshot, now: Date = Date()) -> [UInt8] {
+        let counters = snapshot.counters
+        seen.withLock { seen in
+            func count(_ name: String, _ labels: [(String, String)] = [], _ value: Int) {
+                let id = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let delta = value - (seen[id] ?? 0)
+                seen[id] = value
+                let counter = Counter(label: name, dimensions: labels, factory: factory)
+                if delta > 0 { counter.increment(by: delta) }
+            }
+            count("ampel_messages_received_total", [], snapshot.messagesReceived)
+            for (kind, value) in counters.accepted { count("ampel_messages_accepted_total", [("input", kind)], value) }
+            for (type, value) in counters.skipped { count("ampel_messages_skipped_total", [("type", type)], value) }
+            for (reason, value) in counters.dropped { count("ampel_messages_dropped_total", [("reason", reason)], value) }
+            for (kind, value) in snapshot.publishedByKind { count("ampel_messages_published_total", [("kind", kind)], value) }
+            count("ampel_publish_failures_total", [], counters.publishFailures)
+            count("ampel_alerts_total", [], counters.alerts)
+            for (reason, value) in counters.alertsSuppressed { count("ampel_alerts_suppressed_total", [("reason", reason)], value) }
+            count("ampel_data_refreshes_applied_total", [], counters.datasetsApplied)
+            count("ampel_data_refresh_failures_total", [], counters.datasetsRejected)
+            count("ampel_mqtt_reconnects_total", [], counters.reconnects)
+            count("ampel_devices_forgotten_total", [], counters.forgotten)
+        }
+        func gauge(_ name: String, _ labels: [(String, String)] = [], _ value: Double) {
+            Gauge(label: name, dimensions: labels, factory: factory).record(value)
+        }
+        gauge("ampel_devices", [], Double(snapshot.deviceCount))
+        var phases: [String: Int] = [:]
+        for phase in PhaseID.allCases { phases["\(phase.name)"] = 0 }
+        for district in snapshot.districts { phases[district.signal.phase, default: 0] += 1 }
+        for (phase, value) in phases { gauge("ampel_districts", [("phase", phase)], Double(value)) }
+        if let dataset = snapshot.dataset {
+            gauge("ampel_data_age_seconds", [], max(0, now.timeIntervalSince1970 - Double(dataset.date.daysSinceEpoch * 86_400)))
+        }
+        gauge("ampel_data_stale", [], snapshot.stale ? 1 : 0)
+        gauge("ampel_mqtt_connected", [], snapshot.readiness.connected ? 1 : 0)
+        gauge("ampel_ready", [], snapshot.readiness.problem == nil ? 1 : 0)
+        if let rss = ProcessMemory.residentBytes() { gauge("ampel_process_resident_memory_bytes", [], Double(rss)) }
+        return registry.emitToBuffer()
+    }
+}
