@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "AmpelDaemon",
             dependencies: [
-                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "CAmpelLinux",
+                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelPage", "CAmpelLinux",
                 // Webhooks POST alerts with the same HTTP client the RKI source uses.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -84,8 +84,10 @@ broker=mqtt://127.0.0.1:$port
 say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 
 # --- The daemon ------------------------------------------------------------------------
+http_port=$(free_port)
+page=http://127.0.0.1:$http_port/
 "$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
-  >"$tmp/ampel.log" 2>&1 &
+  --http "127.0.0.1:$http_port" >"$tmp/ampel.log" 2>&1 &
 daemon_pid=$!
 track_job "$daemon_pid"
 say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
@@ -98,6 +100,16 @@ if [[ $bridge != *online* ]]; then
   exit 1
 fi
 say "daemon online"
+# The status page (docs/http.md): the map, the districts, the simulated devices moving.
+if python3 -c "import sys, urllib.request; sys.exit(0 if b'id=\"map\"' in urllib.request.urlopen(sys.argv[1], timeout=10).read() else 1)" "$page" 2>/dev/null; then
+  say "status page: $page (map, districts, devices, lamps, bridge; live)"
+  if [ -z "$check_seconds" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && command -v xdg-open >/dev/null; then
+    xdg-open "$page" >/dev/null 2>&1 || true
+  fi
+else
+  say "the status page did not answer at $page"
+  [ -n "$check_seconds" ] && exit 1
+fi
 
 # --- Observers, subscribed before any device moves (alerts are not retained) ------------
 # The alert log: mosquitto_sub -d prints its SUBACK, view.py turns it into a header line
@@ -155,7 +167,7 @@ if [ -t 0 ] && [ -t 1 ] && command -v tmux >/dev/null; then
   tmux -S "$tmux_sock" split-window -v -l 40% -t demo "tail -n +1 -f '$tmp/alerts.log'; $stop_all"
   tmux -S "$tmux_sock" set -g status-style 'bg=colour236,fg=colour250' \; \
     set -g status-left " Ampel demo " \; set -g status-left-length 20 \; \
-    set -g status-right " Ctrl-C stops everything " \; \
+    set -g status-right " $page  Ctrl-C stops everything " \; set -g status-right-length 80 \; \
     bind -n C-c run-shell "$stop_all" \; select-pane -t demo.0 >/dev/null
   env -u TMUX tmux -S "$tmux_sock" attach -t demo || true
 else

@@ -15,7 +15,7 @@ public enum MapSVG {
         status?.color?.hex ?? noDataFill
     }
 
-    public static func render(shapes: MapShapes, districts: [String: DistrictStatus], data: DataStatus, text: PageText) -> String {
+    public static func render(shapes: MapShapes, districts: [String: DistrictStatus], data: PageDataStatus, text: PageText) -> String {
         var svg = ""
         svg.reserveCapacity(shapes.shapes.reduce(0) { $0 + $1.path.utf8.count } + shapes.shapes.count * 300 + 1024)
         let height = MapShapes.decimal(tenths: Int(shapes.height * 10))

@@ -43,7 +43,7 @@ public struct DistrictStatus: Sendable, Hashable {
 }
 
 /// The data the page's figures come from.
-public struct DataStatus: Sendable, Hashable {
+public struct PageDataStatus: Sendable, Hashable {
     /// `YYYY-MM-DD`, the publication day; `nil` before data is loaded.
     public var dataDate: String?
     /// `rki`, `snapshot:2020-10-15`, …
@@ -63,13 +63,13 @@ public struct DataStatus: Sendable, Hashable {
 public struct StatusPageModel: Sendable {
     public var language: Language
     public var ruleSet: RuleSet
-    public var data: DataStatus
+    public var data: PageDataStatus
     /// Keyed by AGS; districts of the map missing here are drawn as having no data.
     public var districts: [String: DistrictStatus]
     /// The query string the language links keep (everything but `lang`), already URL-safe.
     public var basePath: String
 
-    public init(language: Language, ruleSet: RuleSet, data: DataStatus, districts: [String: DistrictStatus], basePath: String = "/") {
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus], basePath: String = "/") {
         self.language = language
         self.ruleSet = ruleSet
         self.data = data
@@ -82,12 +82,12 @@ public struct StatusPageModel: Sendable {
 public struct DistrictPageModel: Sendable {
     public var language: Language
     public var ruleSet: RuleSet
-    public var data: DataStatus
+    public var data: PageDataStatus
     public var district: DistrictStatus
     /// The bundled daily incidences, oldest first; empty for a district the history lacks.
     public var history: [(day: Day, incidence: Double)]
 
-    public init(language: Language, ruleSet: RuleSet, data: DataStatus, district: DistrictStatus, history: [(day: Day, incidence: Double)]) {
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, district: DistrictStatus, history: [(day: Day, incidence: Double)]) {
         self.language = language
         self.ruleSet = ruleSet
         self.data = data

@@ -74,7 +74,7 @@ const dev={cursors:[""],index:0,q:"",limit:cfg.pageSize,next:null};
 function deviceRow(d){const district=d.district?(d.district.name||d.district.ags):"–";const phase=d.phase||"none";
  const tst=typeof d.tst==="number"?d.tst:null;
  return el("tr",{"data-key":d.device||d.key||""},[el("td",{cls:"key",text:d.device||d.key||"",title:d.device||d.key||""}),el("td",{text:district}),
-  el("td",null,[el("span",{cls:"dot",style:"background:"+(d.color||cfg.noDataFill)}),phaseName(phase)]),
+  el("td",null,[el("span",{cls:"dot",style:"background:"+(d.color||cfg.phaseColors[phase]||cfg.noDataFill)}),phaseName(phase)]),
   el("td",{cls:"num",text:tst==null?"–":age(Date.now()/1000-tst)}),el("td",{cls:"hide-narrow",text:d.lang||"–"})]);}
 async function pollDevices(){const params=new URLSearchParams({limit:String(dev.limit)});
  if(dev.cursors[dev.index])params.set("cursor",dev.cursors[dev.index]);if(dev.q)params.set("q",dev.q);
@@ -92,33 +92,42 @@ $("device-search").addEventListener("input",ev=>{clearTimeout(searchTimer);searc
 
 /* Bridge and lamps */
 function fact(dl,name,value,cls){dl.append(el("dt",{text:name}),el("dd",cls?{cls:cls,text:value}:{text:value}));}
-function renderBridge(b){const dl=$("bridge-facts");dl.replaceChildren();
- fact(dl,cfg.text.source,b.source||"–");fact(dl,S.dataDate,b.dataDate||"–");
- if(b.dataDate){const d=Date.parse(b.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
- fact(dl,S.stale,b.stale?S.stale:S.current,b.stale?"state-off":"state-on");
- fact(dl,cfg.text.lastRefresh,b.lastFetch?new Date(b.lastFetch).toLocaleString(cfg.lang):S.never);
- const counters=el("div",{cls:"counters"});const c=b.counters||{};
+function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.replaceChildren();
+ fact(dl,cfg.text.source,info.source||"–");fact(dl,S.dataDate,info.dataDate||"–");
+ if(info.dataDate){const d=Date.parse(info.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
+ fact(dl,cfg.text.state,info.stale?S.stale:S.current,info.stale?"state-off":"state-on");
+ fact(dl,cfg.text.lastRefresh,info.lastFetch?new Date(info.lastFetch).toLocaleString(cfg.lang):S.never);
+ if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
+ if(typeof info.devices==="number")fact(dl,cfg.text.devices,String(info.devices));
+ const counters=el("div",{cls:"counters"});const c=info.counters||{};
  for(const k of Object.keys(c).sort()){const v=c[k];if(typeof v==="number")counters.append(el("span",{text:k+" "+v}));
   else if(v&&typeof v==="object")for(const r of Object.keys(v).sort())counters.append(el("span",{text:k+"."+r+" "+v[r]}));}
  dl.append(el("dt",{text:cfg.text.counters}),el("dd",null,[counters]));
- const errs=b.errors||b.lastErrors||b.recentErrors||[];const ol=$("bridge-errors");
- ol.replaceChildren(...(errs.length?errs.slice(-50).reverse().map(e=>typeof e==="string"?el("li",{text:e}):
-  el("li",null,[e.time||e.at?el("time",{text:new Date(e.time||e.at).toLocaleString(cfg.lang)}):null,(e.reason?e.reason+": ":"")+(e.message||e.detail||e.error||"")])):[el("li",{cls:"empty",text:S.noErrors})]));
- const lamps=b.lamps||[];if(Array.isArray(lamps))renderLamps(lamps);}
+ const errs=b.errors||[];const ol=$("bridge-errors");
+ ol.replaceChildren(...(errs.length?errs.slice(-50).reverse().map(e=>el("li",null,[
+  e.at?el("time",{text:new Date(e.at).toLocaleString(cfg.lang)}):null,
+  [e.kind,e.reason].filter(Boolean).join(" · ")+(e.topic?" – "+e.topic:"")+(e.detail?": "+e.detail:"")])):[el("li",{cls:"empty",text:S.noErrors})]));
+ if(Array.isArray(b.lamps))renderLamps(b.lamps);}
+function follows(f){if(!f)return "–";if(f.district)return cfg.text.district+" "+f.district;if(f.device)return cfg.text.device+" "+f.device;return "–";}
 function renderLamps(lamps){const body=document.querySelector("#lamp-table tbody");
- body.replaceChildren(...(lamps.length?lamps.map(l=>{const on=l.online===true||l.state==="online";
-  return el("tr",null,[el("td",{cls:"key",text:l.name||l.id||""}),el("td",{text:l.driver||"–"}),el("td",{text:l.follows||l.district||l.device||"–"}),
-   el("td",{cls:on?"state-on":"state-off",text:on?S.online:S.offline}),
-   el("td",null,[el("span",{cls:"dot",style:"background:"+(l.color||l.lastColor||"transparent")}),l.color||l.lastColor||"–"])]);}):
+ body.replaceChildren(...(lamps.length?lamps.map(l=>{const state=l.online===true?"on":l.online===false?"off":"unknown";
+  return el("tr",{"data-lamp":l.name||""},[el("td",{cls:"key",text:l.name||""}),el("td",{text:l.driver||"–"}),el("td",{text:follows(l.follows)}),
+   el("td",{cls:state==="on"?"state-on":state==="off"?"state-off":"",text:state==="on"?S.online:state==="off"?S.offline:"–"}),
+   el("td",null,[el("span",{cls:"dot",style:"background:"+(l.color||"transparent")}),(l.color||"–")+(l.blink?" "+cfg.text.blink:"")])]);}):
   [el("tr",null,[el("td",{colspan:"5",cls:"empty",text:S.noLamps})])]));}
-async function pollBridge(){renderBridge(await get(cfg.api.bridge));}
+async function pollBridge(){const b=await get(cfg.api.bridge);renderBridge(b);return b;}
+/* The districts' signals carry the rule texts (76 KB for 96): fetched again only when the
+   bridge reports other data or staleness, and every 20th poll as a safety net. */
+let districtsKey=null,sinceDistricts=0;
+function dataKey(b){const i=(b&&b.info)||{};return [i.dataDate,i.stale,i.source,(i.counters||{}).datasetsApplied].join("|");}
 async function pollLamps(){if(cfg.api.lamps)renderLamps(list(await get(cfg.api.lamps),"lamps"));}
 
 function down(){$("live").classList.add("down");$("live").textContent=S.disconnected;}
 function up(){$("live").classList.remove("down");$("live").textContent=S.live;}
 let busy=false;
 async function tick(){if(busy||document.hidden)return;busy=true;
- try{await Promise.all([pollDistricts(),pollDevices(),pollBridge(),pollLamps()]);up();
+ try{const [b]=await Promise.all([pollBridge(),pollDevices(),pollLamps()]);const key=dataKey(b);
+  if(key!==districtsKey||++sinceDistricts>=20){await pollDistricts();districtsKey=key;sinceDistricts=0;}up();
   document.body.dataset.polls=String(Number(document.body.dataset.polls||0)+1);}catch(e){down();}finally{busy=false;}}
 sortRows();tick();setInterval(tick,cfg.pollMs);
 document.addEventListener("visibilitychange",tick);

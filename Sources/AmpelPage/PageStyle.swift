@@ -72,6 +72,6 @@ svg.chart .band{fill-opacity:.22}svg.chart .grid line{stroke:var(--line);stroke-
 svg.chart text{fill:var(--muted);font-size:12px}svg.chart .series{fill:none;stroke:var(--text);stroke-width:1.6;stroke-linejoin:round}
 .note{color:var(--muted);font-size:13px;margin:8px 0 0}
 @media (max-width:900px){main.layout{grid-template-columns:1fr;padding:12px}header.top{padding:12px}.banner{margin:12px 12px 0}
-.scroll{max-height:420px}input[type=search]{width:100%}.hide-narrow{display:none}.district-page{padding:12px}}
+.scroll{max-height:420px}input[type=search]{width:100%}.list-card td:first-child{white-space:normal}th,td{padding:6px 5px}.hide-narrow{display:none}.district-page{padding:12px}}
 """#
 }

@@ -72,7 +72,18 @@ public enum StatusPage {
         json.bool(model.data.stale)
         json.raw(#","noDataFill":"#)
         json.string(MapSVG.noDataFill)
-        json.raw(#","pollMs":"#)
+        json.raw(#","phaseColors":{"#)
+        for phase in model.ruleSet.phases {
+            json.string(phase.id.id)
+            json.raw(":")
+            json.string(phase.color.hex)
+            json.raw(",")
+        }
+        json.raw(#""outside":"#)
+        json.string(model.ruleSet.outside.color.hex)
+        json.raw(#","none":"#)
+        json.string(MapSVG.noDataFill)
+        json.raw(#"},"pollMs":"#)
         json.number(pollMilliseconds)
         json.raw(#","pageSize":"#)
         json.number(devicePageSize)
@@ -90,6 +101,18 @@ public enum StatusPage {
         json.string(text.age)
         json.raw(#","lastRefresh":"#)
         json.string(text.lastRefresh)
+        json.raw(#","lastError":"#)
+        json.string(text.lastError)
+        json.raw(#","devices":"#)
+        json.string(text.devices)
+        json.raw(#","device":"#)
+        json.string(text.device)
+        json.raw(#","district":"#)
+        json.string(text.district)
+        json.raw(#","state":"#)
+        json.string(text.dataState)
+        json.raw(#","blink":"#)
+        json.string(text.blinking)
         json.raw(#","counters":"#)
         json.string(text.counters)
         json.raw(#"},"strings":"#)
@@ -135,7 +158,7 @@ public enum StatusPage {
         #"<!doctype html><html lang="\#(language.rawValue)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>\#(htmlEscaped(title))</title><style>\#(PageStyle.css)</style></head><body>"#
     }
 
-    static func header(text: PageText, data: DataStatus, switchTo: String, live: Bool = true) -> String {
+    static func header(text: PageText, data: PageDataStatus, switchTo: String, live: Bool = true) -> String {
         var html = #"<header class="top"><div class="brand"><span class="logo" aria-hidden="true"><i style="background:#E3000F"></i><i style="background:#FFC000"></i><i style="background:#00A651"></i></span>"#
         html += #"<div><h1><a href="/" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
         html += #"<span class="pill">\#(htmlEscaped(text.dataDate)) <b id="data-date">\#(htmlEscaped(data.dataDate ?? "–"))</b></span>"#

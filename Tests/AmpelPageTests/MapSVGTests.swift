@@ -24,7 +24,7 @@ struct MapSVGTests {
         let ruleSet = RuleSetCatalog.standard()
         let districts = try statuses(dataset, ruleSet: ruleSet)
         let svg = MapSVG.render(shapes: try MapShapes.bundled(), districts: districts,
-                                data: DataStatus(dataDate: day, source: "snapshot", stale: false), text: PageText(.en))
+                                data: PageDataStatus(dataDate: day, source: "snapshot", stale: false), text: PageText(.en))
         let paths = try mapPaths(svg)
         #expect(paths.count == 96)
         var phasesSeen = Set<String>()
@@ -46,7 +46,7 @@ struct MapSVGTests {
         let districts = try statuses(try BundledData.shared.snapshot(on: Day(iso: "2020-10-15")), ruleSet: ruleSet, region: Region(prefix: "091", name: "Oberbayern"))
             .filter { $0.key != "09162" }
         let paths = try mapPaths(MapSVG.render(shapes: try MapShapes.bundled(), districts: districts,
-                                               data: DataStatus(dataDate: "2020-10-15", source: "snapshot", stale: false), text: PageText(.en)))
+                                               data: PageDataStatus(dataDate: "2020-10-15", source: "snapshot", stale: false), text: PageText(.en)))
         let byAGS = Dictionary(uniqueKeysWithValues: paths.map { ($0["data-ags"] ?? "", $0) })
         #expect(byAGS["09162"]?["fill"] == MapSVG.noDataFill)
         #expect(byAGS["09162"]?["data-phase"] == "none")
@@ -58,7 +58,7 @@ struct MapSVGTests {
     @Test("the map stays within 300 KB and keeps every district recognisable")
     func sizeBound() throws {
         let shapes = try MapShapes.bundled()
-        let svg = MapSVG.render(shapes: shapes, districts: [:], data: DataStatus(dataDate: nil, source: "", stale: false), text: PageText(.de))
+        let svg = MapSVG.render(shapes: shapes, districts: [:], data: PageDataStatus(dataDate: nil, source: "", stale: false), text: PageText(.de))
         #expect(svg.utf8.count < 300_000, "map is \(svg.utf8.count) bytes")
         // A district drawn with a handful of vertices would be a triangle, not a shape.
         #expect(shapes.shapes.allSatisfy { $0.vertices >= 12 })
@@ -71,8 +71,8 @@ struct MapSVGTests {
     @Test("stale data hatches the map; current data does not")
     func staleHatched() throws {
         let shapes = try MapShapes.bundled()
-        let stale = MapSVG.render(shapes: shapes, districts: [:], data: DataStatus(dataDate: "2020-10-15", source: "rki", stale: true), text: PageText(.en))
-        let fresh = MapSVG.render(shapes: shapes, districts: [:], data: DataStatus(dataDate: "2020-10-15", source: "rki", stale: false), text: PageText(.en))
+        let stale = MapSVG.render(shapes: shapes, districts: [:], data: PageDataStatus(dataDate: "2020-10-15", source: "rki", stale: true), text: PageText(.en))
+        let fresh = MapSVG.render(shapes: shapes, districts: [:], data: PageDataStatus(dataDate: "2020-10-15", source: "rki", stale: false), text: PageText(.en))
         #expect(stale.contains(#"class="map stale""#))
         #expect(fresh.contains(#"class="map""#))
         #expect(stale.contains("(stale)"))
@@ -83,7 +83,7 @@ struct MapSVGTests {
     func namesEscaped() throws {
         let evil = #"<script>alert("x")</script> & 'Co'"#
         let districts = ["09162": DistrictStatus(ags: "09162", name: evil, incidence: 12.5, phase: .phase(.green), color: RGB(hex: "#00A651"))]
-        let svg = MapSVG.render(shapes: try MapShapes.bundled(), districts: districts, data: DataStatus(dataDate: "2020-10-15", source: "rki", stale: false), text: PageText(.en))
+        let svg = MapSVG.render(shapes: try MapShapes.bundled(), districts: districts, data: PageDataStatus(dataDate: "2020-10-15", source: "rki", stale: false), text: PageText(.en))
         #expect(!svg.contains("<script>"))
         #expect(svg.contains(#"data-name="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;Co&#39;""#))
     }

@@ -10,7 +10,7 @@ struct PageTextTests {
     private func statusPage(_ language: Language, stale: Bool = false, districts: [String: DistrictStatus]? = nil) throws -> String {
         let ruleSet = RuleSetCatalog.standard()
         let dataset = try BundledData.shared.snapshot(on: Day(iso: "2020-10-15"))
-        let model = StatusPageModel(language: language, ruleSet: ruleSet, data: DataStatus(dataDate: "2020-10-15", source: "snapshot:2020-10-15", stale: stale),
+        let model = StatusPageModel(language: language, ruleSet: ruleSet, data: PageDataStatus(dataDate: "2020-10-15", source: "snapshot:2020-10-15", stale: stale),
                                     districts: try districts ?? statuses(dataset, ruleSet: ruleSet))
         return StatusPage.render(model, shapes: try MapShapes.bundled())
     }
@@ -86,7 +86,7 @@ struct PageTextTests {
         let red = try #require(ruleSet.rules(for: .red))
         for language in Language.allCases {
             let page = DistrictPage.render(DistrictPageModel(
-                language: language, ruleSet: ruleSet, data: DataStatus(dataDate: "2020-10-15", source: "snapshot", stale: false),
+                language: language, ruleSet: ruleSet, data: PageDataStatus(dataDate: "2020-10-15", source: "snapshot", stale: false),
                 district: DistrictStatus(ags: "09162", name: "SK München", incidence: 61.2, phase: .phase(.red), color: red.color),
                 history: BundledData.shared.dailyHistory.series(ags: "09162")))
             for rule in red.rules(language) { #expect(page.contains("<li>" + htmlEscaped(rule) + "</li>")) }
