@@ -16,7 +16,8 @@
 # Environment: AMPEL_DEMO_DATE (default 2020-10-15: SK Augsburg yellow, LK Aichach-Friedberg
 # green, LK Fürstenfeldbruck and SK München red, LK München yellow), AMPEL_DEMO_RATE (fixes
 # per second per device, default 4), AMPEL_DEMO_TRIP (seconds per trip, default 90),
-# AMPEL_BIN=path (use that ampel binary, build nothing).
+# AMPEL_BIN=path (use that ampel binary, build nothing), AMPEL_DEMO_HTTP=host:port (the HTTP
+# server's address; default a free port on 127.0.0.1, printed as "status page and API: URL").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -84,10 +85,9 @@ broker=mqtt://127.0.0.1:$port
 say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 
 # --- The daemon ------------------------------------------------------------------------
-http_port=$(free_port)
-page=http://127.0.0.1:$http_port/
+# The HTTP server on a free port (AMPEL_DEMO_HTTP=host:port to choose one); its URL is in the log.
 "$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
-  --http "127.0.0.1:$http_port" >"$tmp/ampel.log" 2>&1 &
+  --http "${AMPEL_DEMO_HTTP:-127.0.0.1:0}" >"$tmp/ampel.log" 2>&1 &
 daemon_pid=$!
 track_job "$daemon_pid"
 say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
@@ -100,15 +100,10 @@ if [[ $bridge != *online* ]]; then
   exit 1
 fi
 say "daemon online"
-# The status page (docs/http.md): the map, the districts, the simulated devices moving.
-if python3 -c "import sys, urllib.request; sys.exit(0 if b'id=\"map\"' in urllib.request.urlopen(sys.argv[1], timeout=10).read() else 1)" "$page" 2>/dev/null; then
-  say "status page: $page (map, districts, devices, lamps, bridge; live)"
-  if [ -z "$check_seconds" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && command -v xdg-open >/dev/null; then
-    xdg-open "$page" >/dev/null 2>&1 || true
-  fi
-else
-  say "the status page did not answer at $page"
-  [ -n "$check_seconds" ] && exit 1
+url=$(sed -n 's|.*serving HTTP on \(http://[^ ]*\).*|\1|p' "$tmp/ampel.log" | head -n 1)
+[ -n "$url" ] && say "status page and API: $url  (${url}api/districts, ${url}metrics; docs/http.md)"
+if [ -n "$url" ] && [ -z "$check_seconds" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && command -v xdg-open >/dev/null; then
+  xdg-open "$url" >/dev/null 2>&1 || true
 fi
 
 # --- Observers, subscribed before any device moves (alerts are not retained) ------------
@@ -167,7 +162,7 @@ if [ -t 0 ] && [ -t 1 ] && command -v tmux >/dev/null; then
   tmux -S "$tmux_sock" split-window -v -l 40% -t demo "tail -n +1 -f '$tmp/alerts.log'; $stop_all"
   tmux -S "$tmux_sock" set -g status-style 'bg=colour236,fg=colour250' \; \
     set -g status-left " Ampel demo " \; set -g status-left-length 20 \; \
-    set -g status-right " $page  Ctrl-C stops everything " \; set -g status-right-length 80 \; \
+    set -g status-right " ${url:-}  Ctrl-C stops everything " \; set -g status-right-length 80 \; \
     bind -n C-c run-shell "$stop_all" \; select-pane -t demo.0 >/dev/null
   env -u TMUX tmux -S "$tmux_sock" attach -t demo || true
 else

@@ -4,8 +4,9 @@
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
+# python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
 # chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux
   chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do

@@ -71,7 +71,9 @@ async function pollDistricts(){const json=await get(cfg.api.districts);const ite
 
 /* Devices: one page at a time from the API, never the whole table */
 const dev={cursors:[""],index:0,q:"",limit:cfg.pageSize,next:null};
-function deviceRow(d){const district=d.district?(d.district.name||d.district.ags):"–";const phase=d.phase||"none";
+function deviceRow(d){let district=d.district?(d.district.name||d.district.ags):"–";
+ /* Positions come only with http.show_positions. */
+ if(typeof d.lat==="number"&&typeof d.lon==="number")district+=" ("+d.lat.toFixed(4)+", "+d.lon.toFixed(4)+")";const phase=d.phase||"none";
  const tst=typeof d.tst==="number"?d.tst:null;
  return el("tr",{"data-key":d.device||d.key||""},[el("td",{cls:"key",text:d.device||d.key||"",title:d.device||d.key||""}),el("td",{text:district}),
   el("td",null,[el("span",{cls:"dot",style:"background:"+(d.color||cfg.phaseColors[phase]||cfg.noDataFill)}),phaseName(phase)]),

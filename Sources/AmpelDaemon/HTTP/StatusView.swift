@@ -93,7 +93,7 @@ public final class StatusView: Sendable {
         public var deviceCount = 0
         /// Which hand-over the table came with; equal to ``generation`` when it is current.
         public var devicesGeneration = 0
-        public var devicesCurrent: Bool { devicesGeneration == generation }
+        public var devicesCurrent: Bool { generation > 0 && devicesGeneration == generation }
         public var lamps: [Lamp] = []
         /// The `bridge/info` payload as last built (``BridgeInfo/json()``).
         public var bridgeInfo: [UInt8] = []
