@@ -44,7 +44,7 @@ public struct PageText: Sendable {
     public var source: String { t("Datenquelle", "Data source") }
     public var age: String { t("Alter", "Age") }
     public var lastError: String { t("Letzter Fehler", "Last error") }
-    public var device: String { t("Gerät", "device") }
+    public var device: String { t("Gerät", "Device") }
     public var dataState: String { t("Zustand", "State") }
     public var blinking: String { t("blinkt", "blinking") }
     public var lastRefresh: String { t("Letzte Abfrage", "Last refresh") }

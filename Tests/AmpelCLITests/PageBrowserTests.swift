@@ -41,8 +41,16 @@ struct PageBrowserTests {
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
+        // Two lamps, so the screenshots show the lamp table filled.
+        let lamps = """
+            lamps:
+              - {name: town-hall, driver: wled, topic: wled/townhall, district: "09162"}
+              - {name: office, driver: tasmota, topic: tasmota/office, device: alice/phone}
+
+            """
         let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
-                                                  "--source", "snapshot", "--date", "2020-10-15"])
+                                                  "--source", "snapshot", "--date", "2020-10-15"],
+                                                 configuration: lamps + RunRecoveryTests.Daemon.replayConfiguration)
         let url = try await daemon.httpURL()
         try await daemon.awaitLog("subscribed")
 
@@ -72,9 +80,16 @@ struct PageBrowserTests {
         try #require(output.value.contains("READY"), "\(output.value)")
 
         // Sent only now, while the page is open: it must reach the table by the page's own polling.
-        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", [
-            "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", "owntracks/alice/phone",
-            "-m", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":1700000000}"#])
+        // Fixes of a minute ago, so the table's ages read as they would in use.
+        let now = Int(Date().timeIntervalSince1970)
+        for (topic, payload) in [
+            ("owntracks/alice/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now - 42)}"#),
+            ("owntracks/bob/car", #"{"_type":"location","lat":49.4521,"lon":11.0767,"tst":\#(now - 300)}"#),
+            ("ampel/location/van-7", #"{"latitude":48.3705,"longitude":10.8978,"lang":"de"}"#),
+        ] {
+            _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", [
+                "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+        }
         let status = try await withTimeout(.seconds(180), "the browser check's end") {
             var iterator = exits.makeAsyncIterator()
             return await iterator.next()
