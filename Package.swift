@@ -153,7 +153,6 @@ let package = Package(
             dependencies: [
                 "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             // Recorded tracks (Fixtures/tracks/README.md) replayed through the engine.
             resources: [.copy("Fixtures")]

@@ -17,6 +17,10 @@
 #
 #   BASELINE_BIN=$(Benchmarks/build-baseline.sh REV) Benchmarks/daemon/run.sh   # before/after
 #
+# SCRAPE=1 asks the daemon's /metrics once a second throughout, as Prometheus would
+# (Benchmarks/http/run.sh compares runs with and without it). The daemon's HTTP server listens
+# on a free port either way.
+#
 # With BASELINE_BIN, the `ampel` of an earlier revision is measured in the same rotation as a
 # third target (`baseline`); only one daemon runs at a time, each with its own state directory.
 set -euo pipefail
@@ -55,16 +59,18 @@ fi
 running=""  # which daemon runs now: daemon or baseline
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-daemon-bench.XXXXXX")
-daemon_pid=""; relay_pid=""
+daemon_pid=""; relay_pid=""; scraper_pid=""
 cleanup() {
   set +e
-  stop_pid "$daemon_pid" "$relay_pid" "${BROKER_PID:-}"
+  stop_pid "$scraper_pid" "$daemon_pid" "$relay_pid" "${BROKER_PID:-}"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 port=$(free_port)
+http_port=$(free_port)
+SCRAPE=${SCRAPE:-0}
 start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
@@ -72,12 +78,14 @@ start_daemon() { # STATE_DIR [BINARY]
   # A restart of this build over devices it knows re-evaluates and announces them in paced
   # batches (docs/DESIGN.md, decision 29) for a few seconds; the figures are of the steady
   # state after it (the baseline build has no such walk). Its cost is in the Scale section.
-  local walk=0
+  local walk=0 http=()
   if [ -z "${2:-}" ] && compgen -G "$1/journal-*.log" >/dev/null; then walk=1; fi
+  # An earlier build has no HTTP server (no --http flag).
+  [[ $("${2:-$ampel}" run --help 2>&1) == *--http* ]] && http=(--http "127.0.0.1:$http_port")
   # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   : >"$tmp/daemon-current.log"
-  "${2:-$ampel}" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" \
+  "${2:-$ampel}" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" "${http[@]}" \
     > >(tee -a "$out/daemon.log" >"$tmp/daemon-current.log") 2>&1 &
   daemon_pid=$!
   # Ready when its retained bridge state says online (event: the message arrives).
@@ -107,6 +115,12 @@ if [ $have_daemon = 1 ]; then
   [ -n "$baseline_ampel" ] && targets="daemon baseline relay"
 else
   echo "NOTE: this build of ampel has no 'run' command: measuring the relay alone" >&2
+fi
+
+if [ "$SCRAPE" = 1 ]; then
+  # Whichever daemon runs: one GET /metrics per second, its answer discarded.
+  (while sleep 1; do curl -s -o /dev/null "http://127.0.0.1:$http_port/metrics" || true; done) &
+  scraper_pid=$!
 fi
 
 results="$out/results.txt"
@@ -142,8 +156,8 @@ for run in $(seq 1 "$RUNS"); do
   done
 done
 
-# Memory: a fresh daemon (new state directory), then RSS_DEVICES devices once each.
-if [ $have_daemon = 1 ]; then
+# Memory: a fresh daemon (new state directory), then RSS_DEVICES devices once each (0: skipped).
+if [ $have_daemon = 1 ] && [ "$RSS_DEVICES" -gt 0 ]; then
   for target in daemon $([ -n "$baseline_ampel" ] && echo baseline); do
     stop_pid "$daemon_pid"; daemon_pid=""
     if [ "$target" = baseline ]; then start_daemon "$tmp/state-rss-baseline" "$baseline_ampel"; else start_daemon "$tmp/state-rss"; fi
