@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "AmpelGeo", targets: ["AmpelGeo"]),
         .library(name: "AmpelData", targets: ["AmpelData"]),
         .library(name: "AmpelMQTT", targets: ["AmpelMQTT"]),
+        .library(name: "AmpelPage", targets: ["AmpelPage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -62,6 +63,13 @@ let package = Package(
             resources: [.copy("Resources/rki")],
             swiftSettings: strict
         ),
+        // The status page's pure rendering: map and chart SVG, HTML, texts (no server, no I/O
+        // beyond reading the bundled geometry once).
+        .target(
+            name: "AmpelPage",
+            dependencies: ["AmpelCore", "AmpelDomain", "AmpelGeo", "AmpelData"],
+            swiftSettings: strict
+        ),
         // The Linux calls (thread names, scheduling classes, malloc tuning, eventfd wake-ups).
         .target(name: "CAmpelLinux"),
         // libmosquitto, seen only by AmpelMQTT.
@@ -82,7 +90,7 @@ let package = Package(
         .target(
             name: "AmpelDaemon",
             dependencies: [
-                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "CAmpelLinux",
+                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelPage", "CAmpelLinux",
                 // Webhooks POST alerts with the same HTTP client the RKI source uses.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -126,6 +134,7 @@ let package = Package(
         .testTarget(name: "AmpelLampTests", dependencies: ["AmpelLamp", "AmpelCore"]),
         .testTarget(name: "AmpelDomainTests", dependencies: ["AmpelDomain", "AmpelCore"]),
         .testTarget(name: "AmpelGeoTests", dependencies: ["AmpelGeo"]),
+        .testTarget(name: "AmpelPageTests", dependencies: ["AmpelPage", "AmpelCore", "AmpelDomain", "AmpelGeo", "AmpelData"]),
         .testTarget(
             name: "AmpelDataTests",
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],

@@ -102,6 +102,9 @@ fi
 say "daemon online"
 url=$(sed -n 's|.*serving HTTP on \(http://[^ ]*\).*|\1|p' "$tmp/ampel.log" | head -n 1)
 [ -n "$url" ] && say "status page and API: $url  (${url}api/districts, ${url}metrics; docs/http.md)"
+if [ -n "$url" ] && [ -z "$check_seconds" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && command -v xdg-open >/dev/null; then
+  xdg-open "$url" >/dev/null 2>&1 || true
+fi
 
 # --- Observers, subscribed before any device moves (alerts are not retained) ------------
 # The alert log: mosquitto_sub -d prints its SUBACK, view.py turns it into a header line
@@ -159,7 +162,7 @@ if [ -t 0 ] && [ -t 1 ] && command -v tmux >/dev/null; then
   tmux -S "$tmux_sock" split-window -v -l 40% -t demo "tail -n +1 -f '$tmp/alerts.log'; $stop_all"
   tmux -S "$tmux_sock" set -g status-style 'bg=colour236,fg=colour250' \; \
     set -g status-left " Ampel demo " \; set -g status-left-length 20 \; \
-    set -g status-right " Ctrl-C stops everything " \; \
+    set -g status-right " ${url:-}  Ctrl-C stops everything " \; set -g status-right-length 80 \; \
     bind -n C-c run-shell "$stop_all" \; select-pane -t demo.0 >/dev/null
   env -u TMUX tmux -S "$tmux_sock" attach -t demo || true
 else

@@ -5,7 +5,9 @@
 set -euo pipefail
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
 # python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux)
+# chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux
+  chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -34,4 +36,19 @@ if [ ! -f "$ha_venv/.complete" ]; then
   "$ha_venv/bin/pip" install --quiet "homeassistant==$ha_version.*"
   "$ha_venv/bin/python" -c "import homeassistant.components.mqtt.sensor, homeassistant.components.mqtt.event"
   touch "$ha_venv/.complete"
+fi
+
+# Selenium in a venv, for scripts/page-browser-check.py (the status page in headless Chromium,
+# docs/http.md). It drives Debian's chromium through chromium-driver, so nothing downloads a
+# browser. Cached like the Home Assistant venv; AMPEL_SELENIUM_VENV overrides the directory.
+selenium_version=4.51.0
+selenium_venv="${AMPEL_SELENIUM_VENV:-$HOME/.cache/ampel/selenium-venv-$selenium_version}"
+if [ ! -f "$selenium_venv/.complete" ]; then
+  echo "installing selenium==$selenium_version into $selenium_venv" >&2
+  rm -rf "$selenium_venv"
+  mkdir -p "$(dirname "$selenium_venv")"
+  python3 -m venv "$selenium_venv"
+  "$selenium_venv/bin/pip" install --quiet "selenium==$selenium_version"
+  "$selenium_venv/bin/python" -c "import selenium.webdriver"
+  touch "$selenium_venv/.complete"
 fi

@@ -36,7 +36,7 @@ public enum HTTPRoutes {
         if let metrics = context.metrics {
             MetricsRoutes.add(to: protected, view: context.view, metrics: metrics)
         }
-        // The page (`/`, district pages) registers here, behind the same credentials.
+        PageRoutes.add(to: protected, context: context)
         return router
     }
 }

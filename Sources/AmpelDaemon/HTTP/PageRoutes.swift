@@ -1,0 +1,80 @@
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import AmpelGeo
+import AmpelPage
+import Hummingbird
+
+/// The status page (`/`) and the district pages (`/districts/{ags}`): the glue between the
+/// ``StatusView`` and the pure renderers of `AmpelPage` (docs/http.md, "The page").
+///
+/// The page shows what the daemon published (the districts' signals of the last hand-over),
+/// never a classification of its own.
+enum PageRoutes {
+    /// Nothing the page needs comes from elsewhere, and the browser is told to load nothing
+    /// from elsewhere either: the style and script are inline, the API is on this origin.
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+
+    static func add(to router: some RouterMethods<BasicRequestContext>, context: HTTPRoutes.Context) {
+        let view = context.view
+        router.get("/") { request, _ in
+            let snapshot = view.snapshot()
+            guard let ruleSet = snapshot.ruleSet else { return notReady() }
+            let shapes: MapShapes
+            do {
+                shapes = try MapShapes.bundled()
+            } catch {
+                throw APIError(.internalServerError, "the bundled geometry is unreadable: \(error)")
+            }
+            let model = StatusPageModel(
+                language: language(request, fallback: context.language), ruleSet: ruleSet, data: data(snapshot),
+                districts: Dictionary(snapshot.districts.map { ($0.ags, status($0)) }, uniquingKeysWith: { first, _ in first }))
+            return html(StatusPage.render(model, shapes: shapes))
+        }
+        router.get("districts/:ags") { request, requestContext in
+            let snapshot = view.snapshot()
+            guard let ruleSet = snapshot.ruleSet else { return notReady() }
+            let district = try APIRoutes.district(requestContext, in: snapshot)
+            let model = DistrictPageModel(
+                language: language(request, fallback: context.language), ruleSet: ruleSet, data: data(snapshot),
+                district: status(district), history: BundledData.shared.dailyHistory.series(ags: district.ags))
+            return html(DistrictPage.render(model))
+        }
+    }
+
+    /// `?lang=` wins over `Accept-Language`; without either, the daemon's language.
+    static func language(_ request: Request, fallback: Language) -> Language {
+        let query = request.uri.queryParameters.get("lang")
+        let header = request.headers[.acceptLanguage]
+        if query == nil, header == nil { return fallback }
+        return PageLanguage.choose(query: query, acceptLanguage: header)
+    }
+
+    static func data(_ snapshot: StatusView.Snapshot) -> PageDataStatus {
+        PageDataStatus(dataDate: snapshot.dataset?.date.iso, source: snapshot.dataset?.source ?? "", stale: snapshot.stale)
+    }
+
+    /// A district's published signal as the page draws it.
+    static func status(_ district: StatusView.District) -> DistrictStatus {
+        let signal = district.signal
+        let phase: DistrictStatus.Phase =
+            if let id = signal.phaseID { .phase(id) } else if signal.phase == OutsideMarker.id { .outside } else { .noData }
+        return DistrictStatus(ags: district.ags, name: signal.district?.name ?? district.ags, incidence: signal.incidence,
+                              phase: phase, color: RGB(hex: signal.color))
+    }
+
+    static func html(_ text: String) -> Response {
+        var response = HTTPResponses.text(text, contentType: "text/html; charset=utf-8")
+        response.headers[.contentSecurityPolicy] = contentSecurityPolicy
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// Before the loop's first hand-over there is no rule set to draw with.
+    static func notReady() -> Response {
+        var response = HTTPResponses.text("Ampel is starting: the data is not loaded yet.\n", status: .serviceUnavailable)
+        response.headers[.retryAfter] = "1"
+        return response
+    }
+}

@@ -1,0 +1,52 @@
+import AmpelCore
+import AmpelDomain
+
+/// `/districts/{ags}`: the rules in force in one district and its bundled history chart,
+/// all rendered on the server.
+public enum DistrictPage {
+    public static func render(_ model: DistrictPageModel) -> String {
+        let text = PageText(model.language)
+        let district = model.district
+        let lang = model.language.rawValue
+        var html = StatusPage.head(title: district.name + " – Ampel", language: model.language)
+        html += StatusPage.header(text: text, data: model.data, switchTo: "?lang=" + (model.language == .de ? "en" : "de"), live: false)
+        html += #"<div id="stale-banner" class="banner" role="alert"\#(model.data.stale ? "" : " hidden")>\#(htmlEscaped(text.staleBanner))</div>"#
+        html += #"<main class="district-page"><p><a href="/?lang=\#(lang)">← \#(htmlEscaped(text.back))</a></p>"#
+
+        html += #"<section class="card" id="district" data-ags="\#(district.ags)" data-phase="\#(district.phase.id)"><div class="phase-head"><span class="big" style="background:\#(MapSVG.fill(district))"></span><div>"#
+        html += #"<h2>\#(htmlEscaped(district.name))</h2><p>\#(htmlEscaped(text.phaseName(district.phase))) · \#(htmlEscaped(text.incidence)) \#(text.incidence(district.incidence)) · \#(htmlEscaped(text.dataDate)) \#(htmlEscaped(model.data.dataDate ?? "–"))\#(model.data.stale ? " (" + htmlEscaped(text.stale) + ")" : "")</p></div></div>"#
+        let title: String, rules: [String]
+        switch district.phase {
+        case .phase(let phase):
+            let phaseRules = model.ruleSet.rules(for: phase)
+            title = phaseRules?.title(model.language) ?? text.phaseName(district.phase)
+            rules = phaseRules?.rules(model.language) ?? []
+        case .outside:
+            title = model.ruleSet.outside.title(model.language)
+            rules = model.ruleSet.outside.rules(model.language)
+        case .noData:
+            title = text.phaseName(.noData)
+            rules = []
+        }
+        html += #"<h3>\#(htmlEscaped(text.rulesInForce)): \#(htmlEscaped(title))</h3>"#
+        if !rules.isEmpty {
+            html += #"<ul class="rules" id="rules">"# + rules.map { "<li>" + htmlEscaped($0) + "</li>" }.joined() + "</ul>"
+        }
+        if district.phase != .noData {
+            html += #"<h3>\#(htmlEscaped(text.always))</h3><ul class="rules" id="always">"# + model.ruleSet.always(model.language).map { "<li>" + htmlEscaped($0) + "</li>" }.joined() + "</ul>"
+        }
+        html += "</section>"
+
+        html += #"<section class="card"><h2>\#(htmlEscaped(text.history))</h2>"#
+        if model.history.isEmpty {
+            html += #"<p class="note">\#(htmlEscaped(text.noHistory))</p>"#
+        } else {
+            html += HistoryChart.render(history: model.history, ruleSet: model.ruleSet, text: text)
+            html += #"<p class="note">\#(htmlEscaped(text.historyNote))</p>"#
+        }
+        html += "</section></main>"
+        html += StatusPage.footer(text: text, ruleSet: model.ruleSet)
+        html += "</body></html>"
+        return html
+    }
+}

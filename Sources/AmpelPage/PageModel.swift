@@ -1,0 +1,97 @@
+import AmpelCore
+import AmpelDomain
+
+/// What the daemon says about one district, as the page shows it.
+///
+/// Filled by the route glue from the daemon's published district states: the page never
+/// classifies on its own.
+public struct DistrictStatus: Sendable, Hashable {
+    /// What the district's state says.
+    public enum Phase: Sendable, Hashable {
+        /// A phase of the rule set.
+        case phase(PhaseID)
+        /// The district lies outside the monitored region.
+        case outside
+        /// The data in force does not know the district.
+        case noData
+
+        /// The wire name (`green` … `darkred`, `outside`) or `none`.
+        public var id: String {
+            switch self {
+            case .phase(let phase): phase.id
+            case .outside: OutsideMarker.id
+            case .noData: "none"
+            }
+        }
+    }
+
+    public var ags: String
+    /// The RKI name, e.g. `SK München`.
+    public var name: String
+    public var incidence: Double?
+    public var phase: Phase
+    /// `#RRGGBB` from the rule set; `nil` for ``Phase/noData``.
+    public var color: RGB?
+
+    public init(ags: String, name: String, incidence: Double?, phase: Phase, color: RGB?) {
+        self.ags = ags
+        self.name = name
+        self.incidence = incidence
+        self.phase = phase
+        self.color = color
+    }
+}
+
+/// The data the page's figures come from.
+public struct PageDataStatus: Sendable, Hashable {
+    /// `YYYY-MM-DD`, the publication day; `nil` before data is loaded.
+    public var dataDate: String?
+    /// `rki`, `snapshot:2020-10-15`, …
+    public var source: String
+    /// Older than allowed or the live source failing: the page must not show it as current.
+    public var stale: Bool
+
+    public init(dataDate: String?, source: String, stale: Bool) {
+        self.dataDate = dataDate
+        self.source = source
+        self.stale = stale
+    }
+}
+
+/// Everything `/` renders on the server; the rest (devices, lamps, bridge) the page's script
+/// fetches from the JSON API.
+public struct StatusPageModel: Sendable {
+    public var language: Language
+    public var ruleSet: RuleSet
+    public var data: PageDataStatus
+    /// Keyed by AGS; districts of the map missing here are drawn as having no data.
+    public var districts: [String: DistrictStatus]
+    /// The query string the language links keep (everything but `lang`), already URL-safe.
+    public var basePath: String
+
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus], basePath: String = "/") {
+        self.language = language
+        self.ruleSet = ruleSet
+        self.data = data
+        self.districts = districts
+        self.basePath = basePath
+    }
+}
+
+/// `/districts/{ags}`: one district's rules in force and its bundled history.
+public struct DistrictPageModel: Sendable {
+    public var language: Language
+    public var ruleSet: RuleSet
+    public var data: PageDataStatus
+    public var district: DistrictStatus
+    /// The bundled daily incidences, oldest first; empty for a district the history lacks.
+    public var history: [(day: Day, incidence: Double)]
+
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, district: DistrictStatus, history: [(day: Day, incidence: Double)]) {
+        self.language = language
+        self.ruleSet = ruleSet
+        self.data = data
+        self.district = district
+        self.history = history
+    }
+}

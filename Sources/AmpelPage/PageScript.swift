@@ -1,0 +1,138 @@
+/// The page's script, embedded: it polls the JSON API and updates the map, the district
+/// list, the devices, the lamps and the bridge in place (DESIGN 36: a poll, not SSE).
+///
+/// Every value from the API goes into the page through `textContent` or an attribute, never
+/// as markup: device keys and error texts come from outside.
+enum PageScript {
+    static let js = #"""
+(function(){
+"use strict";
+const cfg=JSON.parse(document.getElementById("page-config").textContent);
+const S=cfg.strings;
+const nf=new Intl.NumberFormat(cfg.lang==="de"?"de-DE":"en-GB",{minimumFractionDigits:1,maximumFractionDigits:1});
+const rank={green:0,yellow:1,red:2,darkred:3,outside:-1,none:-2};
+const $=(id)=>document.getElementById(id);
+function el(tag,attrs,children){const e=document.createElement(tag);
+ if(attrs)for(const k in attrs){if(k==="text")e.textContent=attrs[k];else if(k==="cls")e.className=attrs[k];else e.setAttribute(k,attrs[k]);}
+ if(children)for(const c of children)if(c!=null)e.append(c);return e;}
+function inc(v){return (typeof v==="number"&&isFinite(v))?nf.format(v):"–";}
+function phaseName(p){return S[p]||p||"–";}
+function age(seconds){if(seconds==null||!isFinite(seconds))return "–";seconds=Math.max(0,Math.round(seconds));
+ const u=seconds<90?[seconds,"s"]:seconds<5400?[Math.round(seconds/60),"min"]:seconds<172800?[Math.round(seconds/3600),"h"]:[Math.round(seconds/86400),"d"];
+ return cfg.lang==="de"?S.ago+" "+u[0]+" "+u[1]:u[0]+" "+u[1]+" "+S.ago;}
+function list(json,key){if(Array.isArray(json))return json;if(json&&Array.isArray(json[key]))return json[key];if(json&&Array.isArray(json.items))return json.items;return [];}
+async function get(path){const r=await fetch(path,{headers:{"Accept":"application/json"},cache:"no-store"});if(!r.ok)throw new Error(path+": "+r.status);return r.json();}
+
+/* Map and district list */
+const tip=$("tooltip");
+const paths=new Map();document.querySelectorAll("#map .district").forEach(p=>paths.set(p.dataset.ags,p));
+function showTip(p,ev){const d=p.dataset;tip.replaceChildren(el("b",{text:d.name}),
+ el("div",{text:S.incidence+": "+inc(d.incidence===undefined?null:Number(d.incidence))}),
+ el("div",{text:S.phase+": "+phaseName(d.phase)}),
+ el("div",{text:S.dataDate+": "+(cfg.dataDate||"–")+(cfg.stale?" ("+S.stale+")":"")}));
+ tip.hidden=false;const x=Math.min(ev.clientX+14,window.innerWidth-tip.offsetWidth-8),y=Math.min(ev.clientY+14,window.innerHeight-tip.offsetHeight-8);
+ tip.style.left=x+"px";tip.style.top=y+"px";}
+paths.forEach(p=>{p.addEventListener("mousemove",ev=>showTip(p,ev));p.addEventListener("mouseleave",()=>{tip.hidden=true;});
+ p.addEventListener("click",()=>{location.href="/districts/"+p.dataset.ags+"?lang="+cfg.lang;});});
+const tbody=document.querySelector("#district-table tbody");
+let sortKey="name",sortDir=1;
+/* "LK München" and "SK München" sort together, under M. */
+function bare(name){return name.replace(/^(LK|SK) /,"");}
+function districtRow(d){return el("tr",{"data-ags":d.ags,"data-name":d.name,"data-incidence":d.incidence==null?"":String(d.incidence),"data-rank":String(rank[d.phase]??-2)},[
+ el("td",null,[el("a",{href:"/districts/"+encodeURIComponent(d.ags)+"?lang="+cfg.lang,text:d.name})]),
+ el("td",{cls:"num",text:inc(d.incidence)}),
+ el("td",null,[el("span",{cls:"dot",style:"background:"+d.fill}),phaseName(d.phase)])]);}
+function sortRows(){const rows=[...tbody.rows];const coll=new Intl.Collator(cfg.lang);
+ rows.sort((a,b)=>{let c=0;if(sortKey==="incidence"){c=(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
+  else if(sortKey==="phase"){c=Number(a.dataset.rank)-Number(b.dataset.rank)||(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
+  if(c===0)c=coll.compare(bare(a.dataset.name),bare(b.dataset.name))||coll.compare(a.dataset.name,b.dataset.name);return c*sortDir;});
+ tbody.append(...rows);
+ document.querySelectorAll("#district-table th[data-sort]").forEach(th=>th.setAttribute("aria-sort",th.dataset.sort===sortKey?(sortDir>0?"ascending":"descending"):"none"));}
+function filterRows(){const q=$("district-filter").value.trim().toLocaleLowerCase();
+ for(const r of tbody.rows)r.hidden=q!==""&&!r.dataset.name.toLocaleLowerCase().includes(q);}
+document.querySelectorAll("#district-table th[data-sort]").forEach(th=>th.addEventListener("click",()=>{
+ if(sortKey===th.dataset.sort)sortDir=-sortDir;else{sortKey=th.dataset.sort;sortDir=sortKey==="name"?1:-1;}sortRows();}));
+$("district-filter").addEventListener("input",filterRows);
+function setStale(stale,dataDate){cfg.stale=!!stale;if(dataDate)cfg.dataDate=dataDate;
+ $("map").classList.toggle("stale",cfg.stale);$("stale-banner").hidden=!cfg.stale;
+ const pill=$("stale-pill");pill.textContent=cfg.stale?S.stale:S.current;pill.classList.toggle("stale",cfg.stale);
+ $("data-date").textContent=cfg.dataDate||"–";}
+async function pollDistricts(){const json=await get(cfg.api.districts);const items=list(json,"districts");
+ let stale=false,date=null;
+ for(const s of items){const ags=s.ags||(s.district&&s.district.ags);const p=paths.get(ags);if(!p)continue;
+  const phase=s.phase||"none";const fill=s.color||cfg.noDataFill;
+  if(p.getAttribute("fill")!==fill)p.setAttribute("fill",fill);p.dataset.phase=phase;
+  if(typeof s.incidence==="number")p.dataset.incidence=String(s.incidence);else delete p.dataset.incidence;
+  if(s.stale)stale=true;if(s.dataDate)date=s.dataDate;
+  const row=tbody.querySelector('tr[data-ags="'+ags+'"]');const name=(s.district&&s.district.name)||p.dataset.name;
+  const fresh=districtRow({ags:ags,name:name,incidence:typeof s.incidence==="number"?s.incidence:null,phase:phase,fill:fill});
+  if(row){fresh.hidden=row.hidden;row.replaceWith(fresh);}else tbody.append(fresh);}
+ if(items.length)setStale(stale,date);sortRows();}
+
+/* Devices: one page at a time from the API, never the whole table */
+const dev={cursors:[""],index:0,q:"",limit:cfg.pageSize,next:null};
+function deviceRow(d){let district=d.district?(d.district.name||d.district.ags):"–";
+ /* Positions come only with http.show_positions. */
+ if(typeof d.lat==="number"&&typeof d.lon==="number")district+=" ("+d.lat.toFixed(4)+", "+d.lon.toFixed(4)+")";const phase=d.phase||"none";
+ const tst=typeof d.tst==="number"?d.tst:null;
+ return el("tr",{"data-key":d.device||d.key||""},[el("td",{cls:"key",text:d.device||d.key||"",title:d.device||d.key||""}),el("td",{text:district}),
+  el("td",null,[el("span",{cls:"dot",style:"background:"+(d.color||cfg.phaseColors[phase]||cfg.noDataFill)}),phaseName(phase)]),
+  el("td",{cls:"num",text:tst==null?"–":age(Date.now()/1000-tst)}),el("td",{cls:"hide-narrow",text:d.lang||"–"})]);}
+async function pollDevices(){const params=new URLSearchParams({limit:String(dev.limit)});
+ if(dev.cursors[dev.index])params.set("cursor",dev.cursors[dev.index]);if(dev.q)params.set("q",dev.q);
+ const json=await get(cfg.api.devices+"?"+params);const items=list(json,"devices");
+ const body=document.querySelector("#device-table tbody");
+ body.replaceChildren(...(items.length?items.map(deviceRow):[el("tr",null,[el("td",{colspan:"5",cls:"empty",text:S.noDevices})])]));
+ dev.next=(json&&(json.next||json.nextCursor))||null;
+ const total=json&&typeof json.total==="number"?json.total:null;const first=dev.index*dev.limit;
+ $("device-range").textContent=items.length?(first+1)+"–"+(first+items.length)+(total!=null?" / "+total:""):(total!=null?"0 / "+total:"");
+ $("device-prev").disabled=dev.index===0;$("device-next").disabled=!dev.next;}
+$("device-prev").addEventListener("click",()=>{if(dev.index>0){dev.index--;pollDevices().catch(down);}});
+$("device-next").addEventListener("click",()=>{if(dev.next){dev.cursors[dev.index+1]=dev.next;dev.index++;pollDevices().catch(down);}});
+let searchTimer=null;
+$("device-search").addEventListener("input",ev=>{clearTimeout(searchTimer);searchTimer=setTimeout(()=>{dev.q=ev.target.value.trim();dev.cursors=[""];dev.index=0;pollDevices().catch(down);},250);});
+
+/* Bridge and lamps */
+function fact(dl,name,value,cls){dl.append(el("dt",{text:name}),el("dd",cls?{cls:cls,text:value}:{text:value}));}
+function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.replaceChildren();
+ fact(dl,cfg.text.source,info.source||"–");fact(dl,S.dataDate,info.dataDate||"–");
+ if(info.dataDate){const d=Date.parse(info.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
+ fact(dl,cfg.text.state,info.stale?S.stale:S.current,info.stale?"state-off":"state-on");
+ fact(dl,cfg.text.lastRefresh,info.lastFetch?new Date(info.lastFetch).toLocaleString(cfg.lang):S.never);
+ if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
+ if(typeof info.devices==="number")fact(dl,cfg.text.devices,String(info.devices));
+ const counters=el("div",{cls:"counters"});const c=info.counters||{};
+ for(const k of Object.keys(c).sort()){const v=c[k];if(typeof v==="number")counters.append(el("span",{text:k+" "+v}));
+  else if(v&&typeof v==="object")for(const r of Object.keys(v).sort())counters.append(el("span",{text:k+"."+r+" "+v[r]}));}
+ dl.append(el("dt",{text:cfg.text.counters}),el("dd",null,[counters]));
+ const errs=b.errors||[];const ol=$("bridge-errors");
+ ol.replaceChildren(...(errs.length?errs.slice(-50).reverse().map(e=>el("li",null,[
+  e.at?el("time",{text:new Date(e.at).toLocaleString(cfg.lang)}):null,
+  [e.kind,e.reason].filter(Boolean).join(" · ")+(e.topic?" – "+e.topic:"")+(e.detail?": "+e.detail:"")])):[el("li",{cls:"empty",text:S.noErrors})]));
+ if(Array.isArray(b.lamps))renderLamps(b.lamps);}
+function follows(f){if(!f)return "–";if(f.district)return cfg.text.district+" "+f.district;if(f.device)return cfg.text.device+" "+f.device;return "–";}
+function renderLamps(lamps){const body=document.querySelector("#lamp-table tbody");
+ body.replaceChildren(...(lamps.length?lamps.map(l=>{const state=l.online===true?"on":l.online===false?"off":"unknown";
+  return el("tr",{"data-lamp":l.name||""},[el("td",{cls:"key",text:l.name||""}),el("td",{text:l.driver||"–"}),el("td",{text:follows(l.follows)}),
+   el("td",{cls:state==="on"?"state-on":state==="off"?"state-off":"",text:state==="on"?S.online:state==="off"?S.offline:"–"}),
+   el("td",null,[el("span",{cls:"dot",style:"background:"+(l.color||"transparent")}),(l.color||"–")+(l.blink?" "+cfg.text.blink:"")])]);}):
+  [el("tr",null,[el("td",{colspan:"5",cls:"empty",text:S.noLamps})])]));}
+async function pollBridge(){const b=await get(cfg.api.bridge);renderBridge(b);return b;}
+/* The districts' signals carry the rule texts (76 KB for 96): fetched again only when the
+   bridge reports other data or staleness, and every 20th poll as a safety net. */
+let districtsKey=null,sinceDistricts=0;
+function dataKey(b){const i=(b&&b.info)||{};return [i.dataDate,i.stale,i.source,(i.counters||{}).datasetsApplied].join("|");}
+async function pollLamps(){if(cfg.api.lamps)renderLamps(list(await get(cfg.api.lamps),"lamps"));}
+
+function down(){$("live").classList.add("down");$("live").textContent=S.disconnected;}
+function up(){$("live").classList.remove("down");$("live").textContent=S.live;}
+let busy=false;
+async function tick(){if(busy||document.hidden)return;busy=true;
+ try{const [b]=await Promise.all([pollBridge(),pollDevices(),pollLamps()]);const key=dataKey(b);
+  if(key!==districtsKey||++sinceDistricts>=20){await pollDistricts();districtsKey=key;sinceDistricts=0;}up();
+  document.body.dataset.polls=String(Number(document.body.dataset.polls||0)+1);}catch(e){down();}finally{busy=false;}}
+sortRows();tick();setInterval(tick,cfg.pollMs);
+document.addEventListener("visibilitychange",tick);
+})();
+"""#
+}
