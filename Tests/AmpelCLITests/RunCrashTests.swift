@@ -120,6 +120,35 @@ struct RunCrashTests {
         }
 
         func stop() { process.signal(SIGTERM) }
+
+        /// Until a bridge state `offline` arrived since `mark`: after a SIGKILL the broker's Last
+        /// Will, published after everything it took from the killed run.
+        func awaitOffline(since mark: Int) async throws {
+            try await wait("the daemon's offline", since: mark, timeout: .seconds(30)) { records in
+                records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }
+            }
+        }
+
+        /// Whether an alert of `key` (a topic prefix: `ampel/device/<key>` or
+        /// `ampel/district/<ags>`) into `phase` lies in the witness gap of a killed run, whose
+        /// records are `killedRun`: the run handed the alert over and died before its witness (the
+        /// retained state, or the district's phase, published after it), so the restart cannot know
+        /// the broker took it and sends it again (docs/topics.md, "Alerts across crashes"). Each
+        /// alert's witness goes out before the next alert: one kill leaves at most one alert there.
+        /// - Parameter dataDate: the data the witnessing state must carry, when it matters.
+        static func inWitnessGap(_ key: String, phase: String?, dataDate: String? = nil, in killedRun: [Record]) -> Bool {
+            let alerted = killedRun.contains { record in
+                guard record.topic == key + "/alert" else { return false }
+                let to = field("to", record.payload)
+                return (to as? String ?? (to as? [String: Any])?["phase"] as? String) == phase
+            }
+            guard alerted else { return false }
+            return !killedRun.contains { record in
+                if key.hasPrefix("ampel/district/") { return record.topic == key + "/phase" && record.payload == phase }
+                return record.topic == key + "/state" && field("phase", record.payload) as? String == phase
+                    && (dataDate == nil || field("dataDate", record.payload) as? String == dataDate)
+            }
+        }
     }
 
     /// One QoS 1 fix per device on the plain input (`ampel/location/<key>`), 20 publishers at a time.
@@ -334,11 +363,8 @@ struct RunCrashTests {
             let killed = try await daemon.exit()
             #expect(killed.signal == SIGKILL, "\(killed)\n\(daemon.stderr)")
             var logs = [daemon.stderr]
-            // The broker publishes the Last Will after everything it took from the killed run:
-            // the records up to it are all of that run's that reached the broker.
-            try await collector.wait("the killed daemon's Last Will", since: mark) { records in
-                records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }
-            }
+            // The records up to the Last Will are all of the killed run's that reached the broker.
+            try await collector.awaitOffline(since: mark)
             let killedRun = collector.records(since: mark)
 
             // The restart, on the same state directory and the same (new) data.
@@ -358,20 +384,11 @@ struct RunCrashTests {
                 let date = Collector.field("dataDate", record.payload) as? String ?? "?"
                 received[String(record.topic.dropLast("/alert".count)), default: []].append("\(from)>\(to) on \(date)")
             }
-            // The one repeat MQTT cannot rule out (docs/topics.md, "Alerts across crashes"): the
-            // killed run handed the alert over and died before its witness (the retained state,
-            // or the district's phase, published after it), so the restart cannot know the broker
-            // took it. Admitted only when that is what happened: the killed run's alert reached the
-            // broker and its witness did not. Each alert's witness goes out before the next alert,
-            // so one kill leaves at most one alert in that gap.
+            // The one repeat MQTT cannot rule out: admitted only when the killed run's alert
+            // reached the broker and its witness did not.
             func inWitnessGap(_ key: String) -> Bool {
-                guard killedRun.contains(where: { $0.topic == key + "/alert" }) else { return false }
                 let newPhase = expected[key].flatMap { $0.split(separator: ">").last.map(String.init) }
-                return !killedRun.contains { record in
-                    if key.hasPrefix("ampel/district/") { return record.topic == key + "/phase" && record.payload == newPhase }
-                    return record.topic == key + "/state" && Collector.field("phase", record.payload) as? String == newPhase
-                        && Collector.field("dataDate", record.payload) as? String == next
-                }
+                return Collector.inWitnessGap(key, phase: newPhase, dataDate: next, in: killedRun)
             }
             var wrong: [String] = []
             var repeated: [String] = []

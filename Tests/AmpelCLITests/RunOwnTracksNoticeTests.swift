@@ -226,27 +226,45 @@ struct RunOwnTracksNoticeTests {
         var daemon = try Self.start(broker, dir)
         try await collector.awaitBridge()
         var expected: [String] = []
+        var phases: [String] = []
+        // What reached the broker from each killed run: its records up to its Last Will.
+        var killedRuns: [[RunCrashTests.Collector.Record]] = []
         var previous = "null"
         for (round, delay) in delays.enumerated() {
             let phase = round % 2 == 0 ? "red" : "green"
             expected.append("\(previous)>\(phase)")
+            phases.append(phase)
             previous = phase
+            let mark = collector.mark
             try await Self.round(broker, users: users, tst: 1000 + round, at: round % 2 == 0 ? Self.muenchen : Self.altoetting)
             if delay > .zero { await threadSleep(for: delay) }
             daemon.process.signal(SIGKILL)
-            _ = try await daemon.exit()
+            let killed = try await daemon.exit()
+            #expect(killed.signal == SIGKILL, "\(killed)")
+            try await collector.awaitOffline(since: mark)
+            killedRuns.append(collector.records(since: mark))
             daemon = try Self.start(broker, dir)
             try await collector.awaitStates(keys, tst: 1000 + round)
         }
         try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
+        let status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
         let (transitions, alerts) = Self.received(collector, users: users)
         let titles = ["red": "Red", "green": "Green"]
         var repeats = 0
+        // Repeated alerts per kill: only in its witness gap, which holds one alert at most.
+        var alertRepeats = [Int](repeating: 0, count: delays.count)
         for user in 0..<users {
-            var distinctAlerts: [String] = []
-            for alert in alerts[user] where distinctAlerts.last != alert { distinctAlerts.append(alert) }
-            #expect(distinctAlerts == expected, "u\(user): \(alerts[user])")
+            var runs: [(alert: String, count: Int)] = []
+            for alert in alerts[user] {
+                if runs.last?.alert == alert { runs[runs.count - 1].count += 1 } else { runs.append((alert, 1)) }
+            }
+            #expect(runs.map(\.alert) == expected, "u\(user): \(alerts[user])")
+            for (round, run) in zip(killedRuns.indices, runs) where run.count > 1 {
+                alertRepeats[round] += run.count - 1
+                let gap = RunCrashTests.Collector.inWitnessGap("ampel/device/u\(user)/phone", phase: phases[round], in: killedRuns[round])
+                #expect(run.count == 2 && gap, "u\(user): \(run.alert) \(run.count) times, not in the witness gap of kill \(round)")
+            }
             var distinct: [String] = []
             for desc in transitions[user] where distinct.last != desc { distinct.append(desc) }
             repeats += transitions[user].count - distinct.count
@@ -257,7 +275,8 @@ struct RunOwnTracksNoticeTests {
                 #expect(desc.hasPrefix(titles[to] ?? "?"), "u\(user): \(desc) for \(crossing)")
             }
         }
-        print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions repeated")
+        print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions, \(alertRepeats) alerts repeated")
         #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
+        #expect(alertRepeats.allSatisfy { $0 <= 1 }, "repeated alerts per kill: \(alertRepeats)")
     }
 }

@@ -113,9 +113,10 @@ struct RunWebhookTests {
         #expect(counters["delivered"] as? Int == 0, "\(counters)")
     }
 
-    /// A daemon with one webhook whose first POST fails (503), after `devices` devices each
-    /// crossed into a phase: every alert is on MQTT, the first POST was tried, and it and the
-    /// rest wait for its retry (0.5 to 1 s). Broker, directory and collector go with it.
+    /// A daemon with one webhook whose every POST fails (503) until the test clears the fault,
+    /// after `devices` devices each crossed into a phase: every alert is on MQTT, the first POST
+    /// was tried, and none was delivered: it and the rest wait for a retry that cannot succeed
+    /// before the test says so. Broker, directory and collector go with it.
     final class RetryScene {
         let server: HTTPFixtureServer
         let broker: MosquittoBroker
@@ -129,7 +130,7 @@ struct RunWebhookTests {
 
         static func start(devices: Int) async throws -> RetryScene {
             let server = try await HTTPFixtureServer.start()
-            server.inject(.status(503))
+            server.inject(.status(503), times: 100_000)
             let broker = try await MosquittoBroker.start()
             let dir = try temporaryDirectory()
             let collector = try Collector(broker, topics: ["ampel/device/+/alert", "ampel/bridge/state"])
@@ -140,6 +141,7 @@ struct RunWebhookTests {
             try await RunCrashTests.round(broker, devices: devices, tst: 100, at: RunCrashTests.muenchen)
             try await collector.wait("\(devices) alerts on MQTT", timeout: .seconds(30)) { RunWebhookTests.alerts($0) >= devices }
             await server.waitForRequests(1)
+            try #require(server.delivered.isEmpty, "nothing delivered while the endpoint answers 503")
             return scene
         }
 
@@ -159,14 +161,19 @@ struct RunWebhookTests {
         defer { withExtendedLifetime(scene) {} }
         var daemon = scene.daemon
         daemon.process.signal(SIGKILL)
-        _ = try await daemon.exit()
+        let killed = try await daemon.exit()
+        #expect(killed.signal == SIGKILL, "\(killed)")
+        // The endpoint works again for the restart: what it still sent of the old queue would show.
+        server.clearFaults()
         let lost = devices - server.delivered.count
+        #expect(lost == devices, "the queue waited for a retry when the daemon was killed")
         daemon = try Self.start(broker, dir, webhook: server.baseURL + "/hook")
         try await daemon.awaitLog("subscribed")
         // One new crossing after the restart.
         try await RunCrashTests.send(broker, [("dev0", RunCrashTests.altoetting)], tst: 200)
         try await withTimeout(.seconds(30), "the new alert's POST") { await server.waitForDelivered(1) }
-        _ = try await collector.stop(daemon)
+        let status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
         try await server.shutdown()
         print("kill -9 with \(lost) of \(devices) webhook alerts undelivered: the restart delivered \(server.delivered.count - 1) of them")
         let bodies = try server.delivered.map { try #require(try JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
@@ -180,11 +187,15 @@ struct RunWebhookTests {
         let (server, collector, daemon) = (scene.server, scene.collector, scene.daemon)
         // Its broker and directory until the end of the test, not the last use of `scene`.
         defer { withExtendedLifetime(scene) {} }
+        // The endpoint works again just before the signal: what is delivered, the stop delivered
+        // (or its retry, already due, that the stop waits for).
+        server.clearFaults()
         let queuedAtStop = devices - server.delivered.count
         let status = try await collector.stop(daemon)
         try await server.shutdown()
         print("SIGTERM with \(queuedAtStop) webhook alerts undelivered: \(server.delivered.count) of \(devices) delivered by the exit")
-        #expect(status.exitCode == 0)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+        #expect(queuedAtStop == devices, "every alert still queued at the signal")
         #expect(server.delivered.count == devices, "\(daemon.stderr)")
         #expect(!daemon.stderr.contains("not delivered by the stop's limit"))
     }
