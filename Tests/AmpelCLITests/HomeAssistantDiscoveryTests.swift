@@ -91,7 +91,8 @@ struct HomeAssistantDiscoveryTests {
         let retained = try await Self.retained(broker)
         let configs = Self.configs(retained)
         // The bridge's 3, 3 per district of Bavaria, 2 per device.
-        let expected = 3 + 96 * 3 + 2 * 2
+        let districts = try rawBavarianIncidences(day: "2020-10-15").count
+        let expected = 3 + districts * 3 + 2 * 2
         #expect(configs.count == expected)
         let dump = retained + alerts
         let checked = try await Self.validate(dump, in: dir)
@@ -128,7 +129,8 @@ struct HomeAssistantDiscoveryTests {
         }
 
         // Devices off at the next start: their configs are removed, the rest stays valid.
-        _ = try await collector.stop(daemon)
+        let firstStop = try await collector.stop(daemon)
+        #expect(firstStop.exitCode == 0, "\(firstStop)\n\(daemon.stderr)")
         let first: [Bool?] = try Self.announced(dir).map { $0["devices"] as? Bool }
         #expect(first == [true])
         daemon = try Self.start(broker, dir, yaml: "homeassistant:\n  devices: false\n")
@@ -136,11 +138,12 @@ struct HomeAssistantDiscoveryTests {
         let districtsOnly = Self.configs(try await Self.retained(broker))
         let deviceConfigs = districtsOnly.keys.filter { $0.contains("/device_") }
         #expect(deviceConfigs.isEmpty, "\(deviceConfigs)")
-        let bridgeAndDistricts = 3 + 96 * 3
+        let bridgeAndDistricts = 3 + districts * 3
         #expect(districtsOnly.count == bridgeAndDistricts)
         let stillValid = try await Self.validate(try await Self.retained(broker), in: dir)
         #expect(stillValid.status == 0, "\(stillValid.output)")
-        _ = try await collector.stop(daemon)
+        let secondStop = try await collector.stop(daemon)
+        #expect(secondStop.exitCode == 0, "\(secondStop)\n\(daemon.stderr)")
         let second: [Bool?] = try Self.announced(dir).map { $0["devices"] as? Bool }
         #expect(second == [false])
 

@@ -195,9 +195,11 @@ struct RunCrashTests {
             expected.append("\(previous)>\(phase)")
             previous = phase
             try await Self.round(broker, devices: devices, tst: 1000 + round, at: place)
-            if delay > .zero { try await Task.sleep(for: delay) }
+            // On the thread, not the task pool: a busy pool resumes a sleeping task late.
+            if delay > .zero { await threadSleep(for: delay) }
             daemon.process.signal(SIGKILL)
-            _ = try await daemon.exit()
+            let killed = try await daemon.exit()
+            #expect(killed.signal == SIGKILL, "\(killed)\n\(daemon.stderr)")
             logs.append(daemon.stderr)
             daemon = try start(broker, dir)
             try await collector.awaitStates(keys, tst: 1000 + round)
@@ -237,7 +239,8 @@ struct RunCrashTests {
         try await collector.awaitBridge()
         try await Self.round(broker, devices: devices, tst: 100, at: Self.muenchen)
         try await collector.awaitStates(keys, tst: 100)
-        _ = try await daemon.stop()
+        let stopped = try await daemon.stop()
+        #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
         // The 12th alert of this run is journaled, then the process dies before handing it over.
         daemon = try start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "12"])
         try await daemon.awaitLog("subscribed")
@@ -247,7 +250,8 @@ struct RunCrashTests {
         daemon = try start(broker, dir)
         try await collector.awaitStates(keys, tst: 200)
         try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
+        let status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
         let alerts = collector.alerts()
         for key in keys {
             #expect(alerts[key] ?? [] == ["null>red", "red>green"], "\(key): \(alerts[key] ?? [])")
@@ -341,7 +345,8 @@ struct RunCrashTests {
             try await collector.awaitStates(devices.map(\.key), tst: 100)
             if case .beforeHandingOver(let fraction) = moment {
                 // A run whose only alerts are the new day's, which dies after the N-th is journaled.
-                _ = try await collector.stop(daemon)
+                let stopped = try await collector.stop(daemon)
+                #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
                 let alert = max(1, min(expected.count, Int((Double(expected.count) * fraction).rounded())))
                 daemon = try start(["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(alert)"])
                 try await daemon.awaitLog("subscribed")

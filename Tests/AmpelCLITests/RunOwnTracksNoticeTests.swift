@@ -135,14 +135,17 @@ struct RunOwnTracksNoticeTests {
         for (payload, errors) in zip(payloads, errors) { #expect(errors == [], "\(payload)") }
 
         // bridge/info counts them apart from the alerts (it follows the counters within a second).
-        try await collector.wait("bridge/info counting 3 transitions and 5 alerts") { records in
+        let (transitionCount, alertCount) = (events.count, records.filter { $0.topic.hasSuffix("/alert") }.count)
+        try #require(alertCount > transitionCount, "plain and Traccar devices had alerts without transitions")
+        try await collector.wait("bridge/info counting \(transitionCount) transitions and \(alertCount) alerts") { records in
             records.contains { record in
                 guard record.topic == "ampel/bridge/info", let counters = RunCrashTests.Collector.field("counters", record.payload) as? [String: Any]
                 else { return false }
-                return counters["owntracksTransitions"] as? Int == 3 && counters["alerts"] as? Int == 5
+                return counters["owntracksTransitions"] as? Int == transitionCount && counters["alerts"] as? Int == alertCount
             }
         }
-        _ = try await collector.stop(daemon)
+        let status = try await collector.stop(daemon)
+        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
     }
 
     // MARK: - Exactly once across kill -9
@@ -191,7 +194,8 @@ struct RunOwnTracksNoticeTests {
         try await collector.awaitBridge()
         try await Self.round(broker, users: users, tst: 100, at: Self.muenchen)
         try await collector.awaitStates(keys, tst: 100)
-        _ = try await collector.stop(daemon)
+        let first = try await collector.stop(daemon)
+        #expect(first.exitCode == 0, "\(first)\n\(daemon.stderr)")
         // The n-th decision of this run is journaled with its alert and transition, then the process dies.
         daemon = try Self.start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(crashAfter)"])
         try await daemon.awaitLog("subscribed")
@@ -201,7 +205,8 @@ struct RunOwnTracksNoticeTests {
         daemon = try Self.start(broker, dir)
         try await collector.awaitStates(keys, tst: 200)
         try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
+        let last = try await collector.stop(daemon)
+        #expect(last.exitCode == 0, "\(last)\n\(daemon.stderr)")
         let (transitions, alerts) = Self.received(collector, users: users)
         let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }
             .compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }

@@ -56,12 +56,13 @@ struct RebuildTests {
         let (before, retained) = retained(after: Self.fleet)
         let found = try read(retained)
         #expect(found.devices.count == Self.fleet.count)
-        #expect(found.districts.count == 96)
+        let districts = Fixtures.october.districts(in: .bavaria).count
+        #expect(found.districts.count == districts)
 
         var after = engine()
         let restore = after.event(.restore(devices: found.devices, districts: found.districts))
         // Everything is persisted, nothing is announced.
-        #expect(restore.count == Self.fleet.count + 96)
+        #expect(restore.count == Self.fleet.count + districts)
         #expect(restore.allSatisfy { if case .persist = $0 { true } else { false } })
         #expect(after.devices == before.devices, "\(after.devices.records) != \(before.devices.records)")
         #expect(after.districtPhases == before.districtPhases)
