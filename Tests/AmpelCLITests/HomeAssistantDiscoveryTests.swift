@@ -47,15 +47,9 @@ struct HomeAssistantDiscoveryTests {
         return (status.exitCode, output)
     }
 
-    /// - Parameter yaml: the configuration, beside the tests' `max_fix_age: false` (their fixes carry fixed old times).
-    static func start(_ broker: MosquittoBroker, _ dir: URL, yaml: String) throws -> RunRecoveryTests.Daemon {
-        try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
-                                     "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"],
-                                    configuration: RunRecoveryTests.Daemon.replayConfiguration + yaml)
-    }
-
-    static func announced(_ dir: URL) throws -> [[String: Any]] {
-        let data = try Data(contentsOf: dir.appendingPathComponent("state/homeassistant.json"))
+    /// What `homeassistant.json` in the state directory says was announced.
+    static func announced(_ state: URL) throws -> [[String: Any]] {
+        let data = try Data(contentsOf: state.appendingPathComponent("homeassistant.json"))
         let object = try #require(JSONSerialization.jsonObject(with: data) as? [String: Any])
         return try #require(object["announced"] as? [[String: Any]])
     }
@@ -68,90 +62,88 @@ struct HomeAssistantDiscoveryTests {
             python3 -m venv \(Self.venv) && \(Self.venv)/bin/pip install 'homeassistant==2024.3.*' && touch \(Self.venv)/.complete
             (or set AMPEL_SKIP_HA_VALIDATION=1 to skip this test locally)
             """)
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: ["homeassistant/#", "ampel/#"])
-        defer { collector.stop() }
-        var daemon = try Self.start(broker, dir, yaml: "devices:\n  alice:\n    name: Alice\n")
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
+        var options = Scene.Options()
+        options.topics = ["homeassistant/#", "ampel/#"]
+        try await Scene.run(options) { scene in
+            let (broker, dir, collector) = (scene.broker, scene.dir, scene.collector)
+            try await scene.start(configuration: "devices:\n  alice:\n    name: Alice\n")
 
-        // Two devices; bob crosses from green into red, so each phase sensor and alert event has
-        // a state and an alert to render.
-        try await RunCrashTests.send(broker, [("alice", RunCrashTests.muenchen), ("bob", RunCrashTests.altoetting)], tst: 1000)
-        try await RunCrashTests.send(broker, [("bob", RunCrashTests.muenchen)], tst: 1001)
-        try await collector.wait("bob's alert into red and both devices' configs") { records in
-            records.contains { $0.topic == "ampel/device/bob/alert" && $0.payload.contains(#""to":"red""#) }
-                && records.contains { $0.topic == "homeassistant/event/ampel/device_alice/config" }
-                && records.contains { $0.topic == "homeassistant/sensor/ampel/device_bob/config" }
+            // Two devices; bob crosses from green into red, so each phase sensor and alert event has
+            // a state and an alert to render.
+            try await scene.fix("alice", at: RunCrashTests.muenchen, tst: 1000)
+            try await scene.fix("bob", at: RunCrashTests.altoetting, tst: 1000)
+            try await scene.fix("bob", at: RunCrashTests.muenchen, tst: 1001)
+            try await collector.wait("bob's alert into red and both devices' configs") { records in
+                records.contains { $0.topic == "ampel/device/bob/alert" && $0.payload.contains(#""to":"red""#) }
+                    && records.contains { $0.topic == "homeassistant/event/ampel/device_alice/config" }
+                    && records.contains { $0.topic == "homeassistant/sensor/ampel/device_bob/config" }
+            }
+            let alerts = collector.records().filter { $0.topic.hasSuffix("/alert") }
+            let retained = try await Self.retained(broker)
+            let configs = Self.configs(retained)
+            // The bridge's 3, 3 per district of Bavaria, 2 per device.
+            let districts = try rawBavarianIncidences(day: "2020-10-15").count
+            let expected = 3 + districts * 3 + 2 * 2
+            #expect(configs.count == expected)
+            let dump = retained + alerts
+            let checked = try await Self.validate(dump, in: dir)
+            #expect(checked.status == 0, "\(checked.output)")
+            let valid = Set(checked.output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.map { String($0.dropFirst(3)) })
+            #expect(valid == Set(configs.keys))
+
+            // Each kind of entity broken once: the validator must say so.
+            typealias Break = (topic: String, change: (inout [String: Any]) -> Void)
+            let breaks: [Break] = [
+                ("homeassistant/event/ampel/device_bob/config", { $0["value_template"] = "{{ value_json | tojson }}" }),  // no event_type
+                ("homeassistant/event/ampel/district_09162/config", { $0["event_types"] = nil }),
+                ("homeassistant/sensor/ampel/district_09162_incidence/config", { $0["state_class"] = "measurment" }),
+                ("homeassistant/sensor/ampel/district_09162_incidence/config", { $0["value_template"] = "{{ value_json.title }}" }),
+                ("homeassistant/sensor/ampel/district_09162/config", { $0["value_template"] = "{{ value_json.color }}" }),
+                ("homeassistant/binary_sensor/ampel/bridge_connectivity/config", { $0["payload_on"] = "ONLINE" }),
+                ("homeassistant/binary_sensor/ampel/bridge_stale/config", { $0["entity_category"] = "diagnostics" }),
+                ("homeassistant/sensor/ampel/bridge_data_date/config", { $0["value_template"] = "{{ value_json.lastFetch }}" }),
+                ("homeassistant/sensor/ampel/device_alice/config", { config in
+                    var device = config["device"] as? [String: Any] ?? [:]
+                    device["via_devices"] = device.removeValue(forKey: "via_device")
+                    config["device"] = device
+                }),
+                ("homeassistant/sensor/ampel/device_alice/config", { $0["unit_of_measurment"] = "x" }),
+            ]
+            for broken in breaks {
+                let original = try #require(configs[broken.topic])
+                var config = try #require(JSONSerialization.jsonObject(with: Data(original.utf8)) as? [String: Any])
+                broken.change(&config)
+                let payload = String(decoding: try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys]), as: UTF8.self)
+                let result = try await Self.validate(dump.filter { $0.topic != broken.topic } + [(broken.topic, payload)], in: dir)
+                let rejected = result.status == 1 && result.output.contains("REJECTED \(broken.topic)")
+                #expect(rejected, "\(broken.topic) \(payload): \(result.output)")
+            }
+
+            // Devices off at the next start: their configs are removed, the rest stays valid.
+            try await scene.stop()
+            let first: [Bool?] = try Self.announced(scene.state).map { $0["devices"] as? Bool }
+            #expect(first == [true])
+            var daemon = try await scene.start(configuration: "homeassistant:\n  devices: false\n")
+            try await daemon.awaitLog("the broker took the removed Home Assistant configs")
+            let districtsOnly = Self.configs(try await Self.retained(broker))
+            let deviceConfigs = districtsOnly.keys.filter { $0.contains("/device_") }
+            #expect(deviceConfigs.isEmpty, "\(deviceConfigs)")
+            let bridgeAndDistricts = 3 + districts * 3
+            #expect(districtsOnly.count == bridgeAndDistricts)
+            let stillValid = try await Self.validate(try await Self.retained(broker), in: dir)
+            #expect(stillValid.status == 0, "\(stillValid.output)")
+            try await scene.stop()
+            let second: [Bool?] = try Self.announced(scene.state).map { $0["devices"] as? Bool }
+            #expect(second == [false])
+
+            // Discovery off: nothing is left.
+            daemon = try await scene.start(configuration: "homeassistant:\n  discovery: false\n")
+            try await daemon.awaitLog("the broker took the removed Home Assistant configs")
+            let left = Self.configs(try await Self.retained(broker))
+            #expect(left.isEmpty, "\(left.keys)")
+            try await scene.stop()
+            let last = try Self.announced(scene.state)
+            #expect(last.isEmpty)
         }
-        let alerts = collector.records().filter { $0.topic.hasSuffix("/alert") }
-        let retained = try await Self.retained(broker)
-        let configs = Self.configs(retained)
-        // The bridge's 3, 3 per district of Bavaria, 2 per device.
-        let expected = 3 + 96 * 3 + 2 * 2
-        #expect(configs.count == expected)
-        let dump = retained + alerts
-        let checked = try await Self.validate(dump, in: dir)
-        #expect(checked.status == 0, "\(checked.output)")
-        let valid = Set(checked.output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.map { String($0.dropFirst(3)) })
-        #expect(valid == Set(configs.keys))
-
-        // Each kind of entity broken once: the validator must say so.
-        typealias Break = (topic: String, change: (inout [String: Any]) -> Void)
-        let breaks: [Break] = [
-            ("homeassistant/event/ampel/device_bob/config", { $0["value_template"] = "{{ value_json | tojson }}" }),  // no event_type
-            ("homeassistant/event/ampel/district_09162/config", { $0["event_types"] = nil }),
-            ("homeassistant/sensor/ampel/district_09162_incidence/config", { $0["state_class"] = "measurment" }),
-            ("homeassistant/sensor/ampel/district_09162_incidence/config", { $0["value_template"] = "{{ value_json.title }}" }),
-            ("homeassistant/sensor/ampel/district_09162/config", { $0["value_template"] = "{{ value_json.color }}" }),
-            ("homeassistant/binary_sensor/ampel/bridge_connectivity/config", { $0["payload_on"] = "ONLINE" }),
-            ("homeassistant/binary_sensor/ampel/bridge_stale/config", { $0["entity_category"] = "diagnostics" }),
-            ("homeassistant/sensor/ampel/bridge_data_date/config", { $0["value_template"] = "{{ value_json.lastFetch }}" }),
-            ("homeassistant/sensor/ampel/device_alice/config", { config in
-                var device = config["device"] as? [String: Any] ?? [:]
-                device["via_devices"] = device.removeValue(forKey: "via_device")
-                config["device"] = device
-            }),
-            ("homeassistant/sensor/ampel/device_alice/config", { $0["unit_of_measurment"] = "x" }),
-        ]
-        for broken in breaks {
-            let original = try #require(configs[broken.topic])
-            var config = try #require(JSONSerialization.jsonObject(with: Data(original.utf8)) as? [String: Any])
-            broken.change(&config)
-            let payload = String(decoding: try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys]), as: UTF8.self)
-            let result = try await Self.validate(dump.filter { $0.topic != broken.topic } + [(broken.topic, payload)], in: dir)
-            let rejected = result.status == 1 && result.output.contains("REJECTED \(broken.topic)")
-            #expect(rejected, "\(broken.topic) \(payload): \(result.output)")
-        }
-
-        // Devices off at the next start: their configs are removed, the rest stays valid.
-        _ = try await collector.stop(daemon)
-        let first: [Bool?] = try Self.announced(dir).map { $0["devices"] as? Bool }
-        #expect(first == [true])
-        daemon = try Self.start(broker, dir, yaml: "homeassistant:\n  devices: false\n")
-        try await daemon.awaitLog("the broker took the removed Home Assistant configs")
-        let districtsOnly = Self.configs(try await Self.retained(broker))
-        let deviceConfigs = districtsOnly.keys.filter { $0.contains("/device_") }
-        #expect(deviceConfigs.isEmpty, "\(deviceConfigs)")
-        let bridgeAndDistricts = 3 + 96 * 3
-        #expect(districtsOnly.count == bridgeAndDistricts)
-        let stillValid = try await Self.validate(try await Self.retained(broker), in: dir)
-        #expect(stillValid.status == 0, "\(stillValid.output)")
-        _ = try await collector.stop(daemon)
-        let second: [Bool?] = try Self.announced(dir).map { $0["devices"] as? Bool }
-        #expect(second == [false])
-
-        // Discovery off: nothing is left.
-        daemon = try Self.start(broker, dir, yaml: "homeassistant:\n  discovery: false\n")
-        try await daemon.awaitLog("the broker took the removed Home Assistant configs")
-        let left = Self.configs(try await Self.retained(broker))
-        #expect(left.isEmpty, "\(left.keys)")
-        let status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(daemon.stderr)")
-        let last = try Self.announced(dir)
-        #expect(last.isEmpty)
     }
 }

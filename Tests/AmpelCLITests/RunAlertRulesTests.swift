@@ -10,83 +10,75 @@ struct RunAlertRulesTests {
     static let muenchen = RunCrashTests.muenchen      // red on 2020-10-15
     static let altoetting = RunCrashTests.altoetting  // green on 2020-10-15
 
-    /// One QoS 1 fix on the plain input, acknowledged by the broker before the next is sent.
-    static func fix(_ broker: MosquittoBroker, _ key: String, _ place: (Double, Double), tst: Int, acc: Int? = nil) async throws {
-        var payload = #"{"lat":\#(place.0),"lon":\#(place.1),"tst":\#(tst)"#
-        if let acc { payload += #","acc":\#(acc)"# }
-        payload += "}"
-        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub",
-                                              ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", "ampel/location/\(key)", "-m", payload])
-    }
-
     @Test("an old fix and an inaccurate fix send no alert; a dwell of 60 s suppresses a 20 s excursion and sends a stay once")
     func alertRules() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"])
-        defer { collector.stop() }
-        let configuration = """
+        // Its own max_fix_age, not the replays' `false`.
+        var options = Scene.Options()
+        options.replay = false
+        options.configuration = """
             alerts:
               max_fix_age: 15m
               min_dwell: 60s
             inputs:
               max_accuracy: 1000
             """
-        let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot",
-                                                  "--date", "2020-10-15", "--log-level", "info"], configuration: configuration)
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
-        // The fixes' own times, against the daemon's clock.
-        let now = Int(Date().timeIntervalSince1970)
-
-        // A phone's queue delivered late: a first sighting two hours ago, a crossing one hour ago.
-        try await Self.fix(broker, "queued", Self.muenchen, tst: now - 7200)
-        try await Self.fix(broker, "queued", Self.altoetting, tst: now - 3600)
-        try await collector.awaitStates(["queued"], tst: now - 3600)
-
-        // A coarse fix on the other side of a border; then a coarse one at home, which is used.
-        try await Self.fix(broker, "coarse", Self.muenchen, tst: now - 300, acc: 10)
-        try await Self.fix(broker, "coarse", Self.altoetting, tst: now - 290, acc: 5000)
-        try await Self.fix(broker, "coarse", Self.muenchen, tst: now - 280, acc: 5000)
-        try await collector.awaitStates(["coarse"], tst: now - 280)
-
-        // A car on a border road: 20 s on the other side, then back.
-        try await Self.fix(broker, "car", Self.muenchen, tst: now - 200)
-        for tst in [now - 150, now - 140, now - 130] { try await Self.fix(broker, "car", Self.altoetting, tst: tst) }
-        try await Self.fix(broker, "car", Self.muenchen, tst: now - 120)
-        try await collector.awaitStates(["car"], tst: now - 120)
-
-        // Every alert for these fixes went out before the states awaited (the alert first, then its state).
-        var alerts = collector.alerts()
-        #expect(alerts["queued"] == ["null>red"])
-        #expect(alerts["coarse"] == ["null>red"])
-        #expect(alerts["car"] == ["null>red"])
-        let states = collector.records().filter { $0.topic == "ampel/device/car/state" }
-        #expect(states.count == 5)
-        #expect(states.allSatisfy { RunCrashTests.Collector.field("phase", $0.payload) as? String == "red" }, "\(states)")
-
-        // The same road, now a stay of a minute: one alert, at the fix that completes it.
-        for tst in [now - 100, now - 70, now - 41] { try await Self.fix(broker, "car", Self.altoetting, tst: tst) }
-        try await collector.awaitStates(["car"], tst: now - 41)
-        #expect(collector.alerts()["car"] == ["null>red"])
-        try await Self.fix(broker, "car", Self.altoetting, tst: now - 40)
-        try await collector.awaitStates(["car"], tst: now - 40)
-        alerts = collector.alerts()
-        #expect(alerts["car"] == ["null>red", "red>green"])
-
-        try await collector.wait("bridge/info counting what was held back") { records in
-            records.contains { record in
-                guard record.topic == "ampel/bridge/info", let counters = RunCrashTests.Collector.field("counters", record.payload) as? [String: Any] else {
-                    return false
-                }
-                let suppressed = counters["alertsSuppressed"] as? [String: Int]
-                let dropped = counters["dropped"] as? [String: Int]
-                return suppressed == ["old-fix": 1, "dwell": 1] && dropped?["inaccurate"] == 1
+        try await Scene.run(options) { scene in
+            let collector = scene.collector
+            func fix(_ key: String, _ place: (Double, Double), tst: Int, acc: Int? = nil) async throws {
+                try await scene.fix(key, at: place, tst: tst, acc: acc)
             }
+            try await scene.start()
+            // The fixes' own times, against the daemon's clock.
+            let now = Int(Date().timeIntervalSince1970)
+
+            // A phone's queue delivered late: a first sighting two hours ago, a crossing one hour ago.
+            try await fix("queued", Self.muenchen, tst: now - 7200)
+            try await fix("queued", Self.altoetting, tst: now - 3600)
+            try await collector.awaitStates(["queued"], tst: now - 3600)
+
+            // A coarse fix on the other side of a border; then a coarse one at home, which is used.
+            try await fix("coarse", Self.muenchen, tst: now - 300, acc: 10)
+            try await fix("coarse", Self.altoetting, tst: now - 290, acc: 5000)
+            try await fix("coarse", Self.muenchen, tst: now - 280, acc: 5000)
+            try await collector.awaitStates(["coarse"], tst: now - 280)
+
+            // A car on a border road: 20 s on the other side, then back.
+            let excursion = [now - 150, now - 140, now - 130]
+            try await fix("car", Self.muenchen, tst: now - 200)
+            for tst in excursion { try await fix("car", Self.altoetting, tst: tst) }
+            try await fix("car", Self.muenchen, tst: now - 120)
+            try await collector.awaitStates(["car"], tst: now - 120)
+
+            // Every alert for these fixes went out before the states awaited (the alert first, then its state).
+            var alerts = collector.alerts()
+            #expect(alerts["queued"] == ["null>red"])
+            #expect(alerts["coarse"] == ["null>red"])
+            #expect(alerts["car"] == ["null>red"])
+            let states = collector.records().filter { $0.topic == "ampel/device/car/state" }
+            // One state per fix the car sent: before, during and after the excursion.
+            #expect(states.count == excursion.count + 2, "\(states)")
+            #expect(states.allSatisfy { RunCrashTests.Collector.field("phase", $0.payload) as? String == "red" }, "\(states)")
+
+            // The same road, now a stay of a minute: one alert, at the fix that completes it.
+            for tst in [now - 100, now - 70, now - 41] { try await fix("car", Self.altoetting, tst: tst) }
+            try await collector.awaitStates(["car"], tst: now - 41)
+            #expect(collector.alerts()["car"] == ["null>red"])
+            try await fix("car", Self.altoetting, tst: now - 40)
+            try await collector.awaitStates(["car"], tst: now - 40)
+            alerts = collector.alerts()
+            #expect(alerts["car"] == ["null>red", "red>green"])
+
+            try await collector.wait("bridge/info counting what was held back") { records in
+                records.contains { record in
+                    guard record.topic == "ampel/bridge/info", let counters = RunCrashTests.Collector.field("counters", record.payload) as? [String: Any] else {
+                        return false
+                    }
+                    let suppressed = counters["alertsSuppressed"] as? [String: Int]
+                    let dropped = counters["dropped"] as? [String: Int]
+                    return suppressed == ["old-fix": 1, "dwell": 1] && dropped?["inaccurate"] == 1
+                }
+            }
+            try await scene.stop()
         }
-        let status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
     }
 }

@@ -1,6 +1,5 @@
 import AmpelTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 /// `ampel run` killed with SIGKILL at awkward moments, against a real mosquitto: every device
@@ -10,117 +9,8 @@ struct RunCrashTests {
     static let muenchen = (48.1374, 11.5755)    // 09162, red on 2020-10-15
     static let altoetting = (48.2264, 12.6770)  // 09171, green on 2020-10-15
 
-    /// Every alert, device state (keys of one level or more) and bridge state, read with
-    /// `mosquitto_sub` (a process of its own that outlives the daemon's restarts).
-    final class Collector: Sendable {
-        typealias Record = (topic: String, payload: String)
-        struct Seen: Sendable {
-            var records: [Record] = []
-            /// The newest `tst` of each device's state.
-            var latest: [String: Int] = [:]
-            var offline = 0
-        }
-
-        let process: ChildProcess
-        private let seen = Watched(Seen())
-
-        /// - Parameter topics: the filters to read (alerts, device states and the bridge state by default).
-        init(_ broker: MosquittoBroker, topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
-            let seen = self.seen
-            let buffer = Mutex("")
-            process = try ChildProcess(
-                "/usr/bin/mosquitto_sub",
-                ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-v"] + topics.flatMap { ["-t", $0] },
-                output: .read { data in
-                    let lines: [Substring] = buffer.withLock { buffer in
-                        buffer += String(decoding: data, as: UTF8.self)
-                        guard let end = buffer.lastIndex(of: "\n") else { return [] }
-                        defer { buffer.removeSubrange(...end) }
-                        return buffer[..<end].split(separator: "\n")
-                    }
-                    guard !lines.isEmpty else { return }
-                    seen.update { seen in
-                        for line in lines {
-                            guard let space = line.firstIndex(of: " ") else { continue }
-                            let record = (String(line[..<space]), String(line[line.index(after: space)...]))
-                            seen.records.append(record)
-                            if record.0 == "ampel/bridge/state", record.1.contains("offline") { seen.offline += 1 }
-                            if record.0.hasSuffix("/state"), let tst = Self.field("tst", record.1) as? Int {
-                                let key = Self.key(record.0, suffix: "/state")
-                                seen.latest[key] = max(seen.latest[key] ?? 0, tst)
-                            }
-                        }
-                    }
-                }, errors: .discard, onExit: { _ in })
-        }
-
-        static func key(_ topic: String, suffix: String) -> String {
-            String(topic.dropFirst("ampel/device/".count).dropLast(suffix.count))
-        }
-
-        static func field(_ name: String, _ payload: String) -> Any? {
-            (try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?[name]
-        }
-
-        /// The `from`>`to` of every alert, per device key.
-        func alerts() -> [String: [String]] {
-            var result: [String: [String]] = [:]
-            for record in seen.value.records where record.topic.hasSuffix("/alert") {
-                let from = Self.field("from", record.payload) as? String ?? "null"
-                let to = Self.field("to", record.payload).flatMap { ($0 as? [String: Any])?["phase"] as? String ?? $0 as? String } ?? "?"
-                result[Self.key(record.topic, suffix: "/alert"), default: []].append("\(from)>\(to)")
-            }
-            return result
-        }
-
-        /// How many records arrived so far: a mark for ``records(since:)`` and ``wait(_:since:until:)``.
-        var mark: Int { seen.value.records.count }
-
-        func records(since mark: Int = 0) -> [Record] {
-            let records = seen.value.records
-            return Array(records[min(mark, records.count)...])
-        }
-
-        /// Until `test` holds for the records that arrived since `mark`.
-        func wait(_ what: String, since mark: Int = 0, timeout: Duration = .seconds(60),
-                  until test: @escaping @Sendable (ArraySlice<Record>) -> Bool) async throws {
-            let seen = self.seen
-            try await withTimeout(timeout, what) {
-                await seen.wait { test($0.records[min(mark, $0.records.count)...]) }
-            }
-        }
-
-        /// Until a bridge state arrives: the subscription is live.
-        func awaitBridge() async throws {
-            let seen = self.seen
-            try await withTimeout(.seconds(60), "a bridge state") {
-                await seen.wait { $0.records.contains { $0.topic == "ampel/bridge/state" } }
-            }
-        }
-
-        /// The newest `tst` seen in each device's state.
-        var latest: [String: Int] { seen.value.latest }
-
-        /// Until every device's latest state has `tst`.
-        func awaitStates(_ keys: [String], tst: Int) async throws {
-            let seen = self.seen
-            try await withTimeout(.seconds(60), "every device state at tst \(tst)") {
-                await seen.wait { seen in keys.allSatisfy { (seen.latest[$0] ?? 0) >= tst } }
-            }
-        }
-
-        /// Stops `daemon` with SIGTERM and waits for its `offline`: the broker forwards one
-        /// connection's messages in order, so every alert the daemon sent has arrived here too.
-        func stop(_ daemon: RunRecoveryTests.Daemon) async throws -> ChildProcess.Status {
-            let before = seen.value.offline
-            let status = try await daemon.stop()
-            let seen = self.seen
-            try await withTimeout(.seconds(30), "the daemon's offline") { await seen.wait { $0.offline > before } }
-            return status
-        }
-
-        func stop() { process.signal(SIGTERM) }
-    }
+    /// The collector of ``Scene``, under the name the end-to-end suites know it by.
+    typealias Collector = Scene.Collector
 
     /// One QoS 1 fix per device on the plain input (`ampel/location/<key>`), 20 publishers at a time.
     static func round(_ broker: MosquittoBroker, devices: Int, tst: Int, at place: (Double, Double)) async throws {
@@ -129,16 +19,10 @@ struct RunCrashTests {
 
     /// One QoS 1 fix for each device at its place, on the plain input, 20 publishers at a time.
     static func send(_ broker: MosquittoBroker, _ fixes: [(key: String, place: (Double, Double))], tst: Int) async throws {
-        var script = ""
-        for (index, fix) in fixes.enumerated() {
-            script += "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t ampel/location/\(fix.key) "
-            script += "-m '{\"lat\":\(fix.place.0),\"lon\":\(fix.place.1),\"tst\":\(tst)}' &\n"
-            if index % 20 == 19 { script += "wait\n" }
-        }
-        script += "wait\n"
-        _ = try await MosquittoBroker.runTool("/bin/sh", ["-c", script])
+        try await Scene.publish(broker, fixes.map { Scene.message($0.key, at: $0.place, tst: tst) })
     }
 
+    /// A daemon on `dir` (its state directory) with the snapshot of 2020-10-15, outside a ``Scene``.
     func start(_ broker: MosquittoBroker, _ dir: URL, environment: [String: String] = [:]) throws -> RunRecoveryTests.Daemon {
         try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
                                      "--log-level", "info"], environment: environment)
@@ -146,82 +30,65 @@ struct RunCrashTests {
 
     @Test("devices cross a phase border in rounds; the daemon is killed 0 ms to 1.5 s after each round: no alert lost, a repeat only in the witness gap")
     func killAfterCrossings() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try Collector(broker)
-        defer { collector.stop() }
-        let devices = 40
-        let keys = (0..<devices).map { "dev\($0)" }
-        let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300), .milliseconds(1500)]
-        var daemon = try start(broker, dir)
-        try await collector.awaitBridge()
-        var expected: [String] = []
-        var logs: [String] = []
-        var previous = "null"
-        for (round, delay) in delays.enumerated() {
-            let place = round % 2 == 0 ? Self.muenchen : Self.altoetting
-            let phase = round % 2 == 0 ? "red" : "green"
-            expected.append("\(previous)>\(phase)")
-            previous = phase
-            try await Self.round(broker, devices: devices, tst: 1000 + round, at: place)
-            if delay > .zero { try await Task.sleep(for: delay) }
-            daemon.process.signal(SIGKILL)
-            _ = try await daemon.exit()
-            logs.append(daemon.stderr)
-            daemon = try start(broker, dir)
-            try await collector.awaitStates(keys, tst: 1000 + round)
+        try await Scene.run { scene in
+            let devices = 40
+            let keys = (0..<devices).map { "dev\($0)" }
+            let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300), .milliseconds(1500)]
+            try await scene.start()
+            var expected: [String] = []
+            var logs: [String] = []
+            var previous = "null"
+            for (round, delay) in delays.enumerated() {
+                let place = round % 2 == 0 ? Self.muenchen : Self.altoetting
+                let phase = round % 2 == 0 ? "red" : "green"
+                expected.append("\(previous)>\(phase)")
+                previous = phase
+                try await scene.round(keys: keys, at: place, tst: 1000 + round)
+                // On the thread, not the task pool: a busy pool resumes a sleeping task late.
+                if delay > .zero { await threadSleep(for: delay) }
+                try await scene.kill()
+                logs.append(scene.daemon?.stderr ?? "")
+                try await scene.start()
+                try await scene.collector.awaitStates(keys, tst: 1000 + round)
+            }
+            try await scene.stop()
+            // None lost, in order. A repeat is possible only when the process died in the moment
+            // between handing an alert and its witness (the state after it) to the kernel
+            // (docs/DESIGN.md, "The journal"): at most one per crash, and each is counted.
+            let alerts = scene.collector.alerts()
+            var repeats = 0
+            for key in keys {
+                let received = alerts[key] ?? []
+                var distinct: [String] = []
+                for alert in received where distinct.last != alert { distinct.append(alert) }
+                repeats += received.count - distinct.count
+                #expect(distinct == expected, "\(key): \(received)")
+            }
+            print("kill -9 during \(delays.count) rounds of \(devices) crossings: \(repeats) alerts repeated")
+            #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
+            if repeats > 0 { print(logs.joined(separator: "\n=====\n")) }
         }
-        // Its SIGTERM handling is in place once it has subscribed.
-        try await daemon.awaitLog("subscribed")
-        let status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
-        // None lost, in order. A repeat is possible only when the process died in the moment
-        // between handing an alert and its witness (the state after it) to the kernel
-        // (docs/DESIGN.md, "The journal"): at most one per crash, and each is counted.
-        let alerts = collector.alerts()
-        var repeats = 0
-        for key in keys {
-            let received = alerts[key] ?? []
-            var distinct: [String] = []
-            for alert in received where distinct.last != alert { distinct.append(alert) }
-            repeats += received.count - distinct.count
-            #expect(distinct == expected, "\(key): \(received)")
-        }
-        print("kill -9 during \(delays.count) rounds of \(devices) crossings: \(repeats) alerts repeated")
-        #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
-        if repeats > 0 { print(logs.joined(separator: "\n=====\n")) }
     }
 
     @Test("killed between deciding an alert and handing it over: the restart sends exactly the ones not sent")
     func killBetweenDecisionAndPublish() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try Collector(broker)
-        defer { collector.stop() }
-        let devices = 30
-        let keys = (0..<devices).map { "dev\($0)" }
-        var daemon = try start(broker, dir)
-        try await collector.awaitBridge()
-        try await Self.round(broker, devices: devices, tst: 100, at: Self.muenchen)
-        try await collector.awaitStates(keys, tst: 100)
-        _ = try await daemon.stop()
-        // The 12th alert of this run is journaled, then the process dies before handing it over.
-        daemon = try start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "12"])
-        try await daemon.awaitLog("subscribed")
-        try await Self.round(broker, devices: devices, tst: 200, at: Self.altoetting)
-        let crashed = try await daemon.exit()
-        #expect(crashed.signal == SIGKILL, "\(crashed)")
-        daemon = try start(broker, dir)
-        try await collector.awaitStates(keys, tst: 200)
-        try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
-        let alerts = collector.alerts()
-        for key in keys {
-            #expect(alerts[key] ?? [] == ["null>red", "red>green"], "\(key): \(alerts[key] ?? [])")
+        try await Scene.run { scene in
+            let keys = (0..<30).map { "dev\($0)" }
+            try await scene.start()
+            try await scene.round(keys: keys, at: Self.muenchen, tst: 100)
+            try await scene.collector.awaitStates(keys, tst: 100)
+            try await scene.stop()
+            // The 12th alert of this run is journaled, then the process dies before handing it over.
+            try await scene.start(environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "12"])
+            try await scene.round(keys: keys, at: Self.altoetting, tst: 200)
+            try await scene.kill()
+            try await scene.start()
+            try await scene.collector.awaitStates(keys, tst: 200)
+            try await scene.stop()
+            let alerts = scene.collector.alerts()
+            for key in keys {
+                #expect(alerts[key] ?? [] == ["null>red", "red>green"], "\(key): \(alerts[key] ?? [])")
+            }
         }
     }
 
@@ -286,36 +153,28 @@ struct RunCrashTests {
         let changing = devices.filter { expected["ampel/device/\($0.key)"] != nil }.count
         try #require(changing > 0 && changing < devices.count, "the places must have districts that change phase and ones that keep it")
 
-        try await withServer(serving: day) { server in
-            let broker = try await MosquittoBroker.start()
-            defer { broker.stop() }
-            let dir = try temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: dir) }
-            let collector = try Collector(broker, topics: [
-                "ampel/device/+/alert", "ampel/device/+/state", "ampel/district/+/alert", "ampel/district/+/phase",
-                "ampel/bridge/state", "ampel/bridge/info",
-            ])
-            defer { collector.stop() }
-            func start(_ environment: [String: String] = [:]) throws -> RunRecoveryTests.Daemon {
-                try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "rki", "--url", server.queryURL,
-                                             "--refresh", "1", "--log-level", "info"], environment: environment)
-            }
+        var options = Scene.Options()
+        options.topics = ["ampel/device/+/alert", "ampel/device/+/state", "ampel/district/+/alert", "ampel/district/+/phase",
+                          "ampel/bridge/state", "ampel/bridge/info"]
+        (options.http, options.source, options.date, options.arguments) = (true, "rki", nil, ["--refresh", "1"])
+        try await Scene.run(options) { scene in
+            let (server, collector) = (try #require(scene.server), scene.collector)
+            try server.serve(contentsOf: RecordedRKI.url(day: day))
             @Sendable func info(of date: String) -> @Sendable (ArraySlice<Collector.Record>) -> Bool {
                 { records in records.contains { $0.topic == "ampel/bridge/info" && $0.payload.contains(#""dataDate":"\#(date)""#) } }
             }
 
             // Day D in force (it replaces the bundled data the first start holds), then every
             // device seen once in it.
-            var daemon = try start()
+            try await scene.start()
             try await collector.wait("bridge/info of \(day)", until: info(of: day))
-            try await Self.send(broker, devices.map { ($0.key, $0.place) }, tst: 100)
+            try await Self.send(scene.broker, devices.map { ($0.key, $0.place) }, tst: 100)
             try await collector.awaitStates(devices.map(\.key), tst: 100)
             if case .beforeHandingOver(let fraction) = moment {
                 // A run whose only alerts are the new day's, which dies after the N-th is journaled.
-                _ = try await collector.stop(daemon)
+                try await scene.stop()
                 let alert = max(1, min(expected.count, Int((Double(expected.count) * fraction).rounded())))
-                daemon = try start(["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(alert)"])
-                try await daemon.awaitLog("subscribed")
+                try await scene.start(environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(alert)"])
             }
 
             // Day D+1 is published; the daemon notices within its refresh and dies.
@@ -327,27 +186,19 @@ struct RunCrashTests {
                     records.contains { $0.topic.hasSuffix("/alert") && $0.payload.contains(#""dataDate":"\#(next)""#) }
                 }
                 if delay > .zero { await threadSleep(for: delay) }
-                daemon.process.signal(SIGKILL)
             case .beforeHandingOver:
-                break
+                break  // it dies by itself
             }
-            let killed = try await daemon.exit()
-            #expect(killed.signal == SIGKILL, "\(killed)\n\(daemon.stderr)")
-            var logs = [daemon.stderr]
-            // The broker publishes the Last Will after everything it took from the killed run:
-            // the records up to it are all of that run's that reached the broker.
-            try await collector.wait("the killed daemon's Last Will", since: mark) { records in
-                records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }
-            }
+            // The records up to the Last Will are all of the killed run's that reached the broker.
+            try await scene.kill()
+            var logs = [scene.daemon?.stderr ?? ""]
             let killedRun = collector.records(since: mark)
 
             // The restart, on the same state directory and the same (new) data.
             let restart = collector.mark
-            daemon = try start()
+            let daemon = try await scene.start()
             try await collector.wait("bridge/info of \(next) after the restart", since: restart, until: info(of: next))
-            try await daemon.awaitLog("subscribed")
-            let status = try await collector.stop(daemon)
-            #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+            try await scene.stop()
             logs.append(daemon.stderr)
 
             // Exactly one alert per change, over the kill and the restart, and none for the rest.
@@ -358,20 +209,11 @@ struct RunCrashTests {
                 let date = Collector.field("dataDate", record.payload) as? String ?? "?"
                 received[String(record.topic.dropLast("/alert".count)), default: []].append("\(from)>\(to) on \(date)")
             }
-            // The one repeat MQTT cannot rule out (docs/topics.md, "Alerts across crashes"): the
-            // killed run handed the alert over and died before its witness (the retained state,
-            // or the district's phase, published after it), so the restart cannot know the broker
-            // took it. Admitted only when that is what happened: the killed run's alert reached the
-            // broker and its witness did not. Each alert's witness goes out before the next alert,
-            // so one kill leaves at most one alert in that gap.
+            // The one repeat MQTT cannot rule out: admitted only when the killed run's alert
+            // reached the broker and its witness did not.
             func inWitnessGap(_ key: String) -> Bool {
-                guard killedRun.contains(where: { $0.topic == key + "/alert" }) else { return false }
                 let newPhase = expected[key].flatMap { $0.split(separator: ">").last.map(String.init) }
-                return !killedRun.contains { record in
-                    if key.hasPrefix("ampel/district/") { return record.topic == key + "/phase" && record.payload == newPhase }
-                    return record.topic == key + "/state" && Collector.field("phase", record.payload) as? String == newPhase
-                        && Collector.field("dataDate", record.payload) as? String == next
-                }
+                return Collector.inWitnessGap(key, phase: newPhase, dataDate: next, in: killedRun)
             }
             var wrong: [String] = []
             var repeated: [String] = []
@@ -390,14 +232,8 @@ struct RunCrashTests {
             print("\(moment.testDescription): \(expected.count) alerts due, repeated in the witness gap: \(repeated); \(resent)")
 
             // The retained states and phases are the new day's.
-            let retained = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", [
-                "-h", broker.host, "-p", "\(broker.port)", "-v", "--retained-only", "-C", "\(devices.count + after.count)", "-W", "30",
-                "-t", "ampel/device/+/state", "-t", "ampel/district/+/phase",
-            ])
             var phases: [String: String] = [:]
-            for line in retained.split(separator: "\n") {
-                guard let space = line.firstIndex(of: " ") else { continue }
-                let topic = String(line[..<space]), payload = String(line[line.index(after: space)...])
+            for (topic, payload) in try await scene.retained(["ampel/device/+/state", "ampel/district/+/phase"], count: devices.count + after.count) {
                 if topic.hasPrefix("ampel/district/") {
                     phases[String(topic.dropLast("/phase".count))] = payload
                 } else {

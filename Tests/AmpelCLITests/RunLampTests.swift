@@ -12,50 +12,45 @@ struct RunLampTests {
         let phases = try rawBavarianIncidences(day: day).mapValues(expectedPhase)
         let dark = try #require(phases.filter { $0.value == "darkred" }.keys.sorted().first)
         let calm = try #require(phases.filter { $0.value != "darkred" }.keys.sorted().first, "a district not dark red on \(day)")
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: ["cmnd/#", "wled/strip/col", "wled/strip/api", "ampel/bridge/state"])
-        defer { collector.stop() }
-        let yaml = """
+        var options = Scene.Options()
+        options.topics = ["cmnd/#", "wled/strip/col", "wled/strip/api", "ampel/bridge/state"]
+        options.date = day
+        options.configuration = """
             lamps:
               - {name: dark, driver: tasmota, topic: lamp-dark, district: "\(dark)"}
               - {name: calm, driver: tasmota, topic: lamp-calm, district: "\(calm)"}
               - {name: strip, driver: wled, topic: wled/strip, district: "\(dark)"}
 
             """
-        let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", day,
-                                                  "--log-level", "info"],
-                                                 configuration: yaml + RunRecoveryTests.Daemon.replayConfiguration)
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
-        func last(_ topic: String, since mark: Int = 0) -> String? { collector.records(since: mark).last { $0.topic == topic }?.payload }
-        try await collector.wait("the start's lamp commands") { records in
-            ["cmnd/lamp-dark/Power", "cmnd/lamp-calm/Power", "wled/strip/api"].allSatisfy { topic in records.contains { $0.topic == topic } }
-        }
-        #expect(last("cmnd/lamp-dark/Power") == "BLINK", "\(collector.records())")
-        #expect(last("cmnd/lamp-calm/Power") == "ON")
-        #expect(last("cmnd/lamp-dark/Color") == "#8B0000")
-        #expect(last("wled/strip/api") == "T=1&FX=1")
+        try await Scene.run(options) { scene in
+            let collector = scene.collector
+            try await scene.start()
+            func last(_ topic: String, since mark: Int = 0) -> String? { collector.records(since: mark).last { $0.topic == topic }?.payload }
+            try await collector.wait("the start's lamp commands") { records in
+                ["cmnd/lamp-dark/Power", "cmnd/lamp-calm/Power", "wled/strip/api"].allSatisfy { topic in records.contains { $0.topic == topic } }
+            }
+            #expect(last("cmnd/lamp-dark/Power") == "BLINK", "\(collector.records())")
+            #expect(last("cmnd/lamp-calm/Power") == "ON")
+            #expect(last("cmnd/lamp-dark/Color") == "#8B0000")
+            #expect(last("wled/strip/api") == "T=1&FX=1")
 
-        // The strip says online, repeats it, goes offline and comes back. One connection per
-        // message, each acknowledged before the next: the daemon reads them in this order, and a
-        // colour for a repeat would come before the one awaited.
-        func say(_ text: String) async throws {
-            try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-q", "1",
-                                                                           "-t", "wled/strip/status", "-m", text])
+            // The strip says online, repeats it, goes offline and comes back. One connection per
+            // message, each acknowledged before the next: the daemon reads them in this order, and a
+            // colour for a repeat would come before the one awaited.
+            func say(_ text: String) async throws {
+                try await Scene.publish(scene.broker, [("wled/strip/status", text)])
+            }
+            let first = collector.mark
+            try await say("online")
+            try await collector.wait("the colour for the strip's first live online", since: first) { $0.contains { $0.topic == "wled/strip/col" } }
+            let repeats = collector.mark
+            for text in ["online", "online", "offline", "online"] { try await say(text) }
+            try await collector.wait("the colour for the strip's return", since: repeats) { $0.contains { $0.topic == "wled/strip/col" } }
+            // A colour for a repeat has the same payload as the awaited one: count only after a
+            // barrier. The stop's `offline` follows everything the daemon sent.
+            try await scene.stop()
+            let colours = collector.records(since: repeats).filter { $0.topic == "wled/strip/col" }
+            #expect(colours.map(\.payload) == ["#8B0000"], "one colour for offline -> online, none for the repeats")
         }
-        let first = collector.mark
-        try await say("online")
-        try await collector.wait("the colour for the strip's first live online", since: first) { $0.contains { $0.topic == "wled/strip/col" } }
-        let repeats = collector.mark
-        for text in ["online", "online", "offline", "online"] { try await say(text) }
-        try await collector.wait("the colour for the strip's return", since: repeats) { $0.contains { $0.topic == "wled/strip/col" } }
-        let colours = collector.records(since: repeats).filter { $0.topic == "wled/strip/col" }
-        #expect(colours.map(\.payload) == ["#8B0000"], "one colour for offline -> online, none for the repeats")
-
-        let status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
     }
 }

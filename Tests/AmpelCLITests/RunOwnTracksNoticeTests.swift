@@ -13,12 +13,10 @@ struct RunOwnTracksNoticeTests {
     /// What the daemon writes and what the apps would read, with every device's state.
     static let topics = ["owntracks/+/+/event", "owntracks/+/+/info", "ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"]
 
-    static func owntracks(_ broker: MosquittoBroker, _ key: String, _ place: (Double, Double), tst: Int) async throws {
-        try await publish(broker, "owntracks/\(key)", #"{"_type":"location","lat":\#(place.0),"lon":\#(place.1),"tst":\#(tst),"acc":12}"#)
-    }
-
-    static func publish(_ broker: MosquittoBroker, _ topic: String, _ payload: String) async throws {
-        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+    static var options: Scene.Options {
+        var options = Scene.Options()
+        options.topics = topics
+        return options
     }
 
     /// Runs the schema check (`Fixtures/owntracks/validate.py`, python3-jsonschema) on each
@@ -61,12 +59,9 @@ struct RunOwnTracksNoticeTests {
 
     @Test("an OwnTracks phone crosses a phase border: a transition the OwnTracks schema accepts, with the alert's title in its language (de, en), and a retained card; plain and Traccar devices get none")
     func transitionOnCrossing() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
         // A plain input with two levels gives keys shaped like OwnTracks keys: the input decides, not the key.
-        let yaml = """
+        var options = Self.options
+        options.configuration = """
             lang: en
             inputs:
               plain: ampel/location/+/+
@@ -75,94 +70,70 @@ struct RunOwnTracksNoticeTests {
               alice/phone: {lang: de}
 
             """
-        let collector = try RunCrashTests.Collector(broker, topics: Self.topics)
-        defer { collector.stop() }
-        // Beside the tests' `max_fix_age: false` (their fixes carry fixed old times).
-        let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path,
-                                                  "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"],
-                                                 configuration: yaml + RunRecoveryTests.Daemon.replayConfiguration)
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
+        try await Scene.run(options) { scene in
+            let collector = scene.collector
+            try await scene.start()
 
-        try await Self.owntracks(broker, "alice/phone", Self.muenchen, tst: 1000)
-        try await Self.owntracks(broker, "bob/phone", Self.muenchen, tst: 1000)
-        try await Self.publish(broker, "ampel/location/carol/phone", #"{"lat":\#(Self.muenchen.0),"lon":\#(Self.muenchen.1),"tst":1000}"#)
-        try await Self.publish(broker, "traccar/positions", #"{"position":{"latitude":\#(Self.muenchen.0),"longitude":\#(Self.muenchen.1),"fixTime":1000000},"device":{"uniqueId":"van7","name":"Van 7"}}"#)
-        try await collector.awaitStates(["alice/phone", "bob/phone", "carol/phone", "van7"], tst: 1000)
-        try await Self.owntracks(broker, "alice/phone", Self.altoetting, tst: 1001)
-        // The transition goes out before the state that follows it, on one connection: once the
-        // state is here, so is every transition before it.
-        try await collector.awaitStates(["alice/phone"], tst: 1001)
+            try await scene.fix("alice/phone", at: Self.muenchen, tst: 1000, acc: 12, input: .owntracks)
+            try await scene.fix("bob/phone", at: Self.muenchen, tst: 1000, acc: 12, input: .owntracks)
+            try await scene.fix("carol/phone", at: Self.muenchen, tst: 1000)
+            try await scene.fix("van7", at: Self.muenchen, tst: 1000, input: .traccar)
+            try await collector.awaitStates(["alice/phone", "bob/phone", "carol/phone", "van7"], tst: 1000)
+            try await scene.fix("alice/phone", at: Self.altoetting, tst: 1001, acc: 12, input: .owntracks)
+            // The transition goes out before the state that follows it, on one connection: once the
+            // state is here, so is every transition before it.
+            try await collector.awaitStates(["alice/phone"], tst: 1001)
 
-        let records = collector.records()
-        let events = records.filter { $0.topic.hasSuffix("/event") }
-        #expect(Set(events.map(\.topic)) == ["owntracks/alice/ampel/event", "owntracks/bob/ampel/event"], "\(events)")
-        #expect(!records.contains { $0.topic.hasPrefix("owntracks/carol/") || $0.topic.contains("van7") && $0.topic.hasPrefix("owntracks/") })
-        func titles(_ key: String) -> [String] {
-            records.filter { $0.topic == "ampel/device/\(key)/alert" }.compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
-        }
-        func descs(_ user: String) -> [String] {
-            records.filter { $0.topic == "owntracks/\(user)/ampel/event" }.compactMap { RunCrashTests.Collector.field("desc", $0.payload) as? String }
-        }
-        #expect(descs("alice") == titles("alice/phone"))
-        #expect(descs("alice").count == 2 && descs("alice")[0].hasPrefix("Rot") && descs("alice")[1].hasPrefix("Grün"), "\(descs("alice"))")
-        #expect(descs("bob") == titles("bob/phone"))
-        #expect(descs("bob").count == 1 && descs("bob")[0].hasPrefix("Red"), "\(descs("bob"))")
-        // Each transition right after its alert, before the state that witnesses both.
-        for (index, record) in records.enumerated() where record.topic == "owntracks/alice/ampel/event" {
-            #expect(records[index - 1].topic == "ampel/device/alice/phone/alert", "\(records[index - 1])")
-            #expect(records[index + 1].topic == "ampel/device/alice/phone/state", "\(records[index + 1])")
-        }
-        let last = try #require(events.last { $0.topic == "owntracks/alice/ampel/event" })
-        #expect(RunCrashTests.Collector.field("tst", last.payload) as? Int == 1001)
-        #expect(RunCrashTests.Collector.field("lat", last.payload) as? Double == Self.altoetting.0)
-        #expect(RunCrashTests.Collector.field("event", last.payload) as? String == "enter")
-
-        // The cards, retained: what an app that connects now receives.
-        let retained = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", [
-            "-h", broker.host, "-p", "\(broker.port)", "-t", "owntracks/+/+/info", "--retained-only", "-v", "-C", "2", "-W", "10",
-        ])
-        let cards = retained.split(separator: "\n").map { line in
-            (topic: String(line.prefix { $0 != " " }), payload: String(line.drop { $0 != " " }.dropFirst()))
-        }
-        #expect(Set(cards.map(\.topic)) == ["owntracks/alice/ampel/info", "owntracks/bob/ampel/info"], "\(retained)")
-        #expect(cards.allSatisfy { RunCrashTests.Collector.field("name", $0.payload) as? String == "Ampel" })
-        #expect(records.filter { $0.topic.hasPrefix("owntracks/") && $0.topic.hasSuffix("/info") }.count == 2, "one card per user")
-
-        // The schema decides: every transition and card the daemon sent.
-        let payloads = events.map(\.payload) + cards.map(\.payload)
-        let errors = try await Self.schemaErrors(payloads)
-        for (payload, errors) in zip(payloads, errors) { #expect(errors == [], "\(payload)") }
-
-        // bridge/info counts them apart from the alerts (it follows the counters within a second).
-        try await collector.wait("bridge/info counting 3 transitions and 5 alerts") { records in
-            records.contains { record in
-                guard record.topic == "ampel/bridge/info", let counters = RunCrashTests.Collector.field("counters", record.payload) as? [String: Any]
-                else { return false }
-                return counters["owntracksTransitions"] as? Int == 3 && counters["alerts"] as? Int == 5
+            let records = collector.records()
+            let events = records.filter { $0.topic.hasSuffix("/event") }
+            #expect(Set(events.map(\.topic)) == ["owntracks/alice/ampel/event", "owntracks/bob/ampel/event"], "\(events)")
+            #expect(!records.contains { $0.topic.hasPrefix("owntracks/carol/") || $0.topic.contains("van7") && $0.topic.hasPrefix("owntracks/") })
+            func titles(_ key: String) -> [String] {
+                records.filter { $0.topic == "ampel/device/\(key)/alert" }.compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
             }
+            func descs(_ user: String) -> [String] {
+                records.filter { $0.topic == "owntracks/\(user)/ampel/event" }.compactMap { RunCrashTests.Collector.field("desc", $0.payload) as? String }
+            }
+            #expect(descs("alice") == titles("alice/phone"))
+            #expect(descs("alice").count == 2 && descs("alice")[0].hasPrefix("Rot") && descs("alice")[1].hasPrefix("Grün"), "\(descs("alice"))")
+            #expect(descs("bob") == titles("bob/phone"))
+            #expect(descs("bob").count == 1 && descs("bob")[0].hasPrefix("Red"), "\(descs("bob"))")
+            // Each transition right after its alert, before the state that witnesses both.
+            for (index, record) in records.enumerated() where record.topic == "owntracks/alice/ampel/event" {
+                #expect(records[index - 1].topic == "ampel/device/alice/phone/alert", "\(records[index - 1])")
+                #expect(records[index + 1].topic == "ampel/device/alice/phone/state", "\(records[index + 1])")
+            }
+            let last = try #require(events.last { $0.topic == "owntracks/alice/ampel/event" })
+            #expect(RunCrashTests.Collector.field("tst", last.payload) as? Int == 1001)
+            #expect(RunCrashTests.Collector.field("lat", last.payload) as? Double == Self.altoetting.0)
+            #expect(RunCrashTests.Collector.field("event", last.payload) as? String == "enter")
+
+            // The cards, retained: what an app that connects now receives.
+            let cards = try await scene.retained(["owntracks/+/+/info"], count: 2, timeout: 10)
+            #expect(Set(cards.map(\.topic)) == ["owntracks/alice/ampel/info", "owntracks/bob/ampel/info"], "\(cards)")
+            #expect(cards.allSatisfy { RunCrashTests.Collector.field("name", $0.payload) as? String == "Ampel" })
+            #expect(records.filter { $0.topic.hasPrefix("owntracks/") && $0.topic.hasSuffix("/info") }.count == 2, "one card per user")
+
+            // The schema decides: every transition and card the daemon sent.
+            let payloads = events.map(\.payload) + cards.map(\.payload)
+            let errors = try await Self.schemaErrors(payloads)
+            for (payload, errors) in zip(payloads, errors) { #expect(errors == [], "\(payload)") }
+
+            // bridge/info counts them apart from the alerts (it follows the counters within a second).
+            let (transitionCount, alertCount) = (events.count, records.filter { $0.topic.hasSuffix("/alert") }.count)
+            try #require(alertCount > transitionCount, "plain and Traccar devices had alerts without transitions")
+            try await collector.wait("bridge/info counting \(transitionCount) transitions and \(alertCount) alerts") { records in
+                records.contains { record in
+                    guard record.topic == "ampel/bridge/info", let counters = RunCrashTests.Collector.field("counters", record.payload) as? [String: Any]
+                    else { return false }
+                    return counters["owntracksTransitions"] as? Int == transitionCount && counters["alerts"] as? Int == alertCount
+                }
+            }
+            try await scene.stop()
         }
-        _ = try await collector.stop(daemon)
     }
 
     // MARK: - Exactly once across kill -9
-
-    /// One QoS 1 OwnTracks fix for each of `users` phones (`owntracks/u<n>/phone`), 20 publishers at a time.
-    static func round(_ broker: MosquittoBroker, users: Int, tst: Int, at place: (Double, Double)) async throws {
-        var script = ""
-        for user in 0..<users {
-            script += "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t owntracks/u\(user)/phone "
-            script += "-m '{\"_type\":\"location\",\"lat\":\(place.0),\"lon\":\(place.1),\"tst\":\(tst)}' &\n"
-            if user % 20 == 19 { script += "wait\n" }
-        }
-        script += "wait\n"
-        _ = try await MosquittoBroker.runTool("/bin/sh", ["-c", script])
-    }
-
-    static func start(_ broker: MosquittoBroker, _ dir: URL, environment: [String: String] = [:]) throws -> RunRecoveryTests.Daemon {
-        try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
-                                     "--log-level", "info"], environment: environment)
-    }
 
     /// Each user's transitions as their `desc`s, and each phone's alerts as `from>to`.
     static func received(_ collector: RunCrashTests.Collector, users: Int) -> (transitions: [[String]], alerts: [[String]]) {
@@ -179,85 +150,88 @@ struct RunOwnTracksNoticeTests {
     @Test("killed after deciding an alert and before handing it over: the restart sends the alert and its transition, each exactly once",
           arguments: [7, 8])
     func killBetweenDecisionAndPublish(crashAfter: Int) async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: Self.topics)
-        defer { collector.stop() }
-        let users = 20
-        let keys = (0..<users).map { "u\($0)/phone" }
-        var daemon = try Self.start(broker, dir)
-        try await collector.awaitBridge()
-        try await Self.round(broker, users: users, tst: 100, at: Self.muenchen)
-        try await collector.awaitStates(keys, tst: 100)
-        _ = try await collector.stop(daemon)
-        // The n-th decision of this run is journaled with its alert and transition, then the process dies.
-        daemon = try Self.start(broker, dir, environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(crashAfter)"])
-        try await daemon.awaitLog("subscribed")
-        try await Self.round(broker, users: users, tst: 200, at: Self.altoetting)
-        let crashed = try await daemon.exit()
-        #expect(crashed.signal == SIGKILL, "\(crashed)")
-        daemon = try Self.start(broker, dir)
-        try await collector.awaitStates(keys, tst: 200)
-        try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
-        let (transitions, alerts) = Self.received(collector, users: users)
-        let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }
-            .compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
-        #expect(titles.count == 2)
-        for user in 0..<users {
-            #expect(alerts[user] == ["null>red", "red>green"], "u\(user): \(alerts[user])")
-            #expect(transitions[user] == titles, "u\(user): \(transitions[user])")
+        try await Scene.run(Self.options) { scene in
+            let collector = scene.collector
+            let users = 20
+            let keys = (0..<users).map { "u\($0)/phone" }
+            try await scene.start()
+            try await scene.round(keys: keys, at: Self.muenchen, tst: 100, input: .owntracks)
+            try await collector.awaitStates(keys, tst: 100)
+            try await scene.stop()
+            // The n-th decision of this run is journaled with its alert and transition, then the process dies.
+            try await scene.start(environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(crashAfter)"])
+            try await scene.round(keys: keys, at: Self.altoetting, tst: 200, input: .owntracks)
+            try await scene.kill()
+            try await scene.start()
+            try await collector.awaitStates(keys, tst: 200)
+            try await scene.stop()
+            let (transitions, alerts) = Self.received(collector, users: users)
+            let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }
+                .compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
+            #expect(titles.count == 2)
+            for user in 0..<users {
+                #expect(alerts[user] == ["null>red", "red>green"], "u\(user): \(alerts[user])")
+                #expect(transitions[user] == titles, "u\(user): \(transitions[user])")
+            }
         }
     }
 
     @Test("phones cross a phase border in rounds; the daemon is killed 0 ms to 300 ms after each: no transition lost, a repeat only in the witness gap")
     func killAfterCrossings() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: Self.topics)
-        defer { collector.stop() }
-        let users = 30
-        let keys = (0..<users).map { "u\($0)/phone" }
-        let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300)]
-        var daemon = try Self.start(broker, dir)
-        try await collector.awaitBridge()
-        var expected: [String] = []
-        var previous = "null"
-        for (round, delay) in delays.enumerated() {
-            let phase = round % 2 == 0 ? "red" : "green"
-            expected.append("\(previous)>\(phase)")
-            previous = phase
-            try await Self.round(broker, users: users, tst: 1000 + round, at: round % 2 == 0 ? Self.muenchen : Self.altoetting)
-            if delay > .zero { await threadSleep(for: delay) }
-            daemon.process.signal(SIGKILL)
-            _ = try await daemon.exit()
-            daemon = try Self.start(broker, dir)
-            try await collector.awaitStates(keys, tst: 1000 + round)
-        }
-        try await daemon.awaitLog("subscribed")
-        _ = try await collector.stop(daemon)
-        let (transitions, alerts) = Self.received(collector, users: users)
-        let titles = ["red": "Red", "green": "Green"]
-        var repeats = 0
-        for user in 0..<users {
-            var distinctAlerts: [String] = []
-            for alert in alerts[user] where distinctAlerts.last != alert { distinctAlerts.append(alert) }
-            #expect(distinctAlerts == expected, "u\(user): \(alerts[user])")
-            var distinct: [String] = []
-            for desc in transitions[user] where distinct.last != desc { distinct.append(desc) }
-            repeats += transitions[user].count - distinct.count
-            // One transition per crossing, in order: red, green, red, …
-            #expect(distinct.count == expected.count, "u\(user): \(transitions[user])")
-            for (desc, crossing) in zip(distinct, expected) {
-                let to = String(crossing.split(separator: ">").last ?? "")
-                #expect(desc.hasPrefix(titles[to] ?? "?"), "u\(user): \(desc) for \(crossing)")
+        try await Scene.run(Self.options) { scene in
+            let collector = scene.collector
+            let users = 30
+            let keys = (0..<users).map { "u\($0)/phone" }
+            let delays: [Duration] = [.zero, .milliseconds(5), .milliseconds(20), .milliseconds(80), .milliseconds(300)]
+            try await scene.start()
+            var expected: [String] = []
+            var phases: [String] = []
+            // What reached the broker from each killed run: its records up to its Last Will.
+            var killedRuns: [[RunCrashTests.Collector.Record]] = []
+            var previous = "null"
+            for (round, delay) in delays.enumerated() {
+                let phase = round % 2 == 0 ? "red" : "green"
+                expected.append("\(previous)>\(phase)")
+                phases.append(phase)
+                previous = phase
+                let mark = collector.mark
+                try await scene.round(keys: keys, at: round % 2 == 0 ? Self.muenchen : Self.altoetting, tst: 1000 + round, input: .owntracks)
+                if delay > .zero { await threadSleep(for: delay) }
+                try await scene.kill()
+                killedRuns.append(collector.records(since: mark))
+                try await scene.start()
+                try await collector.awaitStates(keys, tst: 1000 + round)
             }
+            try await scene.stop()
+            let (transitions, alerts) = Self.received(collector, users: users)
+            let titles = ["red": "Red", "green": "Green"]
+            var repeats = 0
+            // Repeated alerts per kill: only in its witness gap, which holds one alert at most.
+            var alertRepeats = [Int](repeating: 0, count: delays.count)
+            for user in 0..<users {
+                var runs: [(alert: String, count: Int)] = []
+                for alert in alerts[user] {
+                    if runs.last?.alert == alert { runs[runs.count - 1].count += 1 } else { runs.append((alert, 1)) }
+                }
+                #expect(runs.map(\.alert) == expected, "u\(user): \(alerts[user])")
+                for (round, run) in zip(killedRuns.indices, runs) where run.count > 1 {
+                    alertRepeats[round] += run.count - 1
+                    let gap = RunCrashTests.Collector.inWitnessGap("ampel/device/u\(user)/phone", phase: phases[round], in: killedRuns[round])
+                    #expect(run.count == 2 && gap, "u\(user): \(run.alert) \(run.count) times, not in the witness gap of kill \(round)")
+                }
+                var distinct: [String] = []
+                for desc in transitions[user] where distinct.last != desc { distinct.append(desc) }
+                repeats += transitions[user].count - distinct.count
+                // One transition per crossing, in order: red, green, red, …
+                #expect(distinct.count == expected.count, "u\(user): \(transitions[user])")
+                for (desc, crossing) in zip(distinct, expected) {
+                    let to = String(crossing.split(separator: ">").last ?? "")
+                    #expect(desc.hasPrefix(titles[to] ?? "?"), "u\(user): \(desc) for \(crossing)")
+                }
+            }
+            print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions, \(alertRepeats) alerts repeated")
+            #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
+            #expect(alertRepeats.allSatisfy { $0 <= 1 }, "repeated alerts per kill: \(alertRepeats)")
         }
-        print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions repeated")
-        #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
     }
 }

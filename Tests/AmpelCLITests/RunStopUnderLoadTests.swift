@@ -97,184 +97,148 @@ struct RunStopUnderLoadTests {
 
         // The verbose broker writes a log line per packet: slower, it meets a closed socket more
         // often (3 of 6 runs handled fixes twice before the goodbye half-closed, 0 of 11 since).
-        let broker = try await MosquittoBroker.start(.init(verboseLog: true))
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        var options = Scene.Options()
+        (options.broker, options.date) = (.init(verboseLog: true), day)
         // OwnTracks keys have two levels (`load/d7`): `ampel/device/load/d7/state`.
-        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"])
-        defer { collector.stop() }
-        func start() throws -> RunRecoveryTests.Daemon {
-            try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", day,
-                                         "--log-level", "info"])
-        }
-        let devices = 200
-        let keys = (0..<devices).map { "load/d\($0)" }
-        var daemon = try start()
-        try await collector.awaitBridge()
-        // Its SIGTERM handling is in place once it has subscribed.
-        try await daemon.awaitLog("subscribed")
+        try await Scene.run(options) { scene in
+            let (broker, collector) = (scene.broker, scene.collector)
+            let devices = 200
+            let keys = (0..<devices).map { "load/d\($0)" }
+            var daemon = try await scene.start()
 
-        let stream = try await Stream(broker, devices: devices)
-        let streaming = Task {
-            try await stream.run(every: .milliseconds(25)) { round in
-                let (lat, lon) = place(round)
-                return #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(base + round),"tid":"LD"}"#
+            let stream = try await Stream(broker, devices: devices)
+            let streaming = Task {
+                try await stream.run(every: .milliseconds(25)) { round in
+                    let (lat, lon) = place(round)
+                    return #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(base + round),"tid":"LD"}"#
+                }
             }
-        }
-        // A test that fails half-way ends the stream too.
-        defer { stream.finish(after: 0) }
-        // Mid-stream: every device has had a few fixes handled.
-        try await collector.awaitStates(keys, tst: base + 5)
-        let signalled = ContinuousClock.now
-        daemon.process.signal(SIGTERM)
-        let stopped = try await daemon.exit()
-        let stopTook = (daemon.exitedAt ?? .now) - signalled
-        #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
-        // The stop's limits (docs/DESIGN.md, decision 27): handling 2 s, the snapshot by then or
-        // 0.5 s after, the goodbye 3 s, the broker's close 1 s. Typically under 1 s.
-        #expect(stopTook < .milliseconds(6500), "the stop took \(stopTook): over the stop's limits\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))")
-        var logs = [daemon.stderr]
-        try await collector.wait("the stopped daemon's offline") { records in
-            records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }
-        }
+            // A test that fails half-way ends the stream too.
+            defer { stream.finish(after: 0) }
+            // Mid-stream: every device has had a few fixes handled.
+            try await collector.awaitStates(keys, tst: base + 5)
+            let signalled = ContinuousClock.now
+            try await scene.stop()
+            let stopTook = (daemon.exitedAt ?? .now) - signalled
+            // The stop's limits (docs/DESIGN.md, decision 27): handling 2 s, the snapshot by then or
+            // 0.5 s after, the goodbye 3 s, the broker's close 1 s. Typically under 1 s.
+            #expect(stopTook < .milliseconds(6500), "the stop took \(stopTook): over the stop's limits\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))")
+            var logs = [daemon.stderr]
 
-        // The stream goes on while the daemon is down: the broker keeps it for its session.
-        let whenDown = stream.value.acknowledged
-        try await stream.awaitAcknowledged(whenDown + 10 * devices)
-        let sentWhileDown = stream.value.acknowledged - whenDown
-        let secondRun = collector.mark
-        daemon = try start()
-        try await daemon.awaitLog("subscribed")
-        stream.finish(after: 10)
-        try await streaming.value
-        let rounds = stream.value.round
-        #expect(stream.value.failures.isEmpty, "\(stream.value.failures.prefix(5))")
-        do {
-            try await collector.awaitStates(keys, tst: base + rounds)
-        } catch {
-            let behind = keys.filter { (collector.latest[$0] ?? 0) < base + rounds }
-            Issue.record("""
-                \(error): \(behind.count) devices behind, e.g. \(behind.prefix(5).map { "\($0) at \((collector.latest[$0] ?? 0) - base)" }); \
-                stream \(stream.value)
-                \(logs[0])
-                =====
-                \(daemon.stderr)
+            // The stream goes on while the daemon is down: the broker keeps it for its session.
+            let whenDown = stream.value.acknowledged
+            try await stream.awaitAcknowledged(whenDown + 10 * devices)
+            let sentWhileDown = stream.value.acknowledged - whenDown
+            let secondRun = collector.mark
+            daemon = try await scene.start()
+            stream.finish(after: 10)
+            try await streaming.value
+            let rounds = stream.value.round
+            #expect(stream.value.failures.isEmpty, "\(stream.value.failures.prefix(5))")
+            do {
+                try await collector.awaitStates(keys, tst: base + rounds)
+            } catch {
+                let behind = keys.filter { (collector.latest[$0] ?? 0) < base + rounds }
+                Issue.record("""
+                    \(error): \(behind.count) devices behind, e.g. \(behind.prefix(5).map { "\($0) at \((collector.latest[$0] ?? 0) - base)" }); \
+                    stream \(stream.value)
+                    \(logs[0])
+                    =====
+                    \(daemon.stderr)
+                    """)
+                throw error
+            }
+            try await scene.stop()
+            logs.append(daemon.stderr)
+            await stream.close()
+
+            // Each run's last bridge/info: the one of its goodbye.
+            let records = collector.records()
+            // A clean stop says offline once. A second is the Last Will: the broker did not get the
+            // DISCONNECT. It then delivers the messages whose PUBACK it had not read again to the next
+            // start, which has them in its journal: fixes handled twice (docs/DESIGN.md, decision 27:
+            // a close with unread bytes resets the connection; the verbose broker makes it likelier).
+            let offline = records[..<secondRun].filter { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }.count
+            let steps = logs[0].split(separator: "\n").filter { $0.contains("] stopped") || $0.contains("could not publish offline") }
+            #expect(offline == 1, "the first run said offline \(offline) times: \(steps)")
+            let finalInfo = try [records[..<secondRun], records[secondRun...]].map { run in
+                let info = try #require(run.last { $0.topic == "ampel/bridge/info" }, "a bridge/info of each run")
+                return try #require(try JSONSerialization.jsonObject(with: Data(info.payload.utf8)) as? [String: Any])
+            }
+            let counters = finalInfo.map { $0["counters"] as? [String: Any] ?? [:] }
+            let accepted = counters.map { ($0["accepted"] as? [String: Any])?["owntracks"] as? Int ?? 0 }
+            let alerts = counters.map { $0["alerts"] as? Int ?? 0 }
+            // Counters start at zero with each run: the two add up to every fix sent, none lost, none twice.
+            #expect(accepted.reduce(0, +) >= devices * rounds, "accepted \(accepted) of \(devices) x \(rounds) sent: fixes lost")
+            #expect(accepted.reduce(0, +) == devices * rounds, "accepted \(accepted) of \(devices) x \(rounds) sent")
+            #expect(alerts.reduce(0, +) == devices * rounds, "alerts \(alerts) of \(devices) x \(rounds) fixes, each a phase change")
+            for counter in counters {
+                #expect((counter["dropped"] as? [String: Any] ?? [:]).isEmpty, "\(counter)")
+            }
+
+            // Every alert, once and in order, across the stop.
+            var chain = ["null>\(phase[1])"]
+            for round in 2...max(2, rounds) { chain.append("\(phase[(round - 1) % 2])>\(phase[round % 2])") }
+            let received = collector.alerts()
+            // None lost or out of order, none repeated.
+            let missing = keys.filter { key in
+                var expected = Array(chain.prefix(rounds))[...]
+                for alert in received[key] ?? [] where alert == expected.first { expected.removeFirst() }
+                return !expected.isEmpty
+            }
+            #expect(missing.isEmpty, "\(missing.count) devices missing alerts, e.g. \(missing.first.map { "\($0): \(received[$0] ?? [])" } ?? "")")
+            let wrong = keys.filter { received[$0] ?? [] != Array(chain.prefix(rounds)) }
+            #expect(wrong.isEmpty, "\(wrong.count) devices with other alerts, e.g. \(wrong.first.map { "\($0): \(received[$0]?.count ?? 0) alerts" } ?? "")")
+
+            // The retained state of each device is its last fix: its time and its position.
+            var states: [String: String] = [:]
+            for (topic, payload) in try await scene.retained(["ampel/device/+/+/state"], count: devices) {
+                let fields = ["tst", "lat", "lon", "phase"].map { "\(RunCrashTests.Collector.field($0, payload) ?? "nil")" }
+                states[RunCrashTests.Collector.key(topic, suffix: "/state")] = fields.joined(separator: " ")
+            }
+            let (lat, lon) = place(rounds)
+            let wanted = "\(base + rounds) \(lat) \(lon) \(phase[rounds % 2])"
+            let stale = keys.filter { states[$0] != wanted }
+            #expect(stale.isEmpty, "\(stale.count) devices not at their last fix (\(wanted)), e.g. \(stale.first.map { "\($0): \(states[$0] ?? "none")" } ?? "")")
+
+            // A goodbye the broker did not acknowledge in time ends without DISCONNECT (the Last Will says offline).
+            let goodbye = logs[0].contains("could not publish offline state") ? "goodbye NOT acknowledged" : "goodbye acknowledged"
+            let notHandled = logs[0].split(separator: "\n").first { $0.contains("stopping with messages not handled") }
+            let replayed = logs[1].split(separator: "\n").first { $0.contains("journal replayed") }
+            let stepLine = logs[0].split(separator: "\n").first { $0.contains("goodbye=") }
+            print("""
+                SIGTERM under load: \(devices) devices x \(rounds) rounds; the stop took \(stopTook), \(goodbye); \(sentWhileDown) fixes sent while down; \
+                accepted \(accepted); \(notHandled.map(String.init) ?? "every taken message handled before the stop"); \(replayed.map(String.init) ?? "no journal replay"); \(stepLine.map(String.init) ?? "")
                 """)
-            daemon.process.signal(SIGKILL)
-            throw error
         }
-        let last = try await collector.stop(daemon)
-        #expect(last.exitCode == 0, "\(last)\n\(daemon.stderr)")
-        logs.append(daemon.stderr)
-        await stream.close()
-
-        // Each run's last bridge/info: the one of its goodbye.
-        let records = collector.records()
-        // A clean stop says offline once. A second is the Last Will: the broker did not get the
-        // DISCONNECT. It then delivers the messages whose PUBACK it had not read again to the next
-        // start, which has them in its journal: fixes handled twice (docs/DESIGN.md, decision 27:
-        // a close with unread bytes resets the connection; the verbose broker makes it likelier).
-        let offline = records[..<secondRun].filter { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }.count
-        let steps = logs[0].split(separator: "\n").filter { $0.contains("] stopped") || $0.contains("could not publish offline") }
-        #expect(offline == 1, "the first run said offline \(offline) times: \(steps)")
-        let finalInfo = try [records[..<secondRun], records[secondRun...]].map { run in
-            let info = try #require(run.last { $0.topic == "ampel/bridge/info" }, "a bridge/info of each run")
-            return try #require(try JSONSerialization.jsonObject(with: Data(info.payload.utf8)) as? [String: Any])
-        }
-        let counters = finalInfo.map { $0["counters"] as? [String: Any] ?? [:] }
-        let accepted = counters.map { ($0["accepted"] as? [String: Any])?["owntracks"] as? Int ?? 0 }
-        let alerts = counters.map { $0["alerts"] as? Int ?? 0 }
-        // Counters start at zero with each run: the two add up to every fix sent, none lost, none twice.
-        #expect(accepted.reduce(0, +) >= devices * rounds, "accepted \(accepted) of \(devices) x \(rounds) sent: fixes lost")
-        #expect(accepted.reduce(0, +) == devices * rounds, "accepted \(accepted) of \(devices) x \(rounds) sent")
-        #expect(alerts.reduce(0, +) == devices * rounds, "alerts \(alerts) of \(devices) x \(rounds) fixes, each a phase change")
-        for counter in counters {
-            #expect((counter["dropped"] as? [String: Any] ?? [:]).isEmpty, "\(counter)")
-        }
-
-        // Every alert, once and in order, across the stop.
-        var chain = ["null>\(phase[1])"]
-        for round in 2...max(2, rounds) { chain.append("\(phase[(round - 1) % 2])>\(phase[round % 2])") }
-        let received = collector.alerts()
-        // None lost or out of order, none repeated.
-        let missing = keys.filter { key in
-            var expected = Array(chain.prefix(rounds))[...]
-            for alert in received[key] ?? [] where alert == expected.first { expected.removeFirst() }
-            return !expected.isEmpty
-        }
-        #expect(missing.isEmpty, "\(missing.count) devices missing alerts, e.g. \(missing.first.map { "\($0): \(received[$0] ?? [])" } ?? "")")
-        let wrong = keys.filter { received[$0] ?? [] != Array(chain.prefix(rounds)) }
-        #expect(wrong.isEmpty, "\(wrong.count) devices with other alerts, e.g. \(wrong.first.map { "\($0): \(received[$0]?.count ?? 0) alerts" } ?? "")")
-
-        // The retained state of each device is its last fix: its time and its position.
-        let retained = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", [
-            "-h", broker.host, "-p", "\(broker.port)", "-v", "--retained-only", "-C", "\(devices)", "-W", "30", "-t", "ampel/device/+/+/state",
-        ])
-        var states: [String: String] = [:]
-        for line in retained.split(separator: "\n") {
-            guard let space = line.firstIndex(of: " ") else { continue }
-            let payload = String(line[line.index(after: space)...])
-            let fields = ["tst", "lat", "lon", "phase"].map { "\(RunCrashTests.Collector.field($0, payload) ?? "nil")" }
-            states[RunCrashTests.Collector.key(String(line[..<space]), suffix: "/state")] = fields.joined(separator: " ")
-        }
-        let (lat, lon) = place(rounds)
-        let wanted = "\(base + rounds) \(lat) \(lon) \(phase[rounds % 2])"
-        let stale = keys.filter { states[$0] != wanted }
-        #expect(stale.isEmpty, "\(stale.count) devices not at their last fix (\(wanted)), e.g. \(stale.first.map { "\($0): \(states[$0] ?? "none")" } ?? "")")
-
-        // A goodbye the broker did not acknowledge in time ends without DISCONNECT (the Last Will says offline).
-        let goodbye = logs[0].contains("could not publish offline state") ? "goodbye NOT acknowledged" : "goodbye acknowledged"
-        let notHandled = logs[0].split(separator: "\n").first { $0.contains("stopping with messages not handled") }
-        let replayed = logs[1].split(separator: "\n").first { $0.contains("journal replayed") }
-        let stepLine = logs[0].split(separator: "\n").first { $0.contains("goodbye=") }
-        print("""
-            SIGTERM under load: \(devices) devices x \(rounds) rounds; the stop took \(stopTook), \(goodbye); \(sentWhileDown) fixes sent while down; \
-            accepted \(accepted); \(notHandled.map(String.init) ?? "every taken message handled before the stop"); \(replayed.map(String.init) ?? "no journal replay"); \(stepLine.map(String.init) ?? "")
-            """)
     }
 
     @Test("a restart with more locations waiting for its session than its intake holds comes online and handles them all")
     func restartWithBacklog() async throws {
-        let broker = try await MosquittoBroker.start()
-        defer { broker.stop() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/bridge/state", "ampel/bridge/info"])
-        defer { collector.stop() }
-        func start() throws -> RunRecoveryTests.Daemon {
-            try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
-                                         "--log-level", "info"])
-        }
-        var daemon = try start()
-        try await collector.awaitBridge()
-        try await daemon.awaitLog("subscribed")
-        #expect(try await collector.stop(daemon).exitCode == 0)
+        var options = Scene.Options()
+        options.topics = ["ampel/bridge/state", "ampel/bridge/info"]
+        try await Scene.run(options) { scene in
+            let (broker, dir, collector) = (scene.broker, scene.dir, scene.collector)
+            try await scene.start()
+            try await scene.stop()
 
-        // More than the daemon's intake limit (20,000 waiting messages, IntakeGate) is queued for
-        // its session while it is down: the start reads past them to the answers it waits for.
-        let count = 25_000
-        let (lat, lon) = RunCrashTests.muenchen
-        let lines = (1...count).map { #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(1_700_000_000 + $0)}"# }
-        let file = dir.appendingPathComponent("backlog.txt")
-        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        try await MosquittoBroker.runTool("/bin/sh", [
-            "-c", "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t owntracks/backlog/phone -l < \(file.path)",
-        ])
+            // More than the daemon's intake limit (20,000 waiting messages, IntakeGate) is queued for
+            // its session while it is down: the start reads past them to the answers it waits for.
+            let count = 25_000
+            let (lat, lon) = RunCrashTests.muenchen
+            let lines = (1...count).map { #"{"_type":"location","lat":\#(lat),"lon":\#(lon),"tst":\#(1_700_000_000 + $0)}"# }
+            let file = dir.appendingPathComponent("backlog.txt")
+            try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+            try await MosquittoBroker.runTool("/bin/sh", [
+                "-c", "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t owntracks/backlog/phone -l < \(file.path)",
+            ])
 
-        let restart = collector.mark
-        daemon = try start()
-        do {
-            try await daemon.awaitLog("subscribed", timeout: .seconds(30))
+            let restart = collector.mark
+            try await scene.start()
             try await collector.wait("all \(count) fixes accepted", since: restart) { records in
                 records.contains { $0.topic == "ampel/bridge/info" && $0.payload.contains(#""accepted":{"owntracks":\#(count)}"#) }
             }
-        } catch {
-            daemon.process.signal(SIGKILL)
-            Issue.record("\(error)\n\(daemon.stderr)")
-            return
+            try await scene.stop()
         }
-        let stopped = try await collector.stop(daemon)
-        #expect(stopped.exitCode == 0, "\(stopped)\n\(daemon.stderr)")
     }
 }

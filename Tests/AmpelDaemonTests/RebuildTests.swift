@@ -57,12 +57,13 @@ struct RebuildTests {
         let (before, retained) = retained(after: Self.fleet)
         let found = try read(retained)
         #expect(found.devices.count == Self.fleet.count)
-        #expect(found.districts.count == 96)
+        let districts = Fixtures.october.districts(in: .bavaria).count
+        #expect(found.districts.count == districts)
 
         var after = engine()
         let restore = after.event(.restore(devices: found.devices, districts: found.districts))
         // Everything is persisted, nothing is announced.
-        #expect(restore.count == Self.fleet.count + 96)
+        #expect(restore.count == Self.fleet.count + districts)
         #expect(restore.allSatisfy { if case .persist = $0 { true } else { false } })
         #expect(after.devices == before.devices, "\(after.devices.records) != \(before.devices.records)")
         #expect(after.districtPhases == before.districtPhases)
@@ -92,9 +93,19 @@ struct RebuildTests {
                                              (fix("asked", lang: "de"), Fixtures.muenchen)], settings: settings)
         var after = engine(settings: settings)
         _ = after.event(.restore(devices: try read(retained).devices, districts: [:]))
-        #expect(after.devices["cfg"]?.lang == nil)
-        #expect(after.devices["plain"]?.lang == nil)
-        #expect(after.devices["asked"]?.lang == "de")
+        // A device that was never restored has no language either: each must be there first.
+        let cfg = try #require(after.devices["cfg"]), plain = try #require(after.devices["plain"])
+        let asked = try #require(after.devices["asked"])
+        #expect(cfg.lang == nil)
+        #expect(plain.lang == nil)
+        #expect(asked.lang == "de")
+        // The language shows in the alert of a move: the configuration's, the default, the asked one.
+        for (device, lang) in [("cfg", "de"), ("plain", "en"), ("asked", "de")] {
+            let moved = after.event(.fix(fix(device, 48.2264, 12.6770, tst: 2000), place: Fixtures.altoetting, receivedAt: 0))
+            let alert = try moved.json("ampel/device/\(device)/alert")
+            #expect(alert["from"] as? String == "red" && alert["to"] as? String == "green", "\(device): \(alert)")
+            #expect(alert["lang"] as? String == lang, "\(device): \(alert)")
+        }
     }
 
     @Test("what the journal restored wins; the broker fills only devices and districts of the region that the engine does not know")
