@@ -150,7 +150,8 @@ public actor AmpelDaemon: Service {
             announcedDiscovery: announcedDiscovery,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
-            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
+            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks,
+            outputs: configuration.outputs)
     }
 
     enum Input: Sendable {
