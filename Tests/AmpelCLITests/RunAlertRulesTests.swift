@@ -33,6 +33,9 @@ struct RunAlertRulesTests {
               min_dwell: 60s
             inputs:
               max_accuracy: 1000
+            # Each fix's state shows how far the daemon got and the phase it kept.
+            outputs:
+              device_state: every_fix
             """
         let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot",
                                                   "--date", "2020-10-15", "--log-level", "info"], configuration: configuration)

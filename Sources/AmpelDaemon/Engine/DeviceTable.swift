@@ -103,6 +103,13 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         entries[key] = entry
     }
 
+    /// The table as a new run starts with it: no state published yet.
+    public func forNewRun() -> DeviceTable {
+        var table = self
+        table.entries.updateValues { $0.statePublished = 0 }
+        return table
+    }
+
     /// Calls `body` for every device, in no particular order.
     public func forEach(_ body: (String, DeviceRecord) throws -> Void) rethrows {
         for (key, entry) in zip(entries.keys, entries.values) { try body(key, record(entry)) }

@@ -275,7 +275,9 @@ public struct SignalEngine: Sendable {
         self.settings = settings
         self.dataset = dataset
         self.stale = stale
-        self.devices = restored.devices
+        // A table handed over from another engine in this process carries the times its states
+        // went out; this run has published none.
+        self.devices = restored.devices.forNewRun()
         self.districtPhases = restored.districts
         var textsTopics: [String: [String: String]] = [:]
         if !settings.outputs.textsInState {
