@@ -73,7 +73,7 @@ struct DeviceStateOutputTests {
 
     @Test("on_change: the heartbeat republishes an unchanged device once its state is outputs.heartbeat old, never in between")
     func heartbeat() throws {
-        var (engine, _) = engine(outputs: .init(deviceState: .onChange, heartbeat: .seconds(60)))
+        var (engine, _) = engine(outputs: .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
         _ = engine.event(.fix(fix(tst: 0), place: Fixtures.muenchen, receivedAt: 1000))
         var published: [Int] = []
         for second in stride(from: 10, through: 200, by: 10) {
@@ -96,7 +96,7 @@ struct DeviceStateOutputTests {
 
     @Test("every_fix: every accepted fix publishes the state")
     func everyFix() {
-        var (engine, _) = engine(outputs: .init(deviceState: .everyFix))
+        var (engine, _) = engine(outputs: .init(deviceState: .everyFix, heartbeat: .seconds(60), textsInState: false))
         for second in 0..<5 {
             #expect(states(engine.event(.fix(fix(tst: second), place: Fixtures.muenchen, receivedAt: 1000 + second))).count == 1)
         }
@@ -159,7 +159,7 @@ struct DeviceStateOutputTests {
 
     @Test("texts_in_state: true gives the payloads of the writer with texts byte for byte, and no texts topics")
     func textsInState() throws {
-        var (engine, start) = engine(outputs: .init(deviceState: .everyFix, textsInState: true))
+        var (engine, start) = engine(outputs: .init(deviceState: .everyFix, heartbeat: .seconds(60), textsInState: true))
         #expect(!start.contains { if case .publish(_, .texts) = $0 { true } else { false } })
         let ruleSet = Fixtures.ruleSet
         let signal = try ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: Fixtures.october, region: .bavaria,

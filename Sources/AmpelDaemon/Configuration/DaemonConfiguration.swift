@@ -152,7 +152,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
         /// before the texts topics; `false` names the texts topic instead (`texts`).
         public var textsInState = false
 
-        public init(deviceState: DeviceStateMode = .onChange, heartbeat: Duration = .seconds(60), textsInState: Bool = false) {
+        public init() {}
+
+        public init(deviceState: DeviceStateMode, heartbeat: Duration, textsInState: Bool) {
             self.deviceState = deviceState
             self.heartbeat = heartbeat
             self.textsInState = textsInState
