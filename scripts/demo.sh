@@ -151,7 +151,7 @@ if [[ $("$bin" lamp --help 2>&1) == *--device* ]]; then
   lamp_cmd="'$bin' lamp --broker '$broker' --device '$lamp_device'"
 else
   # Until `ampel lamp` (issue 7) is in this build: the lamp drawn from the device's state.
-  lamp_cmd="mosquitto_sub -h 127.0.0.1 -p $port -t 'ampel/device/$lamp_device/state' -t ampel/bridge/state -F '%t %x' | python3 -u '$root/scripts/demo/view.py' lamp '$lamp_device'"
+  lamp_cmd="mosquitto_sub -h 127.0.0.1 -p $port -t 'ampel/device/$lamp_device/state' -t 'ampel/rules/#' -t ampel/bridge/state -F '%t %x' | python3 -u '$root/scripts/demo/view.py' lamp '$lamp_device'"
 fi
 if [ -t 0 ] && [ -t 1 ] && command -v tmux >/dev/null; then
   tmux_sock=$tmp/tmux.sock

@@ -13,7 +13,8 @@
 #     1,000 msg/s (QoS 1), daemon and relay;
 #  3. memory: VmRSS of a freshly started daemon after 100,000 devices reported once.
 # Prints a Markdown section (machine, command, medians) and keeps the raw lines in
-# benchmarks-out/daemon/. If this build has no `ampel run` yet, measures the relay alone.
+# benchmarks-out/daemon/. The daemon runs with outputs.device_state: every_fix (one state per
+# fix); Benchmarks/daemon/fleet.sh compares every_fix, on_change and two C relays. If this build has no `ampel run` yet, measures the relay alone.
 #
 #   BASELINE_BIN=$(Benchmarks/build-baseline.sh REV) Benchmarks/daemon/run.sh   # before/after
 #
@@ -85,7 +86,14 @@ start_daemon() { # STATE_DIR [BINARY]
   # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   : >"$tmp/daemon-current.log"
-  "${2:-$ampel}" run --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" "${http[@]}" \
+  # Throughput and latency are measured from a fix to its state: every fix must publish one
+  # (the default on_change publishes only what changed; Benchmarks/daemon/fleet.sh measures that).
+  local config=()
+  if [ -z "${2:-}" ]; then
+    printf 'outputs:\n  device_state: every_fix\n' >"$tmp/every-fix.yaml"
+    config=(--config "$tmp/every-fix.yaml")
+  fi
+  "${2:-$ampel}" run "${config[@]}" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" "${http[@]}" \
     > >(tee -a "$out/daemon.log" >"$tmp/daemon-current.log") 2>&1 &
   daemon_pid=$!
   # Ready when its retained bridge state says online (event: the message arrives).

@@ -138,12 +138,17 @@ extension Signal {
     /// The compact JSON of the signal contract (docs/signal.md), keys sorted, every key present
     /// (`null` where a value does not apply);
     /// with `device`, the `ampel/device/<key>/state` payload (the signal plus `device`, `lat`,
-    /// `lon`, `tst`).
-    public func json(device: DeviceFields? = nil) -> [UInt8] {
-        var json = JSONWriter(capacity: 1536)
-        json.raw(#"{"always":"#)
-        json.strings(always)
-        json.raw(#","color":"#)
+    /// `lon`, `tst`); with `texts`, without `title`, `rules` and `always` but naming the topic
+    /// that holds them (``textsJSON()``) in `texts`.
+    public func json(device: DeviceFields? = nil, texts: String? = nil) -> [UInt8] {
+        var json = JSONWriter(capacity: texts == nil ? 1536 : 384)
+        if texts == nil {
+            json.raw(#"{"always":"#)
+            json.strings(always)
+            json.raw(#","color":"#)
+        } else {
+            json.raw(#"{"color":"#)
+        }
         json.string(color)
         json.raw(#","dataDate":"#)
         json.string(dataDate)
@@ -167,16 +172,43 @@ extension Signal {
         json.string(phase)
         json.raw(#","ruleSet":"#)
         json.string(ruleSet)
-        json.raw(#","rules":"#)
-        json.strings(rules)
-        json.raw(#","stale":"#)
-        json.bool(stale)
-        json.raw(#","title":"#)
-        json.string(title)
+        if let texts {
+            json.raw(#","stale":"#)
+            json.bool(stale)
+            json.raw(#","texts":"#)
+            json.string(texts)
+        } else {
+            json.raw(#","rules":"#)
+            json.strings(rules)
+            json.raw(#","stale":"#)
+            json.bool(stale)
+            json.raw(#","title":"#)
+            json.string(title)
+        }
         if let device {
             json.raw(#","tst":"#)
             json.number(device.tst)
         }
+        json.raw("}")
+        return json.bytes
+    }
+
+    /// The payload of a texts topic: the phase's texts in one language, with what names them
+    /// (`lang`, `phase`, `ruleSet`), keys sorted.
+    public func textsJSON() -> [UInt8] {
+        var json = JSONWriter(capacity: 1536)
+        json.raw(#"{"always":"#)
+        json.strings(always)
+        json.raw(#","lang":"#)
+        json.string(lang)
+        json.raw(#","phase":"#)
+        json.string(phase)
+        json.raw(#","ruleSet":"#)
+        json.string(ruleSet)
+        json.raw(#","rules":"#)
+        json.strings(rules)
+        json.raw(#","title":"#)
+        json.string(title)
         json.raw("}")
         return json.bytes
     }

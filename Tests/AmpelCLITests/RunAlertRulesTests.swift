@@ -21,6 +21,9 @@ struct RunAlertRulesTests {
               min_dwell: 60s
             inputs:
               max_accuracy: 1000
+            # Each fix's state shows how far the daemon got and the phase it kept.
+            outputs:
+              device_state: every_fix
             """
         try await Scene.run(options) { scene in
             let collector = scene.collector

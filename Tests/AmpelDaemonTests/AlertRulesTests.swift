@@ -22,6 +22,8 @@ struct AlertRulesTests {
         settings.maxFixAge = maxFixAge
         settings.maxAccuracy = maxAccuracy
         settings.minDwell = dwell
+        // These read the phase that each fix's state shows.
+        settings.outputs.deviceState = .everyFix
         var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
         _ = engine.event(.start)
         return engine

@@ -204,6 +204,20 @@ struct ConfigurationTests {
         #expect(config.inputs.maxAccuracy == maxAccuracy)
     }
 
+    @Test("outputs: on_change, a 60 s heartbeat and no texts in the states by default; each key read; bad values named")
+    func outputs() throws {
+        let defaults = try load(nil)
+        #expect(defaults.outputs == .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
+        let set = try load("outputs:\n  device_state: every_fix\n  heartbeat: 5m\n  texts_in_state: true\n")
+        #expect(set.outputs == .init(deviceState: .everyFix, heartbeat: .seconds(300), textsInState: true))
+        let mode = error("outputs:\n  device_state: sometimes\n")
+        #expect(mode?.key == "outputs.device_state" && mode?.line == 2)
+        #expect(mode?.message.contains("every_fix, on_change") == true)
+        #expect(error("outputs:\n  heartbeat: 0\n")?.key == "outputs.heartbeat")
+        #expect(error("outputs:\n  texts_in_state: maybe\n")?.key == "outputs.texts_in_state")
+        #expect(error("outputs:\n  texts: true\n")?.key == "outputs.texts")
+    }
+
     @Test("a syntax error names its line; a key given twice is an error")
     func syntax() {
         let e = error("broker: mqtt://a\ndata:\n  source: [rki\n")
@@ -319,6 +333,7 @@ struct ExampleAndIntakeTests {
         #expect(config.notify.webhooks[0].headers.first { $0.name == "X-Title" }?.value == "{{.title}}")
         #expect(config.notify.webhooks[1].wants(district: "09162") && !config.notify.webhooks[1].wants(device: "alice/phone"))
         #expect(config.homeAssistant.devices)
+        #expect(config.outputs == .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")
@@ -330,7 +345,8 @@ struct ExampleAndIntakeTests {
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",
                     "homeassistant.discovery", "homeassistant.devices", "homeassistant.prefix", "homeassistant.status_topic", "availability_topic", "online_payload",
-                    "notify.webhooks[]", "notify.owntracks", "notify.owntracks_device",
+                    "notify.webhooks[]", "notify.owntracks", "notify.owntracks_device", "outputs.device_state", "outputs.heartbeat",
+                    "outputs.texts_in_state",
                     "AMPEL_BROKER", "AMPEL_SOURCE", "AMPEL_URL", "AMPEL_DATE", "AMPEL_STATE_DIR", "AMPEL_REFRESH", "AMPEL_LANG",
                     "AMPEL_LOG_LEVEL", "AMPEL_CONFIG", "AMPEL_MQTT_PASSWORD"]
         for key in keys {

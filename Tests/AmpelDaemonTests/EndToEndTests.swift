@@ -75,7 +75,9 @@ struct EndToEndTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        // Each fix's state marks how far the daemon got.
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
 
@@ -163,7 +165,9 @@ struct EndToEndTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        // Each fix's state shows the language it kept.
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10, lang: "de")

@@ -92,7 +92,7 @@ struct SignalEngineTests {
         #expect(actions.topics.filter { $0.hasPrefix("homeassistant/event/ampel/district_") }.count == 96)
     }
 
-    @Test("a first sighting publishes the state and an alert from null; the same phase again only the state")
+    @Test("a first sighting publishes the state and an alert from null; the same phase again nothing (on_change), only the state with every_fix")
     func firstSighting() throws {
         var (engine, _) = started()
         let first = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 5000))
@@ -116,8 +116,16 @@ struct SignalEngineTests {
         #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == .seconds(3600))
 
         let again = engine.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
-        #expect(again.topics == ["ampel/device/alice/phone/state"])
-        #expect(try again.json("ampel/device/alice/phone/state")["tst"] as? Int == 1010)
+        #expect(again.topics == [])
+        #expect(engine.devices["alice/phone"]?.tst == 1010)
+
+        var everyFix = Fixtures.settings()
+        everyFix.outputs.deviceState = .everyFix
+        var (each, _) = started(settings: everyFix)
+        _ = each.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 5000))
+        let eachAgain = each.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
+        #expect(eachAgain.topics == ["ampel/device/alice/phone/state"])
+        #expect(try eachAgain.json("ampel/device/alice/phone/state")["tst"] as? Int == 1010)
     }
 
     @Test("crossing a phase border yields exactly one alert, in the device's language")
@@ -225,12 +233,13 @@ struct SignalEngineTests {
             case .bridgeState: #expect(topic == "ampel/bridge/state")
             case .deviceTransition: #expect(topic == "owntracks/alice/ampel/event")
             case .ownTracksCard: #expect(topic == "owntracks/alice/ampel/info")
+            case .texts: #expect(topic.hasPrefix("ampel/rules/bavaria/"))
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
             #expect(kind.isAnnouncement == (topic.hasSuffix("/alert") || topic.hasSuffix("/event")))
         }
         #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery,
-                                    .deviceTransition, .ownTracksCard])
+                                    .deviceTransition, .ownTracksCard, .texts])
     }
 
     @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")
@@ -331,7 +340,7 @@ struct SignalEngineTests {
         #expect(all.published.filter { $0.retain }.count == retained.count + 1)  // each once
         var kinds = Set<SignalEngine.PublishKind>()
         for case .publish(_, let kind) in all { kinds.insert(kind) }
-        #expect(kinds == [.bridgeState, .districtState, .districtPhase, .discovery, .deviceState, .lamp])
+        #expect(kinds == [.bridgeState, .texts, .districtState, .districtPhase, .discovery, .deviceState, .lamp])
         #expect(all.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)
         #expect(all.published.filter { $0.topic.hasPrefix("ampel/device/") }.count == 5)
         #expect(Array(all.published.filter { $0.topic.hasPrefix("cmnd/signs/city/") }) == Array(lampCommands))

@@ -106,16 +106,25 @@ def alerts():
 def lamp(key):
     state_topic = f"ampel/device/{key}/state"
     last = None
+    # The state names the retained topic of its phase's texts (`texts`); with
+    # outputs.texts_in_state it carries `title` itself.
+    texts = {}
     for topic, obj in records(sys.stdin):
         if topic == "ampel/bridge/state":
             online = isinstance(obj, dict) and obj.get("state") == "online"
             if not online:
                 draw_lamp(key, None, "Ampel is offline")
             continue
+        if topic.startswith("ampel/rules/") and isinstance(obj, dict):
+            texts[topic] = obj
+            if last is not None and last.get("texts") == topic:
+                draw_lamp(key, dict(last, title=obj.get("title")), None)
+            continue
         if topic != state_topic or not isinstance(obj, dict):
             continue
         last = obj
-        draw_lamp(key, last, None)
+        shown = obj if "title" in obj else dict(obj, title=texts.get(obj.get("texts"), {}).get("title"))
+        draw_lamp(key, shown, None)
 
 
 def draw_lamp(key, state, note):

@@ -21,7 +21,7 @@ extension DaemonConfiguration {
         if case .scalar = root, root.null != nil { return }
         let top = try MappingReader(root, path: "")
         try top.allow(["broker", "mqtt", "base_topic", "state_dir", "lang", "log_level", "rules", "data", "inputs",
-                       "alerts", "devices", "homeassistant", "lamps", "notify", "http"])
+                       "alerts", "devices", "homeassistant", "lamps", "notify", "http", "outputs"])
         if let v = top["broker"] { broker = try v.convert(Self.broker) }
         if let v = top["base_topic"] {
             baseTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
@@ -53,6 +53,19 @@ extension DaemonConfiguration {
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
         }
         if let m = try top.mapping("notify") { try readNotify(m) }
+        if let m = try top.mapping("outputs") {
+            try m.allow(["device_state", "heartbeat", "texts_in_state"])
+            if let v = m["device_state"] {
+                outputs.deviceState = try v.convert { (s) throws(ConfigurationError.Problem) in
+                    guard let mode = OutputSettings.DeviceStateMode(rawValue: s) else {
+                        throw .init("'\(s)' is not a device state mode (every_fix, on_change)")
+                    }
+                    return mode
+                }
+            }
+            if let v = m["heartbeat"] { outputs.heartbeat = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
+            if let v = m["texts_in_state"] { outputs.textsInState = try v.bool() }
+        }
         if let v = top["lamps"] { try readLamps(v) }
         if let m = try top.mapping("http") { try readHTTP(m) }
     }

@@ -38,6 +38,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var devices: [String: DeviceSettings] = [:]
     public var homeAssistant = HomeAssistantSettings()
     public var notify = NotifySettings()
+    public var outputs = OutputSettings()
     public var lamps: [LampSettings] = []
     public var http = HTTPSettings()
     /// `devices.forget_after`: a device not heard from for this long is forgotten everywhere
@@ -135,6 +136,33 @@ public struct DaemonConfiguration: Sendable, Hashable {
         /// The device level under which Ampel appears to the user's apps:
         /// `owntracks/<user>/<owntracksDevice>/event` and `…/info`. One topic level.
         public var owntracksDevice = "ampel"
+    }
+
+    /// What the retained states carry and how often they go out (docs/topics.md).
+    public struct OutputSettings: Sendable, Hashable {
+        public enum DeviceStateMode: String, Sendable, Hashable, CaseIterable {
+            /// Every accepted fix republishes the device's state (its position and time).
+            case everyFix = "every_fix"
+            /// A state goes out when something a consumer sees changed, else once a ``heartbeat``.
+            case onChange = "on_change"
+        }
+
+        /// `outputs.device_state`.
+        public var deviceState: DeviceStateMode = .onChange
+        /// `outputs.heartbeat`: with `on_change`, the longest a device's retained position and
+        /// time lag behind its fixes.
+        public var heartbeat: Duration = .seconds(60)
+        /// `outputs.texts_in_state`: `title`, `rules` and `always` inside every state, as
+        /// before the texts topics; `false` names the texts topic instead (`texts`).
+        public var textsInState = false
+
+        public init() {}
+
+        public init(deviceState: DeviceStateMode, heartbeat: Duration, textsInState: Bool) {
+            self.deviceState = deviceState
+            self.heartbeat = heartbeat
+            self.textsInState = textsInState
+        }
     }
 
     /// The state directory when none is configured: systemd's `$STATE_DIRECTORY`, else `./ampel-state`.

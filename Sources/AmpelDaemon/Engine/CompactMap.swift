@@ -47,6 +47,11 @@ struct CompactMap<Value: Sendable>: Sendable {
         }
     }
 
+    /// Changes every value where it is, keeping keys and order.
+    mutating func updateValues(_ change: (inout Value) -> Void) {
+        for index in values.indices { change(&values[index]) }
+    }
+
     private mutating func insert(_ key: String, _ value: Value) {
         if let (_, position) = find(key) {
             values[Int(position)] = value

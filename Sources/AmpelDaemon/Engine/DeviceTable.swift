@@ -1,11 +1,11 @@
 import AmpelDomain
 
-/// Every device the daemon knows, in about 70 bytes each (100,000 devices: about 7 MB).
+/// Every device the daemon knows, in about 80 bytes each (100,000 devices: about 8 MB).
 ///
 /// A fleet of 100,000 devices is the daemon's largest memory item. Held as
 /// `[String: DeviceRecord]`, each entry carried five strings and an optional district of four
 /// more (about 150 bytes inline, times the dictionary's spare capacity). Here an entry is the
-/// key and a 32-byte ``Entry`` in a ``CompactMap``: position and time as they came, the rest as small numbers into
+/// key and a 40-byte ``Entry`` in a ``CompactMap``: position and time as they came, the rest as small numbers into
 /// tables of the few distinct districts, phases and data days. The requested language is kept
 /// as the ``Language`` it selects (`de-AT` → `de`), which is all the engine ever uses it for.
 ///
@@ -26,6 +26,10 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         /// ``stale`` and ``owntracks`` as bits: a second `Bool` would make the entry 33 bytes,
         /// laid out in 40.
         var flags: UInt8
+        /// When the engine last published the device's state (its clock, seconds since 1970,
+        /// up to 2106), 0 for not in this run: the `on_change` heartbeat. Not a part of the
+        /// record and never persisted: after a restart each device's first fix publishes.
+        var statePublished: UInt32 = 0
 
         static let none = UInt16.max
         static let stale: UInt8 = 1
@@ -73,9 +77,37 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
     /// nothing until the table changes (a reconnect walks it in batches without sorting).
     public var keys: [String] { entries.keys }
 
+    /// Setting a record keeps the time its state was last published (``statePublished(_:)``).
     public subscript(key: String) -> DeviceRecord? {
         get { entries[key].map(record) }
-        set { entries[key] = newValue.map { entry($0) } }
+        set {
+            let published = entries[key]?.statePublished ?? 0
+            entries[key] = newValue.map {
+                var entry = entry($0)
+                entry.statePublished = published
+                return entry
+            }
+        }
+    }
+
+    /// The record of `key` and when its state was last published in this run (`nil`: not yet).
+    public func recordAndStatePublished(_ key: String) -> (record: DeviceRecord, statePublished: Int?)? {
+        guard let entry = entries[key] else { return nil }
+        return (record(entry), entry.statePublished == 0 ? nil : Int(entry.statePublished))
+    }
+
+    /// Sets the record of `key` and when its state was last published (`nil`: not in this run).
+    public mutating func set(_ key: String, _ record: DeviceRecord, statePublished: Int?) {
+        var entry = entry(record)
+        entry.statePublished = statePublished.map { UInt32(clamping: max(1, $0)) } ?? 0
+        entries[key] = entry
+    }
+
+    /// The table as a new run starts with it: no state published yet.
+    public func forNewRun() -> DeviceTable {
+        var table = self
+        table.entries.updateValues { $0.statePublished = 0 }
+        return table
     }
 
     /// The keys of the devices whose last fix is older than `tst` (seconds since 1970), in

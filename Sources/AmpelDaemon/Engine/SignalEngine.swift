@@ -126,15 +126,18 @@ public struct SignalEngine: Sendable {
         /// A device whose last fix is older than this is forgotten (``Event/forget(now:)``);
         /// `nil` never forgets.
         public var forgetAfter: Duration?
+        /// When device states go out and whether states carry the texts (`outputs`).
+        public var outputs: DaemonConfiguration.OutputSettings
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
                     owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,
                     maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = [],
-                    forgetAfter: Duration? = nil) {
+                    forgetAfter: Duration? = nil, outputs: DaemonConfiguration.OutputSettings = .init()) {
             self.webhooks = webhooks
             self.forgetAfter = forgetAfter
+            self.outputs = outputs
             self.ruleSet = ruleSet
             self.region = region
             self.topics = topics
@@ -193,6 +196,8 @@ public struct SignalEngine: Sendable {
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
     public enum PublishKind: Sendable, Hashable {
         case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
+        /// The retained texts of one phase in one language (``Topics/texts(ruleSet:phase:lang:)``).
+        case texts
         /// A device alert as an OwnTracks transition (``OwnTracksNotices``), right after the alert.
         case deviceTransition
         /// The retained OwnTracks card that names Ampel in a user's apps.
@@ -268,6 +273,8 @@ public struct SignalEngine: Sendable {
     private var retiringDevices: [DiscoveryTopics] = []
     /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
     private var cardUsers: Set<String> = []
+    /// The texts topic of each phase, by language and phase id; empty with texts in the states.
+    private let textsTopics: [String: [String: String]]
 
     /// What each lamp was last told (absent before its first command) and last said about
     /// its availability (absent before it said anything), for the status view.
@@ -283,8 +290,21 @@ public struct SignalEngine: Sendable {
         self.settings = settings
         self.dataset = dataset
         self.stale = stale
-        self.devices = restored.devices
+        // A table handed over from another engine in this process carries the times its states
+        // went out; this run has published none.
+        self.devices = restored.devices.forNewRun()
         self.districtPhases = restored.districts
+        var textsTopics: [String: [String: String]] = [:]
+        if !settings.outputs.textsInState {
+            let phases = settings.ruleSet.phases.map(\.id.id) + [OutsideMarker.id]
+            for language in Language.allCases {
+                for phase in phases {
+                    textsTopics[language.rawValue, default: [:]][phase] =
+                        settings.topics.texts(ruleSet: settings.ruleSet.id, phase: phase, lang: language.rawValue)
+                }
+            }
+        }
+        self.textsTopics = textsTopics
     }
 
     /// What the state directory should hold now.
@@ -295,6 +315,8 @@ public struct SignalEngine: Sendable {
         case .start:
             started = true
             var actions = retireDiscovery()
+            // Before the states that name them.
+            actions += texts()
             actions += evaluateAll(initial: true, announce: true)
             actions += districtDiscovery()
             actions += lamps(force: true)
@@ -392,12 +414,12 @@ public struct SignalEngine: Sendable {
             .publish(OutgoingMessage(topic: settings.topics.bridgeState, text: BridgeState.online, qos: 1, retain: true), kind: .bridgeState),
             .publishInfo,
         ]
+        actions += texts()
         let districts = dataset.districts(in: settings.region)
         for entry in districts {
             let ags = entry.district.ags
             guard let signal = districtSignals[ags] else { continue }
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
-                                    kind: .districtState))
+            actions.append(.publish(districtState(ags, signal), kind: .districtState))
             actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: districtPhases[ags] ?? signal.phase,
                                                     qos: 1, retain: true),
                                     kind: .districtPhase))
@@ -449,7 +471,8 @@ public struct SignalEngine: Sendable {
 
     mutating func apply(_ fix: LocationFix, place: Place, receivedAt: Int) -> [Action] {
         let key = fix.device
-        let previous = devices[key]
+        let known = devices.recordAndStatePublished(key)
+        let previous = known?.record
         if let previous, let tst = fix.tst, tst < previous.tst {
             return [.dropped(.outOfOrder)]
         }
@@ -505,7 +528,8 @@ public struct SignalEngine: Sendable {
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: tst, lang: messageLang,
                                   district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale,
                                   owntracks: fix.owntracks)
-        devices[key] = record
+        let publishState = stateDue(key: key, previous: previous, record, language: language, lastPublished: known?.statePublished, now: receivedAt)
+        devices.set(key, record, statePublished: publishState ? receivedAt : known?.statePublished)
         actions.append(.persist(.device(key: key, record: record)))
         if previous == nil { actions += deviceDiscovery(key) }
         actions += ownTracksCard(key, record)
@@ -516,11 +540,25 @@ public struct SignalEngine: Sendable {
             actions += ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0)  // `acc` may be any finite distance
             actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
         }
-        actions.append(.publish(deviceState(key, record, shown), kind: .deviceState))
+        if publishState { actions.append(.publish(deviceState(key, record, shown), kind: .deviceState)) }
         if started {
             actions += lamps(force: false, device: key)
         }
         return actions
+    }
+
+    /// Whether a fix republishes the device's state: always with `every_fix`; with `on_change`
+    /// when a consumer would see something new (phase, district, staleness, data day,
+    /// language; the rule set is one per run and a restart publishes each device's first fix),
+    /// or when the retained one is a heartbeat old. A phase change is always one: the state
+    /// after an alert is its witness (decision 20).
+    func stateDue(key: String, previous: DeviceRecord?, _ record: DeviceRecord, language: Language, lastPublished: Int?, now: Int) -> Bool {
+        guard settings.outputs.deviceState == .onChange, let previous, let lastPublished else { return true }
+        let seen = previous.phase == record.phase && previous.district == record.district && previous.dataDate == record.dataDate
+            && previous.stale == record.stale && self.language(device: key, messageLang: previous.lang) == language
+        guard seen else { return true }
+        // A clock set back counts as due: waiting for it to catch up could hold a state for hours.
+        return now - lastPublished >= Int(settings.outputs.heartbeat.components.seconds) || now < lastPublished
     }
 
     func language(device key: String, messageLang: String?) -> Language {
@@ -539,7 +577,39 @@ public struct SignalEngine: Sendable {
 
     func deviceState(_ key: String, _ record: DeviceRecord, _ signal: Signal) -> OutgoingMessage {
         let fields = Signal.DeviceFields(device: key, lat: record.lat, lon: record.lon, tst: record.tst)
-        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: signal.json(device: fields), qos: 1, retain: true)
+        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: signal.json(device: fields, texts: textsTopic(signal)),
+                               qos: 1, retain: true)
+    }
+
+    func districtState(_ ags: String, _ signal: Signal) -> OutgoingMessage {
+        OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(texts: textsTopic(signal)), qos: 1, retain: true)
+    }
+
+    /// The texts topic a state names; `nil` with the texts in the state.
+    func textsTopic(_ signal: Signal) -> String? {
+        textsTopics[signal.lang]?[signal.phase]
+    }
+
+    /// Every phase's texts in every language (none with the texts in the states), retained.
+    func texts() -> [Action] {
+        guard !settings.outputs.textsInState else { return [] }
+        let ruleSet = settings.ruleSet
+        var actions: [Action] = []
+        for language in Language.allCases {
+            let outside = ruleSet.outsideSignal(district: nil, dataDate: dataset.date, language: language)
+            let signals = ruleSet.phases.map { phase in
+                var signal = outside
+                signal.phase = phase.id.id
+                signal.title = phase.title(language)
+                signal.rules = phase.rules(language)
+                return signal
+            } + [outside]
+            for signal in signals {
+                guard let topic = textsTopic(signal) else { continue }
+                actions.append(.publish(OutgoingMessage(topic: topic, payload: signal.textsJSON(), qos: 1, retain: true), kind: .texts))
+            }
+        }
+        return actions
     }
 
     func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
@@ -650,8 +720,7 @@ public struct SignalEngine: Sendable {
                 }
             }
             if initial || previousSignal != signal {
-                actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(), qos: 1, retain: true),
-                                        kind: .districtState))
+                actions.append(.publish(districtState(ags, signal), kind: .districtState))
             }
             if initial || previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true),

@@ -63,7 +63,7 @@ public struct Discovery: Sendable {
                                          model: "District \(ags)", swVersion: version, via: names.bridgeDevice)
         let state = topics.districtState(ags)
         let phase = phaseSensor(.districtPhase(ags), stateTopic: state, device: device,
-                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title} | tojson }}"#)
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "texts": value_json.texts | default(none)} | tojson }}"#)
         var incidence = entity(.districtIncidence(ags), name: "Incidence", stateTopic: state,
                                valueTemplate: "{{ value_json.incidence }}", device: device)
         incidence.state_class = "measurement"
@@ -80,7 +80,7 @@ public struct Discovery: Sendable {
         let device = EntityConfig.Device(identifiers: [names.uniqueID(.devicePhase(key))], name: "Ampel \(name ?? key)",
                                          model: "Device", swVersion: version, via: names.bridgeDevice)
         let phase = phaseSensor(.devicePhase(key), stateTopic: topics.deviceState(key), device: device,
-                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title, "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "texts": value_json.texts | default(none), "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
         return [message(.devicePhase(key), phase),
                 message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceAlert(key), device: device))]
     }

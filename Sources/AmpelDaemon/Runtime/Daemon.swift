@@ -164,7 +164,8 @@ public actor AmpelDaemon: Service {
             announcedDiscovery: announcedDiscovery,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
-            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter)
+            minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter,
+            outputs: configuration.outputs)
     }
 
     enum Input: Sendable {

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Fleet benchmark (issue 16), one command:
+#
+#   Benchmarks/daemon/fleet.sh                     # defaults below; override with env vars
+#   RUNS=5 COUNT=100000 Benchmarks/daemon/fleet.sh
+#
+# Through one mosquitto that this script starts (scripts/lib/broker.sh), alternating in each
+# run: `ampel run` with outputs.device_state every_fix, the twin relay (C, libmosquitto:
+# subscribes like the daemon, publishes one retained QoS 1 message of the daemon's every_fix
+# state size per fix, on the same topic shape), the plain C relay (the same, payload passed
+# through), and `ampel run` with on_change; at QoS 0 and 1. The fleet: DEVICES devices
+# replaying the recorded tracks in TRACKS (resampled to one point per km, there and back)
+# from spread offsets, one point (~1 km) per fix. Per target: fixes/s (send as fast as the
+# target takes them, a marker fix every 500 fixes, at most 4 markers outstanding), CPU of
+# the target and of the broker per fix (/proc/<pid>/stat), messages and bytes the target
+# published per fix (at a subscriber to all its outputs). Prints a Markdown section with
+# medians and ratios; raw lines in benchmarks-out/fleet/.
+#
+#   BIN_DIR=$(swift build -c release --static-swift-stdlib --show-bin-path) Benchmarks/daemon/fleet.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=../../scripts/lib/broker.sh
+source scripts/lib/broker.sh
+
+RUNS=${RUNS:-3}
+DEVICES=${DEVICES:-5000}
+COUNT=${COUNT:-50000}
+TRACKS=${TRACKS:-../shared/data/tracks}
+DATE=${DATE:-2020-10-15}
+
+out=benchmarks-out/fleet
+mkdir -p "$out"
+if [ -n "${BIN_DIR:-}" ]; then
+  bin=$BIN_DIR
+else
+  echo "building (release) ..." >&2
+  swift build -c release --static-swift-stdlib --product ampel >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+fi
+ampel=$bin/ampel
+fleet=$out/fleet
+cc -O2 -Wall -o "$fleet" Benchmarks/daemon/fleet.c -lmosquitto -lpthread
+python3 Benchmarks/daemon/route.py "$TRACKS" 1000 >"$out/route.txt"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-fleet-bench.XXXXXX")
+daemon_pid=""; relay_pid=""
+cleanup() {
+  set +e
+  stop_pid "$daemon_pid" "$relay_pid" "${BROKER_PID:-}"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port=$(free_port)
+start_test_broker "$tmp/broker" "$port"
+broker=mqtt://127.0.0.1:$port
+
+start_daemon() { # MODE
+  printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
+  mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
+  rm -rf "$tmp/state-$1"
+  "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
+    --log-level warning >>"$out/daemon.log" 2>&1 &
+  daemon_pid=$!
+  local bridge
+  bridge=$(mosquitto_sub -h 127.0.0.1 -p "$port" -t ampel/bridge/state -C 1 -W 120 2>/dev/null || true)
+  [[ $bridge == *online* ]] || { echo "the daemon did not come online" >&2; tail -n 30 "$out/daemon.log" >&2; exit 1; }
+}
+
+start_relay() { # KIND QOS SIZE
+  "$fleet" relay --port "$port" --kind "$1" --qos "$2" --size "$3" >"$tmp/relay.log" 2>&1 &
+  relay_pid=$!
+  wait_for_line "$tmp/relay.log" '^relay ready' 30 "$relay_pid" || { cat "$tmp/relay.log" >&2; exit 1; }
+}
+
+# The size of the daemon's every_fix state on this fleet: what the twin publishes.
+size=${STATE_SIZE:-}
+if [ -z "$size" ]; then
+  start_daemon every_fix
+  mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/state' -C 200 -F '%l' >"$tmp/sizes" &
+  sizes_pid=$!
+  "$fleet" load --port "$port" --target daemon --qos 1 --route "$out/route.txt" --devices 200 --count 0 --tag s >/dev/null
+  wait "$sizes_pid" || true
+  size=$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/sizes")
+  stop_pid "$daemon_pid"; daemon_pid=""
+fi
+echo "twin payload: $size bytes (mean every_fix state of the fleet)" >&2
+
+results="$out/results.txt"
+: >"$results"
+measure() { # TARGET QOS
+  local target=$1 qos=$2 pid
+  case $target in
+    every_fix | on_change) start_daemon "$target"; pid=$daemon_pid ;;
+    twin) start_relay twin "$qos" "$size"; pid=$relay_pid ;;
+    plain) start_relay plain "$qos" "$size"; pid=$relay_pid ;;
+  esac
+  local kind=daemon
+  [ "$target" = twin ] || [ "$target" = plain ] && kind=$target
+  "$fleet" load --port "$port" --target "$kind" --qos "$qos" --route "$out/route.txt" --devices "$DEVICES" --count "$COUNT" \
+    --target-pid "$pid" --broker-pid "$BROKER_PID" --tag "r$RANDOM" 2>>"$out/load.log" \
+    | sed "s/target=$kind/target=$target/" | tee -a "$results"
+  stop_pid "$daemon_pid" "$relay_pid"; daemon_pid=""; relay_pid=""
+}
+
+targets="every_fix twin plain on_change"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for run in $(seq 1 "$RUNS"); do
+  order=$targets
+  [ $((run % 2)) = 0 ] && order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for qos in 0 1; do
+    for target in $order; do measure "$target" "$qos"; done
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size" "$load_before" "$load_after" <<'PY'
+import statistics, subprocess, sys, platform
+path, runs, devices, count, size, load_before, load_after = sys.argv[1:]
+rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(path) if line.startswith("mode=fleet")]
+def med(target, qos, key):
+    values = [float(r[key]) for r in rows if r["target"] == target and r["qos"] == str(qos)]
+    return statistics.median(values) if values else float("nan")
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+print()
+print("Machine: %s, %s cores, %s; mosquitto %s; load average %s before, %s after (1/5/15 min)" % (
+    sh("lscpu | sed -n 's/^Model name: *//p'"), sh("nproc"), platform.platform(),
+    sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1"), load_before, load_after))
+print("Command: `Benchmarks/daemon/fleet.sh` (RUNS=%s, medians; %s devices on the recorded tracks, ~1 km per fix, "
+      "%s fixes per measurement; twin payload %s bytes)" % (runs, devices, count, size))
+print()
+print("| QoS | target | fixes/s | target CPU µs/fix | broker CPU µs/fix | messages/fix | bytes/fix |")
+print("|---|---|---|---|---|---|---|")
+for qos in (0, 1):
+    for t in ("every_fix", "twin", "plain", "on_change"):
+        print("| %d | %s | %.0f | %.1f | %.1f | %.3f | %.0f |" % (qos, t, med(t, qos, "rate"), med(t, qos, "target_cpu_us"),
+              med(t, qos, "broker_cpu_us"), med(t, qos, "messages"), med(t, qos, "bytes")))
+print()
+for qos in (0, 1):
+    def ratio(a, b, key):
+        return med(a, qos, key) / med(b, qos, key) if med(b, qos, key) else float("inf")
+    print("QoS %d: every_fix/twin fixes/s %.2f (goal >= 0.95); on_change against every_fix: broker CPU per fix %.1fx lower, "
+          "bytes per fix %.1fx lower (goals >= 5); on_change/plain fixes/s %.2f (goal >= 1.5)" % (
+        qos, ratio("every_fix", "twin", "rate"), ratio("every_fix", "on_change", "broker_cpu_us"),
+        ratio("every_fix", "on_change", "bytes"), ratio("on_change", "plain", "rate")))
+PY

@@ -1,0 +1,177 @@
+@testable import AmpelDaemon
+import AmpelDomain
+import Foundation
+import Testing
+
+/// `outputs.device_state`, `outputs.heartbeat` and `outputs.texts_in_state`: when the engine
+/// publishes a device's state and what the states and the texts topics hold.
+@Suite("Device state output")
+struct DeviceStateOutputTests {
+    static let key = "alice/phone"
+    static let stateTopic = "ampel/device/alice/phone/state"
+
+    func engine(_ dataset: Dataset = Fixtures.october, outputs: DaemonConfiguration.OutputSettings = .init(),
+                ruleSet: RuleSet = Fixtures.ruleSet, restored: PersistedState = .init()) -> (SignalEngine, [SignalEngine.Action]) {
+        var settings = Fixtures.settings(discovery: false)
+        settings.ruleSet = ruleSet
+        settings.outputs = outputs
+        var engine = SignalEngine(settings: settings, dataset: dataset, stale: false, restored: restored)
+        let start = engine.event(.start)
+        return (engine, start)
+    }
+
+    func fix(tst: Int, lang: String? = nil, lat: Double = 48.137) -> LocationFix {
+        LocationFix(device: Self.key, latitude: lat, longitude: 11.575, tst: tst, lang: lang)
+    }
+
+    /// The states published for the device.
+    func states(_ actions: [SignalEngine.Action]) -> [OutgoingMessage] { actions.on(Self.stateTopic) }
+
+    @Test("on_change: a state for a first sighting, a phase, a district, a language; none for a fix that changes only the position")
+    func publishesOnChange() throws {
+        var (engine, _) = engine(Fixtures.november)
+        #expect(states(engine.event(.fix(fix(tst: 100), place: Fixtures.muenchen, receivedAt: 1000))).count == 1)
+        // Moving within the district: nothing a consumer sees changed.
+        for step in 1...5 {
+            let moved = engine.event(.fix(fix(tst: 100 + step, lat: 48.137 + Double(step) / 1000), place: Fixtures.muenchen,
+                                          receivedAt: 1000 + step))
+            #expect(states(moved).isEmpty)
+            #expect(moved.contains(.persist(.device(key: Self.key, record: try #require(engine.devices[Self.key])))), "the record still follows every fix")
+        }
+        // Another district in the same phase (both dark red on 2020-11-05): the district changed.
+        let district = engine.event(.fix(fix(tst: 110), place: Fixtures.landkreis, receivedAt: 1010))
+        #expect(try district.json(Self.stateTopic)[path: "district", "ags"] as? String == "09184")
+        #expect(district.on("ampel/device/alice/phone/alert").isEmpty)
+        // The language the device asks for.
+        let language = engine.event(.fix(fix(tst: 111, lang: "de"), place: Fixtures.landkreis, receivedAt: 1011))
+        #expect(try language.json(Self.stateTopic)["lang"] as? String == "de")
+        #expect(states(engine.event(.fix(fix(tst: 112, lang: "de-AT"), place: Fixtures.landkreis, receivedAt: 1012))).isEmpty,
+                "de-AT selects the same texts")
+        // Another phase: the alert, then the state that witnesses it.
+        let phase = engine.event(.fix(fix(tst: 120), place: Fixtures.stuttgart, receivedAt: 1020))
+        let kinds = phase.compactMap { action -> SignalEngine.PublishKind? in
+            if case .publish(_, let kind) = action { kind } else { nil }
+        }
+        #expect(kinds == [.deviceAlert, .deviceState])
+        #expect(try phase.json(Self.stateTopic)["phase"] as? String == "outside")
+        #expect(AmpelDaemon.witness(of: .deviceAlert, after: phase[...]) != nil)
+    }
+
+    @Test("on_change: new data day and staleness republish the state; the next unchanged fix does not")
+    func publishesOnData() throws {
+        var (engine, _) = engine()
+        _ = engine.event(.fix(fix(tst: 100), place: Fixtures.altoetting, receivedAt: 1000))
+        let stale = engine.followingReevaluation(engine.event(.data(Fixtures.october, stale: true))).actions
+        #expect(try stale.json(Self.stateTopic)["stale"] as? Bool == true)
+        #expect(states(engine.event(.fix(fix(tst: 101), place: Fixtures.altoetting, receivedAt: 1001))).isEmpty)
+        let november = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
+        let state = try november.json(Self.stateTopic)
+        #expect(state["dataDate"] as? String == "2020-11-05")
+        #expect(state["stale"] as? Bool == false)
+        #expect(states(engine.event(.fix(fix(tst: 102), place: Fixtures.altoetting, receivedAt: 1002))).isEmpty)
+    }
+
+    @Test("on_change: the heartbeat republishes an unchanged device once its state is outputs.heartbeat old, never in between")
+    func heartbeat() throws {
+        var (engine, _) = engine(outputs: .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
+        _ = engine.event(.fix(fix(tst: 0), place: Fixtures.muenchen, receivedAt: 1000))
+        var published: [Int] = []
+        for second in stride(from: 10, through: 200, by: 10) {
+            let actions = engine.event(.fix(fix(tst: second, lat: 48.137 + Double(second) / 100_000), place: Fixtures.muenchen,
+                                            receivedAt: 1000 + second))
+            if let state = states(actions).last {
+                published.append(second)
+                let json = try #require(JSONSerialization.jsonObject(with: Data(state.payload)) as? [String: Any])
+                #expect(json["tst"] as? Int == second, "the heartbeat carries the latest position and time")
+            }
+        }
+        #expect(published == [60, 120, 180])
+        // A change resets the heartbeat: the next one is a full heartbeat after it.
+        _ = engine.event(.fix(fix(tst: 205), place: Fixtures.altoetting, receivedAt: 1205))
+        #expect(states(engine.event(.fix(fix(tst: 264), place: Fixtures.altoetting, receivedAt: 1264))).isEmpty)
+        #expect(states(engine.event(.fix(fix(tst: 265), place: Fixtures.altoetting, receivedAt: 1265))).count == 1)
+        // A clock set back does not hold the state back.
+        #expect(states(engine.event(.fix(fix(tst: 266), place: Fixtures.altoetting, receivedAt: 900))).count == 1)
+    }
+
+    @Test("every_fix: every accepted fix publishes the state")
+    func everyFix() {
+        var (engine, _) = engine(outputs: .init(deviceState: .everyFix, heartbeat: .seconds(60), textsInState: false))
+        for second in 0..<5 {
+            #expect(states(engine.event(.fix(fix(tst: second), place: Fixtures.muenchen, receivedAt: 1000 + second))).count == 1)
+        }
+    }
+
+    @Test("after a restart each device's first fix publishes, under another rule set too")
+    func restartPublishesFirstFix() throws {
+        var (engine, _) = engine()
+        _ = engine.event(.fix(fix(tst: 100), place: Fixtures.muenchen, receivedAt: 1000))
+        let initial = try RuleSetCatalog.bundled("bavaria-initial")
+        var (restarted, _) = self.engine(ruleSet: initial, restored: engine.persisted)
+        let first = restarted.event(.fix(fix(tst: 101), place: Fixtures.muenchen, receivedAt: 1001))
+        #expect(try first.json(Self.stateTopic)["ruleSet"] as? String == "bavaria-initial")
+        #expect(states(restarted.event(.fix(fix(tst: 102), place: Fixtures.muenchen, receivedAt: 1002))).isEmpty)
+    }
+
+    @Test("the texts topics: retained, one per phase and language of every bundled rule set, complete; states name theirs")
+    func textsTopics() throws {
+        for name in RuleSetCatalog.bundledNames {
+            let ruleSet = try RuleSetCatalog.bundled(name)
+            var (engine, start) = engine(ruleSet: ruleSet)
+            var texts: [String: [String: Any]] = [:]
+            for case .publish(let message, let kind) in start where kind == .texts {
+                #expect(message.retain && message.qos == 1)
+                texts[message.topic] = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+            }
+            var expected: [String: (title: String, rules: [String])] = [:]
+            for language in Language.allCases {
+                for phase in ruleSet.phases {
+                    expected["ampel/rules/\(name)/\(phase.id.id)/\(language.rawValue)"] = (phase.title(language), phase.rules(language))
+                }
+                expected["ampel/rules/\(name)/outside/\(language.rawValue)"] = (ruleSet.outside.title(language), ruleSet.outside.rules(language))
+            }
+            #expect(Set(texts.keys) == Set(expected.keys))
+            for (topic, want) in expected {
+                let got = try #require(texts[topic])
+                let lang = try #require(topic.split(separator: "/").last.map(String.init))
+                #expect(got["title"] as? String == want.title)
+                #expect(got["rules"] as? [String] == want.rules)
+                #expect(got["always"] as? [String] == ruleSet.always(try #require(Language(rawValue: lang))))
+                #expect(got["lang"] as? String == lang)
+                #expect(got["ruleSet"] as? String == name)
+                #expect(got["phase"] as? String == String(topic.split(separator: "/")[3]))
+            }
+            // The district states and a device's state name a texts topic of their phase and language.
+            let district = try start.json("ampel/district/09162/state")
+            #expect(district["texts"] as? String == "ampel/rules/\(name)/\(district["phase"] as? String ?? "?")/en")
+            #expect(district["title"] == nil && district["rules"] == nil && district["always"] == nil)
+            let state = try engine.event(.fix(fix(tst: 1, lang: "de"), place: Fixtures.muenchen, receivedAt: 1)).json(Self.stateTopic)
+            #expect(state["texts"] as? String == "ampel/rules/\(name)/red/de")
+            #expect(Set(state.keys) == ["color", "dataDate", "device", "district", "incidence", "lang", "lat", "lon", "phase", "ruleSet",
+                                        "stale", "texts", "tst"])
+            // Again after a reconnect, like every retained topic.
+            let again = engine.event(.reconnected).compactMap { action -> String? in
+                if case .publish(let message, .texts) = action { message.topic } else { nil }
+            }
+            #expect(Set(again) == Set(expected.keys))
+        }
+    }
+
+    @Test("texts_in_state: true gives the payloads of the writer with texts byte for byte, and no texts topics")
+    func textsInState() throws {
+        var (engine, start) = engine(outputs: .init(deviceState: .everyFix, heartbeat: .seconds(60), textsInState: true))
+        #expect(!start.contains { if case .publish(_, .texts) = $0 { true } else { false } })
+        let ruleSet = Fixtures.ruleSet
+        let signal = try ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: Fixtures.october, region: .bavaria,
+                                        language: .de, stale: false)
+        let actions = engine.event(.fix(fix(tst: 1000, lang: "de"), place: Fixtures.muenchen, receivedAt: 1000))
+        let state = try #require(states(actions).last)
+        #expect(state.payload == signal.json(device: .init(device: Self.key, lat: 48.137, lon: 11.575, tst: 1000)))
+        let district = try #require(start.on("ampel/district/09162/state").last)
+        let entry = try #require(Fixtures.october.districts(in: .bavaria).first { $0.district.ags == "09162" })
+        let districtSignal = try ruleSet.signal(for: entry, dataDate: Fixtures.october.date, language: .en, stale: false)
+        #expect(district.payload == districtSignal.json())
+        let json = try #require(JSONSerialization.jsonObject(with: Data(state.payload)) as? [String: Any])
+        #expect(json["texts"] == nil && json["title"] as? String == signal.title)
+    }
+}
