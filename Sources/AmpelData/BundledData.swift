@@ -58,6 +58,22 @@ public final class BundledData: Sendable {
         return history.dataset(on: chosen)
     }
 
+    /// Up to `count` days of the daily history before `day`, oldest first.
+    public func historyWindow(before day: Day, count: Int) -> [Dataset] {
+        guard count > 0 else { return [] }
+        let history = historyStore.history
+        return history.days.filter { $0 < day }.suffix(count).map { history.dataset(on: $0) }
+    }
+
+    /// The daily history publication on or before `day` with the courses `ruleSet` gives
+    /// over the `length` publications ending with it (what `--source history` answers).
+    public func history(on day: Day?, ruleSet: RuleSet, length: Int = PublicationHistory.defaultLength,
+                        region: Region = .bavaria) throws(DataError) -> Dataset {
+        let current = try history(on: day)
+        let window = historyWindow(before: current.date, count: length - 1) + [current]
+        return current.withCourses(window: window, ruleSet: ruleSet, region: region)
+    }
+
     /// The latest bundled publication (snapshot or daily history) on or before `day`.
     ///
     /// On a day with both, the snapshot wins: it covers all of Germany.

@@ -21,11 +21,24 @@ public struct Dataset: Sendable, Hashable {
     public let source: String
     /// Keyed by the five-digit RS.
     public let districts: [String: DistrictIncidence]
+    /// Trend and phase in force of each district, from the publications before this one under
+    /// one rule set (``RuleSet/courses(over:region:)``); empty where no history was at hand.
+    /// Not part of the publication itself: caches and history files leave it out.
+    public var courses: [String: DistrictCourse]
 
-    public init(date: Day, source: String, districts: [String: DistrictIncidence]) {
+    public init(date: Day, source: String, districts: [String: DistrictIncidence], courses: [String: DistrictCourse] = [:]) {
         self.date = date
         self.source = source
         self.districts = districts
+        self.courses = courses
+    }
+
+    /// This publication with the courses `ruleSet` gives over `window` (oldest first, ending
+    /// with this publication; earlier days only are taken from it).
+    public func withCourses(window: [Dataset], ruleSet: RuleSet, region: Region) -> Dataset {
+        var copy = self
+        copy.courses = ruleSet.courses(over: window.filter { $0.date < date } + [self], region: region)
+        return copy
     }
 
     public subscript(ags: String) -> DistrictIncidence? { districts[ags] }

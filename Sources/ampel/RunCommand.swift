@@ -39,6 +39,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Default language of texts: de or en.")
     var lang: String?
 
+    @Option(name: .long, help: "The rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021) or a JSON file.")
+    var rules: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -57,7 +60,7 @@ struct Run: AsyncParsableCommand {
                 text = String(decoding: data, as: UTF8.self)
             }
             let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
-                                               refresh: refresh, lang: lang, logLevel: logLevel)
+                                               refresh: refresh, lang: lang, logLevel: logLevel, rules: rules)
             let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
             // Before anything creates a logger, so every part logs at the configured level.
             let level = configuration.logLevel

@@ -11,9 +11,12 @@ public struct ConfigurationOverrides: Sendable, Hashable {
     public var refresh: String?
     public var lang: String?
     public var logLevel: String?
+    public var rules: String?
 
     public init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
-                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil) {
+                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil,
+                rules: String? = nil) {
+        self.rules = rules
         self.broker = broker
         self.source = source
         self.url = url
@@ -35,6 +38,7 @@ public struct ConfigurationOverrides: Sendable, Hashable {
         ("--refresh", "AMPEL_REFRESH", \.refresh),
         ("--lang", "AMPEL_LANG", \.lang),
         ("--log-level", "AMPEL_LOG_LEVEL", \.logLevel),
+        ("--rules", "AMPEL_RULES", \.rules),
         ]
     }
 }
@@ -80,6 +84,9 @@ extension DaemonConfiguration {
             case "--refresh", "AMPEL_REFRESH": data.refresh = try Self.duration(value, minimum: 1)
             case "--lang", "AMPEL_LANG": language = try Self.language(value)
             case "--log-level", "AMPEL_LOG_LEVEL": logLevel = try Self.logLevel(value)
+            case "--rules", "AMPEL_RULES":
+                guard !value.isEmpty else { throw ConfigurationError.Problem("empty rule set") }
+                rules = value
             default: throw ConfigurationError.Problem("unknown override")
             }
         } catch {

@@ -1,0 +1,43 @@
+import AmpelCore
+
+/// What the publications before today say about one district: its trend and the phase in
+/// force. Computed once per publication for every district (``RuleSet/courses(over:region:)``),
+/// then read by every signal of that district.
+public struct DistrictCourse: Sendable, Hashable {
+    /// `nil` without 14 consecutive daily values (or with a 0 a week before).
+    public let trend: Trend?
+    /// `nil` when the district's value today is not valid (its signal then fails anyway).
+    public let inForce: PhaseInForce?
+
+    public init(trend: Trend?, inForce: PhaseInForce?) {
+        self.trend = trend
+        self.inForce = inForce
+    }
+}
+
+extension RuleSet {
+    /// The course of every district of `region` in the last publication of `window`.
+    ///
+    /// - Parameter window: publications, oldest first, distinct days; the last is the one in
+    ///   force. The walk of ``dayCounts`` starts at the first of them; the trend needs the 14
+    ///   calendar days up to the last.
+    public func courses(over window: [Dataset], region: Region) -> [String: DistrictCourse] {
+        guard let current = window.last else { return [:] }
+        var result: [String: DistrictCourse] = [:]
+        for entry in current.districts(in: region) {
+            let ags = entry.district.ags
+            var measured: [(day: Day, measured: PhaseID)] = []
+            var values: [Int: Double] = [:]
+            for dataset in window {
+                guard let value = dataset[ags]?.incidence, let phase = try? classifier.classify(value) else { continue }
+                measured.append((dataset.date, phase))
+                values[dataset.date.daysSinceEpoch] = value
+            }
+            let last = current.date.daysSinceEpoch
+            let series = (last - Trend.days + 1...last).compactMap { values[$0] }
+            let inForce = measured.last?.day == current.date ? dayCounts.walk(measured).last : nil
+            result[ags] = DistrictCourse(trend: Trend(series: series), inForce: inForce)
+        }
+        return result
+    }
+}
