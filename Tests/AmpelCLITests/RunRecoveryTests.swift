@@ -25,7 +25,9 @@ struct RunRecoveryTests {
         /// - Parameters:
         ///   - environment: added to the daemon's environment (through `env`).
         ///   - configuration: the YAML of the daemon's `--config` file.
-        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration) throws {
+        ///   - command: `run`, or `replay` for the daemon on the bundled history.
+        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration,
+             command: String = "run") throws {
             let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
             self.exits = exits
             let collected = self.collected
@@ -38,7 +40,7 @@ struct RunRecoveryTests {
             let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
                 environment.isEmpty ? binary : "/usr/bin/env",
-                (environment.isEmpty ? [] : settings + [binary]) + ["run"] + arguments, output: .discard,
+                (environment.isEmpty ? [] : settings + [binary]) + [command] + arguments, output: .discard,
                 errors: .read { data in collected.update { $0 += String(decoding: data, as: UTF8.self) } },
                 onExit: { status in
                     ended.update { $0 = .now }
