@@ -169,8 +169,8 @@ public actor IncidenceStore {
         } else {
             do {
                 let loaded = try await source.fetch()
-                window = source.earlier(than: loaded.date, count: historyLength - 1)
-                take(loaded, keep: false)
+                // The whole past the source knows: the walk then starts where `--source history` starts it.
+                take(loaded, keep: false, earlier: source.earlier(than: loaded.date, count: .max))
                 lastSuccess = now()
                 chosen = .source
             } catch {
@@ -272,9 +272,11 @@ public actor IncidenceStore {
 
     /// Puts `fresh` in force with its courses over the window it joins; with `keep`, the
     /// window goes to the history file.
-    private func take(_ fresh: Dataset, keep: Bool) {
-        window = PublicationHistory.adding(fresh, to: window, length: historyLength)
-        dataset = fresh.withCourses(window: window, ruleSet: ruleSet, region: region)
+    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) {
+        // The kept publications alone (what a restart reads back), or the whole past a fixed source knows.
+        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: earlier == nil ? historyLength : .max)
+        dataset = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
+        window = Array(walked.suffix(historyLength))
         guard keep, let history else { return }
         do {
             try history.save(window, savedAt: now())

@@ -43,6 +43,18 @@ public struct Dataset: Sendable, Hashable {
 
     public subscript(ags: String) -> DistrictIncidence? { districts[ags] }
 
+    /// The same publication: date, source and values. ``courses`` are derived from it and the
+    /// history before it, so they do not make another publication.
+    public static func == (lhs: Dataset, rhs: Dataset) -> Bool {
+        lhs.date == rhs.date && lhs.source == rhs.source && lhs.districts == rhs.districts
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(date)
+        hasher.combine(source)
+        hasher.combine(districts)
+    }
+
     /// The districts of `region`, ordered by code.
     public func districts(in region: Region) -> [DistrictIncidence] {
         districts.values.filter { region.contains(ags: $0.district.ags) }.sorted { $0.district.ags < $1.district.ags }

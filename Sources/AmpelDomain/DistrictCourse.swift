@@ -23,7 +23,15 @@ extension RuleSet {
     ///   calendar days up to the last.
     public func courses(over window: [Dataset], region: Region) -> [String: DistrictCourse] {
         guard let current = window.last else { return [:] }
-        var result: [String: DistrictCourse] = [:]
+        return courseHistory(over: window, region: region)[current.date] ?? [:]
+    }
+
+    /// The courses of every publication of `window` (oldest first, distinct days), with one
+    /// walk per district from the first publication to the last: each day continues the day
+    /// before, so a publication's phase in force never depends on where a shorter walk began.
+    public func courseHistory(over window: [Dataset], region: Region) -> [Day: [String: DistrictCourse]] {
+        guard let current = window.last else { return [:] }
+        var result: [Day: [String: DistrictCourse]] = [:]
         for entry in current.districts(in: region) {
             let ags = entry.district.ags
             var measured: [(day: Day, measured: PhaseID)] = []
@@ -33,10 +41,11 @@ extension RuleSet {
                 measured.append((dataset.date, phase))
                 values[dataset.date.daysSinceEpoch] = value
             }
-            let last = current.date.daysSinceEpoch
-            let series = (last - Trend.days + 1...last).compactMap { values[$0] }
-            let inForce = measured.last?.day == current.date ? dayCounts.walk(measured).last : nil
-            result[ags] = DistrictCourse(trend: Trend(series: series), inForce: inForce)
+            for (index, inForce) in dayCounts.walk(measured).enumerated() {
+                let day = measured[index].day.daysSinceEpoch
+                let series = (day - Trend.days + 1...day).compactMap { values[$0] }
+                result[measured[index].day, default: [:]][ags] = DistrictCourse(trend: Trend(series: series), inForce: inForce)
+            }
         }
         return result
     }

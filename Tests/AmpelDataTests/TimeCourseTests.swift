@@ -57,8 +57,8 @@ import Testing
             return weekday != 1 && !holidays.contains(iso(day))
         }
 
-        /// Phase in force, measured phase and since on the last of `days` (consecutive, oldest first).
-        func inForce(_ days: [(day: Int, value: Double)]) -> (phase: Int, measured: Int, since: Int) {
+        /// Phase in force, measured phase and since on each of `days` (consecutive, oldest first).
+        func inForce(_ days: [(day: Int, value: Double)]) -> [(phase: Int, measured: Int, since: Int)] {
             enum State {
                 case settled
                 case waiting(phase: Int, from: Int)
@@ -68,8 +68,10 @@ import Testing
             var state = State.settled
             var upCount = 0, upLowest = Int.max
             var downCount = 0, downHighest = Int.min
+            var answers: [(phase: Int, measured: Int, since: Int)] = []
             for (day, value) in days {
                 let m = rank(value)
+                defer { answers.append((phase, m, since)) }
                 switch state {
                 case .waiting(let next, let from) where from <= day:
                     phase = next
@@ -108,7 +110,7 @@ import Testing
                     }
                 }
             }
-            return (phase, rank(days[days.count - 1].value), since)
+            return answers
         }
     }
 
@@ -128,18 +130,18 @@ import Testing
         let (values, days) = Self.raw
         #expect(days.count == 370)
         #expect(values.count == 96)
-        let length = PublicationHistory.defaultLength
+        // The law walked once per district over the whole history, from its first day.
+        let walked = values.mapValues { series in law.inForce(days.map { ($0, series[$0]!) }) }
         var differing = 0
         var withTrend = 0
         var zeroWeekBefore = 0
         var compared = 0
         for (index, day) in days.enumerated() {
             let dataset = try BundledData.shared.history(on: Day(iso: Self.iso(day)), ruleSet: ruleSet)
-            let window = days[max(0, index - length + 1)...index]
             for (ags, series) in values {
                 let entry = try #require(dataset[ags])
                 let signal = try ruleSet.signal(for: entry, dataDate: dataset.date, language: .en, course: dataset.courses[ags])
-                let expected = law.inForce(window.map { ($0, series[$0]!) })
+                let expected = walked[ags]![index]
                 #expect(signal.phase == Self.phaseNames[expected.phase], "\(ags) \(Self.iso(day))")
                 #expect(signal.measuredPhase == Self.phaseNames[expected.measured], "\(ags) \(Self.iso(day))")
                 #expect(signal.since == Self.iso(expected.since), "\(ags) \(Self.iso(day))")

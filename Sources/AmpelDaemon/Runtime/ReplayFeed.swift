@@ -5,15 +5,14 @@ import Foundation
 /// The bundled daily history as the daemon's ``DatasetFeed``, one publication day every
 /// ``daySeconds`` on an injected clock: `ampel replay`.
 ///
-/// Each day's dataset carries the courses of its districts over the `length` days before it,
-/// exactly as `--source history` on that day; its `source` is `replay`, so `bridge/info`
+/// Each day's dataset carries the courses of its districts walked from the first bundled
+/// day, exactly as `--source history` on that day; its `source` is `replay`, so `bridge/info`
 /// names it. Nothing is stale: the days are what the user asked for. After the last day the
 /// feed stays on it until the daemon stops.
 public final class ReplayFeed: DatasetFeed {
     public let days: [Day]
     public let daySeconds: Duration
     let ruleSet: RuleSet
-    let length: Int
     let sleep: @Sendable (Duration) async throws -> Void
 
     /// - Parameters:
@@ -21,7 +20,7 @@ public final class ReplayFeed: DatasetFeed {
     ///   - to: the last day (default: the last bundled day).
     ///   - clock: takes the pause between two days; tests pass one they advance.
     /// - Throws: ``DataError`` `notAvailable` when no bundled day lies between `from` and `to`.
-    public init(from: Day?, to: Day?, daySeconds: Duration, ruleSet: RuleSet, length: Int = PublicationHistory.defaultLength,
+    public init(from: Day?, to: Day?, daySeconds: Duration, ruleSet: RuleSet,
                 clock: some Clock<Duration> = ContinuousClock()) throws(DataError) {
         let all = BundledData.shared.historyDays
         let first = from ?? all[0]
@@ -32,13 +31,12 @@ public final class ReplayFeed: DatasetFeed {
         }
         self.daySeconds = daySeconds
         self.ruleSet = ruleSet
-        self.length = length
         sleep = { try await clock.sleep(for: $0) }
     }
 
     /// The state of day number `index`.
     func state(_ index: Int) throws(DataError) -> FeedState {
-        let dataset = try BundledData.shared.history(on: days[index], ruleSet: ruleSet, length: length)
+        let dataset = try BundledData.shared.history(on: days[index], ruleSet: ruleSet)
         return FeedState(dataset: Dataset(date: dataset.date, source: "replay", districts: dataset.districts, courses: dataset.courses),
                          stale: false)
     }
