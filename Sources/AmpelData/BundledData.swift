@@ -1,5 +1,6 @@
 import AmpelDomain
 import Foundation
+import Synchronization
 
 /// The real RKI data that ships with Ampel, so it answers with no network at all.
 ///
@@ -18,6 +19,7 @@ public final class BundledData: Sendable {
 
     private let snapshots: [Dataset]
     private let historyStore: HistoryStore
+    private let courseCache = Mutex<[String: (ruleSet: RuleSet, courses: [Day: [String: DistrictCourse]])]>([:])
 
     private init() {
         let decoder = ArcGISDecoder()
@@ -59,6 +61,31 @@ public final class BundledData: Sendable {
             throw DataError(.notAvailable, "no bundled daily history on or before \(target); it covers \(history.days[0]) to \(history.days[history.days.count - 1])")
         }
         return history.dataset(on: chosen)
+    }
+
+    /// Up to `count` days of the daily history before `day`, oldest first.
+    public func historyWindow(before day: Day, count: Int) -> [Dataset] {
+        guard count > 0 else { return [] }
+        let history = historyStore.history
+        return history.days.filter { $0 < day }.suffix(count).map { history.dataset(on: $0) }
+    }
+
+    /// The daily history publication on or before `day` with the courses `ruleSet` gives,
+    /// walked from the first bundled day (what `--source history` and `ampel replay` answer).
+    public func history(on day: Day?, ruleSet: RuleSet, region: Region = .bavaria) throws(DataError) -> Dataset {
+        var current = try history(on: day)
+        current.courses = courses(ruleSet, region: region)[current.date] ?? [:]
+        return current
+    }
+
+    /// The courses of every bundled day under `ruleSet`, computed once per rule set.
+    func courses(_ ruleSet: RuleSet, region: Region) -> [Day: [String: DistrictCourse]] {
+        let key = ruleSet.id + "|" + region.prefix
+        if let known = courseCache.withLock({ $0[key].flatMap { $0.ruleSet == ruleSet ? $0.courses : nil } }) { return known }
+        let history = historyStore.history
+        let computed = ruleSet.courseHistory(over: history.days.map { history.dataset(on: $0) }, region: region)
+        courseCache.withLock { $0[key] = (ruleSet, computed) }
+        return computed
     }
 
     /// The latest bundled publication (snapshot or daily history) on or before `day`.

@@ -102,25 +102,30 @@ public struct DatasetCache: Sendable {
         guard file.format == Self.format, file.version == Self.version else {
             throw DataError(.malformed, "the cache file '\(path)' has format '\(file.format)' version \(file.version), expected '\(Self.format)' version \(Self.version)")
         }
+        return Entry(dataset: try Self.dataset(of: file, in: "the cache file '\(path)'"), savedAt: file.savedAt)
+    }
+
+    /// The validated dataset a cache file (or an entry of the history file) holds.
+    static func dataset(of file: File, in what: String) throws(DataError) -> Dataset {
         var districts: [String: DistrictIncidence] = [:]
         for row in file.districts {
             guard District.isValidCode(row.ags) else {
-                throw DataError(.invalidValue, "the cache file '\(path)': district code '\(row.ags)' is not five digits")
+                throw DataError(.invalidValue, "\(what): district code '\(row.ags)' is not five digits")
             }
             guard row.incidence.isFinite, row.incidence >= 0, row.stateIncidence.map({ $0.isFinite && $0 >= 0 }) ?? true else {
-                throw DataError(.invalidValue, "the cache file '\(path)': district \(row.ags) has an invalid incidence")
+                throw DataError(.invalidValue, "\(what): district \(row.ags) has an invalid incidence")
             }
             guard districts[row.ags] == nil else {
-                throw DataError(.duplicateDistrict, "the cache file '\(path)': district \(row.ags) appears twice")
+                throw DataError(.duplicateDistrict, "\(what): district \(row.ags) appears twice")
             }
             let district = District(ags: row.ags, name: row.name, shortName: row.shortName, kind: row.kind,
                                     state: row.state, population: row.population)
             districts[row.ags] = DistrictIncidence(district: district, incidence: row.incidence, stateIncidence: row.stateIncidence)
         }
         guard !districts.isEmpty else {
-            throw DataError(.empty, "the cache file '\(path)' holds no districts")
+            throw DataError(.empty, "\(what) holds no districts")
         }
-        return Entry(dataset: Dataset(date: file.date, source: file.source, districts: districts), savedAt: file.savedAt)
+        return Dataset(date: file.date, source: file.source, districts: districts)
     }
 
     /// Moves an unreadable cache file aside, to `incidence.json.corrupt-<UTC time>` in the
@@ -130,7 +135,11 @@ public struct DatasetCache: Sendable {
     /// - Returns: the path it was moved to.
     /// - Throws: ``DataError`` `io` when the rename fails.
     public func moveAside(now: Date = Date()) throws(DataError) -> String {
-        let path = fileURL.path
+        try Self.moveAside(fileURL.path, now: now)
+    }
+
+    /// Moves the file at `path` aside to `<path>.corrupt-<UTC time>`; see ``moveAside(now:)``.
+    static func moveAside(_ path: String, now: Date) throws(DataError) -> String {
         let stamp = Self.timestamp(now)
         var target = path + ".corrupt-" + stamp
         var attempt = 1
@@ -139,7 +148,7 @@ public struct DatasetCache: Sendable {
             target = path + ".corrupt-" + stamp + "-\(attempt)"
         }
         guard rename(path, target) == 0 else {
-            throw DataError(.io, "cannot move the cache file '\(path)' aside to '\(target)': \(String(cString: strerror(errno)))")
+            throw DataError(.io, "cannot move the file '\(path)' aside to '\(target)': \(String(cString: strerror(errno)))")
         }
         return target
     }
@@ -160,13 +169,7 @@ public struct DatasetCache: Sendable {
     /// - Throws: ``DataError`` `io` when the directory or file cannot be written; the old
     ///   cache file is then unchanged.
     public func save(_ dataset: Dataset, savedAt: Date = Date()) throws(DataError) {
-        let rows = dataset.districts.values.sorted { $0.district.ags < $1.district.ags }.map { entry in
-            File.Row(ags: entry.district.ags, name: entry.district.name, shortName: entry.district.shortName,
-                     kind: entry.district.kind, state: entry.district.state, population: entry.district.population,
-                     incidence: entry.incidence, stateIncidence: entry.stateIncidence)
-        }
-        let file = File(format: Self.format, version: Self.version, savedAt: savedAt, date: dataset.date,
-                        source: dataset.source, districts: rows)
+        let file = Self.file(of: dataset, savedAt: savedAt)
         let data: Data
         do {
             let encoder = JSONEncoder()
@@ -179,9 +182,25 @@ public struct DatasetCache: Sendable {
         try writeAtomically(data)
     }
 
+    /// A dataset in the cache's file form.
+    static func file(of dataset: Dataset, savedAt: Date) -> File {
+        let rows = dataset.districts.values.sorted { $0.district.ags < $1.district.ags }.map { entry in
+            File.Row(ags: entry.district.ags, name: entry.district.name, shortName: entry.district.shortName,
+                     kind: entry.district.kind, state: entry.district.state, population: entry.district.population,
+                     incidence: entry.incidence, stateIncidence: entry.stateIncidence)
+        }
+        return File(format: Self.format, version: Self.version, savedAt: savedAt, date: dataset.date,
+                    source: dataset.source, districts: rows)
+    }
+
     /// Writes `data` to ``fileURL`` with ``AtomicFile`` (mode `0o644`: the data is public),
     /// creating the directory first.
     func writeAtomically(_ data: Data) throws(DataError) {
+        try Self.writeAtomically(data, to: fileURL, in: directory)
+    }
+
+    /// Writes `data` to `fileURL` with ``AtomicFile`` (mode `0o644`), creating `directory` first.
+    static func writeAtomically(_ data: Data, to fileURL: URL, in directory: URL) throws(DataError) {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {

@@ -14,6 +14,13 @@ public protocol IncidenceSource: Sendable {
     var isLive: Bool { get }
     /// Fetches and validates one complete dataset.
     func fetch() async throws(DataError) -> Dataset
+    /// Up to `count` publications before `day`, oldest first, where the source knows its
+    /// past (the bundled daily history); empty otherwise.
+    func earlier(than day: Day, count: Int) -> [Dataset]
+}
+
+extension IncidenceSource {
+    public func earlier(than day: Day, count: Int) -> [Dataset] { [] }
 }
 
 /// A snapshot of the RKI layer: one of the bundled days, or a user-supplied `f=json` file.
@@ -92,6 +99,10 @@ public struct HistorySource: IncidenceSource {
     public var name: String { "history:\(day?.iso ?? "latest")" }
     public var isLive: Bool { false }
 
+    public func earlier(than day: Day, count: Int) -> [Dataset] {
+        BundledData.shared.historyWindow(before: day, count: count)
+    }
+
     public func fetch() async throws(DataError) -> Dataset {
         try load()
     }
@@ -112,6 +123,10 @@ public struct BundledSource: IncidenceSource {
 
     public var name: String { "bundled:\(day?.iso ?? "latest")" }
     public var isLive: Bool { false }
+
+    public func earlier(than day: Day, count: Int) -> [Dataset] {
+        BundledData.shared.historyWindow(before: day, count: count)
+    }
 
     public func fetch() async throws(DataError) -> Dataset {
         try load()

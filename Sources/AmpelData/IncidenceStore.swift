@@ -98,13 +98,20 @@ public actor IncidenceStore {
     public nonisolated let region: Region
     /// Data older than this (from its publication day, 00:00 in Germany) is stale.
     public nonisolated let maximumAge: Duration
+    /// Where the last publications of a live source are kept; `nil` for none.
+    public nonisolated let history: PublicationHistory?
+    /// How many publications the trend and the day counts look at (``PublicationHistory/length``
+    /// when there is a history file).
+    public nonisolated let historyLength: Int
 
     private let fallback: (@Sendable () throws(DataError) -> Dataset)?
     private let now: @Sendable () -> Date
     private let logger: Logger
 
-    /// The dataset in force.
+    /// The dataset in force, with the courses of its districts over ``window``.
     public private(set) var dataset: Dataset?
+    /// The last publications (at most ``historyLength``), oldest first, ending with the one in force.
+    public private(set) var window: [Dataset] = []
     private var origin: StartOrigin?
     private var lastSuccess: Date?
     private var lastError: DataError?
@@ -132,10 +139,14 @@ public actor IncidenceStore {
         maximumAge: Duration = .seconds(48 * 3600),
         fallback: (@Sendable () throws(DataError) -> Dataset)? = { () throws(DataError) -> Dataset in try BundledData.shared.snapshot() },
         now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "ampel.data")
+        logger: Logger = Logger(label: "ampel.data"),
+        history: PublicationHistory? = nil,
+        historyLength: Int = PublicationHistory.defaultLength
     ) {
         self.source = source
         self.cache = cache
+        self.history = history
+        self.historyLength = history?.length ?? max(1, historyLength)
         self.ruleSet = ruleSet
         self.region = region
         self.maximumAge = maximumAge
@@ -158,7 +169,8 @@ public actor IncidenceStore {
         } else {
             do {
                 let loaded = try await source.fetch()
-                dataset = loaded
+                // The whole past the source knows: the walk then starts where `--source history` starts it.
+                take(loaded, keep: false, earlier: source.earlier(than: loaded.date, count: .max))
                 lastSuccess = now()
                 chosen = .source
             } catch {
@@ -176,10 +188,11 @@ public actor IncidenceStore {
     }
 
     private func startLive() -> StartOrigin {
+        loadHistory()
         if let cache {
             do {
                 if let entry = try cache.load() {
-                    dataset = entry.dataset
+                    take(entry.dataset, keep: false)
                     return .cache
                 }
             } catch {
@@ -199,7 +212,9 @@ public actor IncidenceStore {
         }
         guard let fallback else { return .none }
         do {
-            dataset = try fallback()
+            // A stand-in: its courses use the history, but it does not join it.
+            let stand = try fallback()
+            dataset = stand.withCourses(window: window, ruleSet: ruleSet, region: region)
             holdsFallback = true
             return .bundled
         } catch {
@@ -235,10 +250,11 @@ public actor IncidenceStore {
             logger.debug("incidence data unchanged", metadata: ["date": "\(fresh.date)"])
             return .unchanged
         }
-        dataset = fresh
+        take(fresh, keep: source.isLive)
+        let current = dataset ?? fresh
         holdsFallback = false
         counters.updates += 1
-        let changed = fresh.districtsWithChangedPhase(since: previous, ruleSet: ruleSet, region: region)
+        let changed = current.districtsWithChangedPhase(since: previous, ruleSet: ruleSet, region: region)
         logger.info("new incidence data", metadata: [
             "date": "\(fresh.date)", "previous": "\(previous.map(\.date.iso) ?? "none")",
             "districts": "\(fresh.districts.count)", "changedPhase": "\(changed.count)",
@@ -251,7 +267,44 @@ public actor IncidenceStore {
                 logger.error("cannot write the cache", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
             }
         }
-        return .updated(previous: previous, current: fresh, changedDistricts: changed)
+        return .updated(previous: previous, current: current, changedDistricts: changed)
+    }
+
+    /// Puts `fresh` in force with its courses over the window it joins; with `keep`, the
+    /// window goes to the history file.
+    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) {
+        // The kept publications alone (what a restart reads back), or the whole past a fixed source knows.
+        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: earlier == nil ? historyLength : .max)
+        dataset = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
+        window = Array(walked.suffix(historyLength))
+        guard keep, let history else { return }
+        do {
+            try history.save(window, savedAt: now())
+        } catch {
+            counters.cacheErrors += 1
+            logger.error("cannot write the history", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
+        }
+    }
+
+    /// Reads the history file into ``window``; an unreadable one is logged, counted and moved
+    /// aside, and the history starts anew.
+    private func loadHistory() {
+        guard let history else { return }
+        do {
+            window = try history.load()
+        } catch {
+            counters.cacheErrors += 1
+            do {
+                let movedTo = try history.moveAside(now: now())
+                logger.error("the history file could not be read and was moved aside; trend and day counts start anew", metadata: [
+                    "reason": "\(error.reason)", "error": "\(error.message)", "movedTo": "\(movedTo)",
+                ])
+            } catch let moveError {
+                logger.error("ignoring the unreadable history file", metadata: [
+                    "reason": "\(error.reason)", "error": "\(error.message)", "moveAside": "\(moveError.message)",
+                ])
+            }
+        }
     }
 
     private func record(_ error: DataError, what: String) {

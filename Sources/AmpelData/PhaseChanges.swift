@@ -11,8 +11,9 @@ extension Dataset {
         func phases(_ dataset: Dataset?) -> [String: PhaseID?] {
             var result: [String: PhaseID?] = [:]
             for (ags, entry) in dataset?.districts ?? [:] where region.contains(ags: ags) {
-                // Validated data has no invalid incidence; `nil` would still compare unequal to any phase.
-                result[ags] = try? ruleSet.classify(entry.incidence).id
+                // The phase in force where the history gave one. Validated data has no invalid
+                // incidence; `nil` would still compare unequal to any phase.
+                result[ags] = dataset?.courses[ags]?.inForce?.phase ?? (try? ruleSet.classify(entry.incidence).id)
             }
             return result
         }

@@ -21,14 +21,39 @@ public struct Dataset: Sendable, Hashable {
     public let source: String
     /// Keyed by the five-digit RS.
     public let districts: [String: DistrictIncidence]
+    /// Trend and phase in force of each district, from the publications before this one under
+    /// one rule set (``RuleSet/courses(over:region:)``); empty where no history was at hand.
+    /// Not part of the publication itself: caches and history files leave it out.
+    public var courses: [String: DistrictCourse]
 
-    public init(date: Day, source: String, districts: [String: DistrictIncidence]) {
+    public init(date: Day, source: String, districts: [String: DistrictIncidence], courses: [String: DistrictCourse] = [:]) {
         self.date = date
         self.source = source
         self.districts = districts
+        self.courses = courses
+    }
+
+    /// This publication with the courses `ruleSet` gives over `window` (oldest first, ending
+    /// with this publication; earlier days only are taken from it).
+    public func withCourses(window: [Dataset], ruleSet: RuleSet, region: Region) -> Dataset {
+        var copy = self
+        copy.courses = ruleSet.courses(over: window.filter { $0.date < date } + [self], region: region)
+        return copy
     }
 
     public subscript(ags: String) -> DistrictIncidence? { districts[ags] }
+
+    /// The same publication: date, source and values. ``courses`` are derived from it and the
+    /// history before it, so they do not make another publication.
+    public static func == (lhs: Dataset, rhs: Dataset) -> Bool {
+        lhs.date == rhs.date && lhs.source == rhs.source && lhs.districts == rhs.districts
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(date)
+        hasher.combine(source)
+        hasher.combine(districts)
+    }
 
     /// The districts of `region`, ordered by code.
     public func districts(in region: Region) -> [DistrictIncidence] {

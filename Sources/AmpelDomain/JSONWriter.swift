@@ -119,6 +119,22 @@ extension Signal.DistrictRef {
     }
 }
 
+extension Trend {
+    /// `{"change7","direction","series"}`.
+    public func write(to json: inout JSONWriter) {
+        json.raw(#"{"change7":"#)
+        json.number(change7)
+        json.raw(#","direction":"#)
+        json.string(direction.rawValue)
+        json.raw(#","series":["#)
+        for (index, value) in series.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.number(value)
+        }
+        json.raw("]}")
+    }
+}
+
 extension Signal {
     /// Fields a `…/state` payload adds to the signal object: the device and its position.
     public struct DeviceFields: Sendable, Hashable {
@@ -168,11 +184,15 @@ extension Signal {
             json.raw(#","lon":"#)
             json.number(device.lon)
         }
+        json.raw(#","measuredPhase":"#)
+        json.string(measuredPhase)
         json.raw(#","phase":"#)
         json.string(phase)
         json.raw(#","ruleSet":"#)
         json.string(ruleSet)
         if let texts {
+            json.raw(#","since":"#)
+            json.string(since)
             json.raw(#","stale":"#)
             json.bool(stale)
             json.raw(#","texts":"#)
@@ -180,11 +200,15 @@ extension Signal {
         } else {
             json.raw(#","rules":"#)
             json.strings(rules)
+            json.raw(#","since":"#)
+            json.string(since)
             json.raw(#","stale":"#)
             json.bool(stale)
             json.raw(#","title":"#)
             json.string(title)
         }
+        json.raw(#","trend":"#)
+        json.optional(trend) { $1.write(to: &$0) }
         if let device {
             json.raw(#","tst":"#)
             json.number(device.tst)

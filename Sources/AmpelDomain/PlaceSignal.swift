@@ -47,6 +47,6 @@ extension RuleSet {
         guard let entry = dataset[ags] else {
             throw SignalError("district \(ags)\(placeName.map { " (\($0))" } ?? "") has no incidence in the data of \(dataset.date.iso) (\(dataset.source))")
         }
-        return try signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+        return try signal(for: entry, dataDate: dataset.date, language: language, stale: stale, course: dataset.courses[ags])
     }
 }

@@ -32,6 +32,8 @@ public struct RuleSet: Sendable, Hashable {
     public let always: LocalizedList
     public let outside: OutsideRules
     public let classifier: Classifier
+    /// How long a measured phase must last before it is in force; ``DayCounts/immediate`` unless the file says otherwise.
+    public let dayCounts: DayCounts
 
     /// The rules of `phase`, if this set uses it.
     public func rules(for phase: PhaseID) -> PhaseRules? {
@@ -93,6 +95,11 @@ struct RuleSetFile: Codable {
     var phases: [PhaseFile]
     var always: [String: [String]]
     var outside: OutsideFile
+    var enterAfterDays: Int?
+    var leaveAfterDays: Int?
+    var delayDays: Int?
+    var workingDaysOnly: Bool?
+    var holidays: [Day]?
 }
 
 extension RuleSet {
@@ -183,6 +190,15 @@ extension RuleSet {
         } catch {
             throw fail(describe(error))
         }
+        let enter = file.enterAfterDays ?? 1
+        let leave = file.leaveAfterDays ?? 1
+        let delay = file.delayDays ?? 0
+        guard enter >= 1 else { throw fail("enterAfterDays must be at least 1, got \(enter)") }
+        guard leave >= 1 else { throw fail("leaveAfterDays must be at least 1, got \(leave)") }
+        guard delay >= 0 else { throw fail("delayDays must not be negative, got \(delay)") }
+        if file.holidays?.isEmpty == false, file.workingDaysOnly != true {
+            throw fail("holidays only apply with workingDaysOnly: true")
+        }
         return RuleSet(
             id: setID,
             name: try text(file.name, "name"),
@@ -195,7 +211,9 @@ extension RuleSet {
                 title: try text(file.outside.title, "outside title"),
                 rules: try list(file.outside.rules, "outside rules", allowEmpty: true)
             ),
-            classifier: classifier
+            classifier: classifier,
+            dayCounts: DayCounts(enterAfterDays: enter, leaveAfterDays: leave, delayDays: delay,
+                                 workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? []))
         )
     }
 }

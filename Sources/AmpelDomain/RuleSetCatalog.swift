@@ -2,14 +2,15 @@ import Foundation
 
 /// The rule sets that ship with Ampel.
 ///
-/// `bavaria` (four phases, the default) and `bavaria-initial` (three phases, before DARK
-/// RED was added on 22 October 2020). They are JSON resources of this module.
+/// `bavaria` (four phases, the default), `bavaria-initial` (three phases, before DARK RED
+/// was added on 22 October 2020) and `notbremse-2021` (§ 28b IfSG with its day counts).
+/// They are JSON resources of this module.
 public enum RuleSetCatalog {
     /// The name used when none is given.
     public static let defaultName = "bavaria"
 
     /// The names of the bundled rule sets.
-    public static let bundledNames = ["bavaria", "bavaria-initial"]
+    public static let bundledNames = ["bavaria", "bavaria-initial", "notbremse-2021"]
 
     /// A bundled rule set by name.
     public static func bundled(_ name: String) throws(RuleSetError) -> RuleSet {

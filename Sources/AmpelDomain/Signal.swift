@@ -38,6 +38,13 @@ public struct Signal: Sendable, Hashable {
     public var always: [String]
     /// True when the data is older than allowed or the source has failed since its last success.
     public var stale: Bool
+    /// The phase the day's value alone gives; `nil` for `outside`. Equals ``phase`` unless
+    /// the rule set counts days (``DayCounts``).
+    public var measuredPhase: String?
+    /// The first day of ``phase`` (`YYYY-MM-DD`) as far as the history reaches; `nil` without history or `outside`.
+    public var since: String?
+    /// `nil` without enough history, and for `outside`.
+    public var trend: Trend?
 
     /// The phase id, `nil` for `outside`.
     public var phaseID: PhaseID? { PhaseID(phase) }
@@ -53,14 +60,21 @@ public struct SignalError: Error, Sendable, Hashable, CustomStringConvertible {
 extension RuleSet {
     /// The signal for a district whose incidence is known.
     ///
+    /// - Parameter course: the district's trend and phase in force from the history
+    ///   (``Dataset/courses``); without it the measured phase is in force and `since` and
+    ///   `trend` are `null`.
     /// - Throws: ``SignalError`` when the incidence is NaN, infinite or negative.
-    public func signal(for entry: DistrictIncidence, dataDate: Day, language: Language, stale: Bool = false) throws(SignalError) -> Signal {
-        let phase: PhaseRules
+    public func signal(for entry: DistrictIncidence, dataDate: Day, language: Language, stale: Bool = false,
+                       course: DistrictCourse? = nil) throws(SignalError) -> Signal {
+        let measured: PhaseRules
         do {
-            phase = try classify(entry.incidence)
+            measured = try classify(entry.incidence)
         } catch {
             throw SignalError("district \(entry.district.ags) (\(entry.district.name)): \(error)")
         }
+        // The course was computed under this rule set, so its phase is one of ours.
+        let inForce = course?.inForce.flatMap { rules(for: $0.phase) != nil ? $0 : nil }
+        let phase = inForce.flatMap { rules(for: $0.phase) } ?? measured
         let district = entry.district
         return Signal(
             district: .init(ags: district.ags, name: district.name, state: district.state, type: district.kind.rawValue),
@@ -73,7 +87,10 @@ extension RuleSet {
             title: phase.title(language),
             rules: phase.rules(language),
             always: always(language),
-            stale: stale
+            stale: stale,
+            measuredPhase: measured.id.id,
+            since: inForce?.since.iso,
+            trend: course?.trend
         )
     }
 
@@ -90,7 +107,10 @@ extension RuleSet {
             title: outside.title(language),
             rules: outside.rules(language),
             always: always(language),
-            stale: stale
+            stale: stale,
+            measuredPhase: nil,
+            since: nil,
+            trend: nil
         )
     }
 }

@@ -6,6 +6,6 @@ struct Ampel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ampel",
         abstract: "Corona traffic-light signals for device positions (Bavaria, autumn 2020).",
-        subcommands: [Check.self, Districts.self, Rules.self, Resolve.self, Fetch.self, Lamp.self, Run.self]
+        subcommands: [Check.self, Districts.self, Rules.self, Resolve.self, Fetch.self, Lamp.self, Run.self, Replay.self]
     )
 }

@@ -51,7 +51,7 @@ struct Check: AsyncParsableCommand {
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
         let language = languageOptions.language
-        let loaded = try await data.dataset()
+        let loaded = try await data.dataset(ruleSet: ruleSet)
         let dataset = loaded.dataset
         let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
         var place: (ags: String, name: String?)?

@@ -82,7 +82,7 @@ struct Fetch: AsyncParsableCommand {
                                    logger: cliLogger("ampel.data.rki", level: .notice))
             // The command prints rejections itself; the store's log adds only cache trouble.
             let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, fallback: nil,
-                                       logger: cliLogger("ampel.data", level: .error))
+                                       logger: cliLogger("ampel.data", level: .error), history: PublicationHistory(directory: directory))
             await store.start()
             let outcome = await store.refresh()
             return (outcome, await store.status(now: Date()))

@@ -155,6 +155,26 @@ struct DataOptions: ParsableArguments {
         stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
     }
 
+    /// The data, with each district's trend and phase in force under `ruleSet` where a history
+    /// is at hand: the bundled daily history, or the publications `fetch` and `run` keep in
+    /// the state directory for `--source rki`.
+    func dataset(ruleSet: RuleSet) async throws -> Loaded {
+        var loaded = try await dataset()
+        let current = loaded.dataset
+        switch effectiveSource {
+        case .bundled, .history:
+            if current.source == "history" {
+                loaded.dataset = try BundledData.shared.history(on: current.date, ruleSet: ruleSet)
+            }
+        case .rki:
+            let kept = (try? PublicationHistory(directory: stateDirectory).load()) ?? []
+            loaded.dataset = current.withCourses(window: kept, ruleSet: ruleSet, region: .bavaria)
+        case .snapshot:
+            break
+        }
+        return loaded
+    }
+
     func dataset() async throws -> Loaded {
         let day = try self.day()
         do {

@@ -1,4 +1,5 @@
 import AmpelDaemon
+import AmpelDomain
 import ArgumentParser
 import Foundation
 import Logging
@@ -39,6 +40,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Default language of texts: de or en.")
     var lang: String?
 
+    @Option(name: .long, help: "The rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021) or a JSON file.")
+    var rules: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -49,8 +53,25 @@ struct Run: AsyncParsableCommand {
     var checkConfig = false
 
     func run() async throws {
+        let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
+                                           refresh: refresh, lang: lang, logLevel: logLevel, http: http, rules: rules)
+        let prepared = try Self.prepare(config: config, flags: flags)
+        if checkConfig {
+            print(prepared.summary)
+            return
+        }
+        try await Self.run(prepared)
+    }
+
+    /// Reads the configuration as `ampel run` does (the file, then `AMPEL_*` variables, then
+    /// `flags`), sets up logging and builds the daemon's parts; a bad configuration exits 78.
+    ///
+    /// - Parameters:
+    ///   - adjust: changes the loaded configuration before the parts are built.
+    ///   - feed: the data feed instead of the configured source's.
+    static func prepare(config: String?, flags: ConfigurationOverrides, adjust: (inout DaemonConfiguration) -> Void = { _ in },
+                        feed: ((RuleSet) throws -> any DatasetFeed)? = nil) throws -> DaemonRuntime.Prepared {
         let environment = ProcessInfo.processInfo.environment
-        let prepared: DaemonRuntime.Prepared
         do {
             var text: String?
             if let path = config ?? environment["AMPEL_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
@@ -59,9 +80,8 @@ struct Run: AsyncParsableCommand {
                 }
                 text = String(decoding: data, as: UTF8.self)
             }
-            let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
-                                               refresh: refresh, lang: lang, logLevel: logLevel, http: http)
-            let configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
+            var configuration = try DaemonConfiguration.load(yaml: text, environment: environment, flags: flags)
+            adjust(&configuration)
             // Before anything creates a logger, so every part logs at the configured level.
             let level = configuration.logLevel
             LoggingSystem.bootstrap { label in
@@ -69,15 +89,15 @@ struct Run: AsyncParsableCommand {
                 handler.logLevel = level
                 return handler
             }
-            prepared = try DaemonRuntime.prepare(configuration)
+            return try DaemonRuntime.prepare(configuration, feed: feed)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(78)
         }
-        if checkConfig {
-            print(prepared.summary)
-            return
-        }
+    }
+
+    /// Runs the daemon until SIGTERM or SIGINT; a failure exits 1.
+    static func run(_ prepared: DaemonRuntime.Prepared) async throws {
         do {
             try await DaemonRuntime.run(prepared, logger: Logger(label: "ampel"))
         } catch {

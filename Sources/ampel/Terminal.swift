@@ -72,6 +72,35 @@ struct Terminal {
         return ["╭───╮", "│ \(lamp([.red, .darkred])) │", "│ \(lamp([.yellow])) │", "│ \(lamp([.green])) │", "╰───╯"]
     }
 
+    /// The trend's change against a week before, with an arrow: `↗ +12.3 %`.
+    static func change(_ trend: Trend, _ language: Language) -> String {
+        let arrow = switch trend.direction {
+        case .rising: "↗"
+        case .falling: "↘"
+        case .steady: "→"
+        }
+        let sign = trend.change7 > 0 ? "+" : ""
+        return "\(arrow) \(sign)\(number(trend.change7, language)) %"
+    }
+
+    /// The 14 days as bars in their phases' colours on a colour terminal; as numbers otherwise
+    /// (a pipe, `NO_COLOR`), where bars without colour would say less than the figures.
+    func sparkline(_ trend: Trend, ruleSet: RuleSet, language: Language) -> String {
+        let change = Self.change(trend, language)
+        guard color else {
+            return trend.series.map { Self.number($0, language) }.joined(separator: " ") + "  " + change
+        }
+        let bars = Array("▁▂▃▄▅▆▇█")
+        let low = trend.series.min() ?? 0
+        let high = trend.series.max() ?? 0
+        let line = trend.series.map { value -> String in
+            let level = high > low ? Int(((value - low) / (high - low) * Double(bars.count - 1)).rounded()) : bars.count / 2
+            let rgb = (try? ruleSet.classify(value))?.color ?? .off
+            return paint(String(bars[level]), rgb)
+        }.joined()
+        return line + "  " + Self.number(low, language) + "–" + Self.number(high, language) + "  " + bold(change)
+    }
+
     /// The full answer of `ampel check`.
     func render(_ signal: Signal, ruleSet: RuleSet, language: Language) -> String {
         let de = language == .de
@@ -87,6 +116,18 @@ struct Terminal {
         if let incidence = signal.incidence {
             header.append((de ? "7-Tage-Inzidenz: " : "7-day incidence: ") + bold(Terminal.number(incidence, language))
                 + (de ? " je 100.000 Einwohner" : " per 100,000 residents"))
+        }
+        if let since = signal.since {
+            var line = (de ? "In Kraft seit " : "In force since ") + since
+            if let measured = signal.measuredPhase, measured != signal.phase,
+               let id = PhaseID(measured), let rules = ruleSet.rules(for: id) {
+                line += de ? " · heute gemessen: " : " · measured today: "
+                line += paint(rules.title(language), rules.color)
+            }
+            header.append(line)
+        }
+        if let trend = signal.trend {
+            header.append((de ? "14 Tage: " : "14 days: ") + sparkline(trend, ruleSet: ruleSet, language: language))
         }
         header.append(dim((de ? "Datenstand " : "Data of ") + signal.dataDate + (signal.stale ? (de ? " (veraltet)" : " (stale)") : "")
             + " · " + (de ? "Regelwerk " : "rule set ") + signal.ruleSet))

@@ -378,7 +378,9 @@ extension Scene {
         ///   - configuration: the YAML of the daemon's `--config` file.
         ///   The HTTP server listens on a port the system chooses (`AMPEL_HTTP=127.0.0.1:0`) unless
         ///   `environment` or the arguments say otherwise: tests run side by side.
-        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration) throws {
+        ///   - command: `run`, or `replay` for the daemon on the bundled history.
+        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration,
+             command: String = "run") throws {
             var environment = environment
             if environment["AMPEL_HTTP"] == nil { environment["AMPEL_HTTP"] = "127.0.0.1:0" }
             let collected = self.collected
@@ -391,7 +393,7 @@ extension Scene {
             let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             process = try ChildProcess(
                 environment.isEmpty ? binary : "/usr/bin/env",
-                (environment.isEmpty ? [] : settings + [binary]) + ["run"] + arguments, output: .discard,
+                (environment.isEmpty ? [] : settings + [binary]) + [command] + arguments, output: .discard,
                 errors: .read { data in collected.update { $0 += String(decoding: data, as: UTF8.self) } },
                 onExit: { status in ended.update { $0 = (status, .now) } })
         }

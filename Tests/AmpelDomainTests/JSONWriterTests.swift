@@ -22,7 +22,7 @@ import Testing
 
     struct SignalShape: Encodable {
         let signal: Signal
-        enum Keys: String, CodingKey { case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale }
+        enum Keys: String, CodingKey { case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale, measuredPhase, since, trend }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(signal.district.map(DistrictShape.init), forKey: .district)
@@ -36,6 +36,20 @@ import Testing
             try c.encode(signal.rules, forKey: .rules)
             try c.encode(signal.always, forKey: .always)
             try c.encode(signal.stale, forKey: .stale)
+            try c.encode(signal.measuredPhase, forKey: .measuredPhase)
+            try c.encode(signal.since, forKey: .since)
+            try c.encode(signal.trend.map(TrendShape.init), forKey: .trend)
+        }
+    }
+
+    struct TrendShape: Encodable {
+        let trend: Trend
+        enum Keys: String, CodingKey { case change7, direction, series }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(trend.change7, forKey: .change7)
+            try c.encode(trend.direction.rawValue, forKey: .direction)
+            try c.encode(trend.series, forKey: .series)
         }
     }
 
@@ -97,7 +111,15 @@ import Testing
     func signals() throws -> [Signal] {
         let day = try #require(Day(iso: "2020-11-05"))
         var signals: [Signal] = []
-        for id in ["bavaria", "bavaria-initial"] {
+        // Courses with and without a trend, in force differing from measured or not.
+        let rising = (0..<14).map { 40 + Double($0) * 3.7 }
+        let courses: [DistrictCourse?] = [
+            nil,
+            DistrictCourse(trend: Trend(series: rising), inForce: PhaseInForce(phase: .darkred, measured: .red, since: day)),
+            DistrictCourse(trend: Trend(series: rising.reversed()), inForce: nil),
+            DistrictCourse(trend: Trend(series: Array(repeating: 0.1, count: 14)), inForce: PhaseInForce(phase: .red, measured: .red, since: day)),
+        ]
+        for id in ["bavaria", "bavaria-initial", "notbremse-2021"] {
             let ruleSet = try RuleSetCatalog.bundled(id)
             for language in [Language.de, .en] {
                 for (index, name) in Self.awkwardNames.enumerated() {
@@ -105,7 +127,8 @@ import Testing
                         let district = District(ags: "09\(162 + index)", name: name, shortName: name, kind: index % 2 == 0 ? .city : .county,
                                                 state: "Bayern", population: nil)
                         signals.append(try ruleSet.signal(for: DistrictIncidence(district: district, incidence: incidence, stateIncidence: nil),
-                                                          dataDate: day, language: language, stale: incidence > 100))
+                                                          dataDate: day, language: language, stale: incidence > 100,
+                                                          course: courses[(index + signals.count) % courses.count]))
                     }
                     let ref = Signal.DistrictRef(ags: "08111", name: name, state: "Baden-Württemberg", type: index % 2 == 0 ? "SK" : nil)
                     signals.append(ruleSet.outsideSignal(district: ref, dataDate: day, language: language, stale: index % 3 == 0))

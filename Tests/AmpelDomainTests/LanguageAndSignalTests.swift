@@ -60,7 +60,11 @@ import Testing
         #expect(signal.color == ruleSet.rules(for: .yellow)?.color.hex)
         #expect(signal.title.hasPrefix("Gelb"))
         let object = try JSONSerialization.jsonObject(with: Data(signal.json())) as! [String: Any]
-        #expect(Set(object.keys) == ["district", "incidence", "phase", "color", "dataDate", "ruleSet", "lang", "title", "rules", "always", "stale"])
+        #expect(Set(object.keys) == ["district", "incidence", "phase", "color", "dataDate", "ruleSet", "lang", "title", "rules", "always", "stale",
+                                   "measuredPhase", "since", "trend"])
+        #expect(object["measuredPhase"] as? String == "yellow")
+        #expect(object["since"] is NSNull, "no history: no since")
+        #expect(object["trend"] is NSNull, "no history: no trend")
         let district = object["district"] as! [String: Any]
         #expect(district["ags"] as? String == "09162")
         #expect(district["name"] as? String == "SK München")

@@ -133,3 +133,79 @@ func bundledData(_ name: String) throws -> Data {
         .appendingPathComponent("Sources/AmpelDomain/Resources/rulesets/\(name).json")
     return try Data(contentsOf: url)
 }
+
+@Suite struct DayCountTests {
+    static func days(from start: String, _ values: [Double]) -> [(day: Day, value: Double)] {
+        let first = Day(iso: start)!
+        return values.enumerated().map { (first.adding(days: $0.offset), $0.element) }
+    }
+
+    /// `bavaria`'s bounds with the Notbremse's counts: 3 days to enter, 5 working days to leave, 2 days' delay.
+    static func countingBavaria() throws -> RuleSet {
+        var file = try JSONSerialization.jsonObject(with: bundledData("bavaria")) as! [String: Any]
+        file["id"] = "bavaria-counting"
+        file["enterAfterDays"] = 3
+        file["leaveAfterDays"] = 5
+        file["delayDays"] = 2
+        file["workingDaysOnly"] = true
+        return try RuleSet.decode(JSONSerialization.data(withJSONObject: file), name: "bavaria-counting")
+    }
+
+    static func changes(_ ruleSet: RuleSet, _ days: [(day: Day, value: Double)]) throws -> [Day] {
+        let measured = try days.map { ($0.day, try ruleSet.classify($0.value).id) }
+        let walked = ruleSet.dayCounts.walk(measured)
+        return zip(walked.dropFirst(), walked).compactMap { now, before in now.phase != before.phase ? now.since : nil }
+    }
+
+    /// A district hovering around 50 for a week: `bavaria` changes every day of it, a rule set
+    /// that counts days once (red after three days above 50, and it stays).
+    @Test func hoveringAroundFiftyChangesOnceWithDayCountsAndDailyWithout() throws {
+        let series = Self.days(from: "2021-03-01", [45, 45, 45, 52, 53, 54, 51, 49, 51, 49, 51, 49, 51, 49])
+        let daily = try Self.changes(RuleSetCatalog.bundled("bavaria"), series)
+        let counted = try Self.changes(Self.countingBavaria(), series)
+        let week = series[7...].map(\.day)
+        #expect(week.allSatisfy(daily.contains), "bavaria changes on every day of the hovering week: \(daily)")
+        #expect(daily.count == 8)
+        #expect(counted == [Day(iso: "2021-03-08")!], "three days above 50 (4-6 March), in force two days later")
+    }
+
+    @Test func notbremseCountsWorkingDaysAndWaitsTwoDays() throws {
+        let ruleSet = try RuleSetCatalog.bundled("notbremse-2021")
+        // Below 100 from Monday 19th; from Thursday 22 April 2021 three days above 100 (22-24),
+        // in force two days later, Monday 26th.
+        let series = Self.days(from: "2021-04-19", [90, 95, 99, 101, 120, 130, 110, 105, 90, 80, 70, 60, 50, 40, 40, 40, 40, 40, 40])
+        let measured = try series.map { ($0.day, try ruleSet.classify($0.value).id) }
+        let walked = ruleSet.dayCounts.walk(measured)
+        func phase(_ iso: String) -> PhaseInForce { walked[series.firstIndex { $0.day == Day(iso: iso)! }!] }
+        #expect(phase("2021-04-25").phase == .red)
+        #expect(phase("2021-04-26").phase == .darkred)
+        #expect(phase("2021-04-26").since == Day(iso: "2021-04-26"))
+        // Below from Tue 27 Apr: 27, 28, 29, 30 Apr (4), Sat 1 May holiday, Sun 2 May, Mon 3 May (5) -> in force Wed 5 May.
+        #expect(phase("2021-05-04").phase == .darkred)
+        #expect(phase("2021-05-04").measured == .red)
+        #expect(phase("2021-05-05").phase == .red)
+        #expect(phase("2021-05-05").since == Day(iso: "2021-05-05"))
+        #expect(!ruleSet.dayCounts.isWorkingDay(Day(iso: "2021-05-01")!))
+        #expect(!ruleSet.dayCounts.isWorkingDay(Day(iso: "2021-05-02")!))
+        #expect(ruleSet.dayCounts.isWorkingDay(Day(iso: "2021-05-08")!))
+    }
+
+    @Test(arguments: [
+        ("enterAfterDays", 0, "enterAfterDays must be at least 1, got 0"),
+        ("leaveAfterDays", -2, "leaveAfterDays must be at least 1, got -2"),
+        ("delayDays", -1, "delayDays must not be negative, got -1"),
+    ])
+    func invalidCountsAreRejected(key: String, value: Int, message: String) throws {
+        var file = try JSONSerialization.jsonObject(with: bundledData("bavaria")) as! [String: Any]
+        file[key] = value
+        #expect(throws: RuleSetError(ruleSet: "bavaria", message: message)) {
+            try RuleSet.decode(JSONSerialization.data(withJSONObject: file), name: "x")
+        }
+    }
+
+    @Test func bavariaSetsSwitchAtOnce() throws {
+        for name in ["bavaria", "bavaria-initial"] {
+            #expect(try RuleSetCatalog.bundled(name).dayCounts == .immediate)
+        }
+    }
+}

@@ -13,10 +13,13 @@ public struct ConfigurationOverrides: Sendable, Hashable {
     public var logLevel: String?
     /// `--http`: `http.listen` (`host:port`, or `false`).
     public var http: String?
+    public var rules: String?
 
     public init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
-                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil, http: String? = nil) {
+                stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil,
+                http: String? = nil, rules: String? = nil) {
         self.http = http
+        self.rules = rules
         self.broker = broker
         self.source = source
         self.url = url
@@ -39,6 +42,7 @@ public struct ConfigurationOverrides: Sendable, Hashable {
         ("--lang", "AMPEL_LANG", \.lang),
         ("--log-level", "AMPEL_LOG_LEVEL", \.logLevel),
         ("--http", "AMPEL_HTTP", \.http),
+        ("--rules", "AMPEL_RULES", \.rules),
         ]
     }
 }
@@ -91,6 +95,9 @@ extension DaemonConfiguration {
             case "--http", "AMPEL_HTTP":
                 let off = ["false", "off", "no"].contains(value.lowercased())
                 http.listen = off ? nil : try Self.listenAddress(value)
+            case "--rules", "AMPEL_RULES":
+                guard !value.isEmpty else { throw ConfigurationError.Problem("empty rule set") }
+                rules = value
             default: throw ConfigurationError.Problem("unknown override")
             }
         } catch {

@@ -102,12 +102,19 @@ extension DaemonConfiguration {
     }
 
     mutating func readData(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["source", "url", "date", "refresh", "max_age"])
+        try m.allow(["source", "url", "date", "refresh", "max_age", "history"])
         if let v = m["source"] { data.source = try v.convert(Self.dataSource) }
         if let v = m["url"] { data.url = try v.convert(Self.httpURL) }
         if let v = m["date"] { data.date = try v.convert(Self.day) }
         if let v = m["refresh"] { data.refresh = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
         if let v = m["max_age"] { data.maxAge = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
+        if let v = m["history"] {
+            data.history = try v.convert { (s) throws(ConfigurationError.Problem) in
+                // The trend needs 14 days; a year of publications is more than any rule counts.
+                guard let n = Int(s), (14...366).contains(n) else { throw .init("'\(s)' is not a number of publications from 14 to 366") }
+                return n
+            }
+        }
     }
 
     mutating func readInputs(_ m: MappingReader) throws(ConfigurationError) {

@@ -82,6 +82,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var refresh: Duration = .seconds(600)
         /// Data older than this is flagged `stale`.
         public var maxAge: Duration = .seconds(48 * 3600)
+        /// Publications kept in the state directory (and walked for trend and phase in force).
+        public var history: Int = 28
     }
 
     public struct InputSettings: Sendable, Hashable {

@@ -700,7 +700,7 @@ public struct SignalEngine: Sendable {
             let ags = entry.district.ags
             let signal: Signal
             do {
-                signal = try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+                signal = try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale, course: dataset.courses[ags])
             } catch {
                 actions.append(.problem(error.message))
                 continue
@@ -716,7 +716,7 @@ public struct SignalEngine: Sendable {
                                                         qos: 1, retain: false, expiry: settings.alertExpiry),
                                         kind: .districtAlert))
                 actions += notifications(district: ags, from: previousPhase, signal) { (language) throws(SignalError) in
-                    try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale)
+                    try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale, course: dataset.courses[ags])
                 }
             }
             if initial || previousSignal != signal {

@@ -67,7 +67,10 @@ public enum DaemonRuntime {
     /// Builds every part that the configuration decides, without connecting to anything.
     ///
     /// - Throws: ``ConfigurationError`` for a rule set, state directory or data choice that cannot work.
-    public static func prepare(_ configuration: DaemonConfiguration) throws -> Prepared {
+    ///
+    /// - Parameter feed: the data feed instead of the configured source's (`ampel replay`).
+    public static func prepare(_ configuration: DaemonConfiguration,
+                               feed makeFeed: ((RuleSet) throws -> any DatasetFeed)? = nil) throws -> Prepared {
         ProcessMemory.configureHeap()
         let ruleSet = try loadRuleSet(configuration.rules)
         let store = StateStore(directory: configuration.stateDirectory)
@@ -93,7 +96,7 @@ public enum DaemonRuntime {
             ])
         }
         let locator = try GeoLocator.bundled()
-        let feed = try makeFeed(configuration, ruleSet: ruleSet)
+        let feed = try makeFeed.map { try $0(ruleSet) } ?? Self.makeFeed(configuration, ruleSet: ruleSet)
         return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed, restored: restored,
                         stateRecovery: recovery)
     }

@@ -25,17 +25,19 @@ public final class RefresherFeed: DatasetFeed {
         let data = configuration.data
         let source: any IncidenceSource
         var cache: DatasetCache?
+        var history: PublicationHistory?
         switch data.source {
         case .rki:
             source = RKIClient(configuration: RKIClient.Configuration(url: data.url ?? RKIClient.defaultURL))
             cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
+            history = PublicationHistory(directory: URL(fileURLWithPath: configuration.stateDirectory), length: data.history)
         case .snapshot:
             source = SnapshotSource(day: data.date)
         case .history:
             source = HistorySource(day: data.date)
         }
         let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: .bavaria,
-                                   maximumAge: data.maxAge)
+                                   maximumAge: data.maxAge, history: history, historyLength: data.history)
         return RefresherFeed(store: store, interval: data.refresh)
     }
 

@@ -1,0 +1,99 @@
+import AmpelDomain
+import Foundation
+
+/// The last publications on disk, next to the cache: what trend and day counts are computed
+/// from after a restart.
+///
+/// One file, `incidence-history.json`, written with ``AtomicFile`` like the cache. Each entry
+/// is a dataset in the cache's own form (``DatasetCache``), one per publication day, oldest
+/// first: `{"format": "ampel-incidence-history", "version": 1, "publications": [<cache file>, ...]}`.
+/// A file that cannot be read back is reported as a ``DataError``; the store moves it aside
+/// and starts a new history.
+public struct PublicationHistory: Sendable {
+    /// The state directory.
+    public let directory: URL
+    /// How many publications are kept.
+    public let length: Int
+
+    public static let fileName = "incidence-history.json"
+    /// The default of `data.history`.
+    public static let defaultLength = 28
+    static let format = "ampel-incidence-history"
+    static let version = 1
+
+    public init(directory: URL, length: Int = PublicationHistory.defaultLength) {
+        self.directory = directory
+        self.length = max(1, length)
+    }
+
+    public var fileURL: URL { directory.appendingPathComponent(Self.fileName) }
+
+    struct File: Codable {
+        var format: String
+        var version: Int
+        var publications: [DatasetCache.File]
+    }
+
+    /// `window` with `dataset` added: one publication per day (a new one replaces an older
+    /// copy of its day), oldest first, at most `length` of them.
+    public static func adding(_ dataset: Dataset, to window: [Dataset], length: Int) -> [Dataset] {
+        var kept = window.filter { $0.date != dataset.date }
+        var plain = dataset
+        plain.courses = [:]
+        kept.append(plain)
+        kept.sort { $0.date < $1.date }
+        return Array(kept.suffix(max(1, length)))
+    }
+
+    /// Reads the publications kept, oldest first; empty when there is no file yet.
+    ///
+    /// - Throws: ``DataError`` when the file exists but is unreadable or holds an invalid dataset.
+    public func load() throws(DataError) -> [Dataset] {
+        let path = fileURL.path
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        let data: Data
+        do {
+            data = try Data(contentsOf: fileURL)
+        } catch {
+            throw DataError(.io, "cannot read the history file '\(path)': \(error.localizedDescription)")
+        }
+        let file: File
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            file = try decoder.decode(File.self, from: data)
+        } catch {
+            throw DataError(.malformed, "the history file '\(path)' is not a valid history (\(data.count) bytes): \(ArcGISDecoder.short(error))")
+        }
+        guard file.format == Self.format, file.version == Self.version else {
+            throw DataError(.malformed, "the history file '\(path)' has format '\(file.format)' version \(file.version), expected '\(Self.format)' version \(Self.version)")
+        }
+        var window: [Dataset] = []
+        for entry in file.publications {
+            let dataset = try DatasetCache.dataset(of: entry, in: "the history file '\(path)', publication \(entry.date)")
+            window = Self.adding(dataset, to: window, length: length)
+        }
+        return window
+    }
+
+    /// Writes `window` atomically, creating the directory if needed.
+    public func save(_ window: [Dataset], savedAt: Date = Date()) throws(DataError) {
+        let file = File(format: Self.format, version: Self.version,
+                        publications: window.map { DatasetCache.file(of: $0, savedAt: savedAt) })
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            encoder.outputFormatting = [.sortedKeys]
+            data = try encoder.encode(file)
+        } catch {
+            throw DataError(.io, "cannot encode the history: \(error)")
+        }
+        try DatasetCache.writeAtomically(data, to: fileURL, in: directory)
+    }
+
+    /// Moves an unreadable history file aside (`incidence-history.json.corrupt-<UTC time>`).
+    public func moveAside(now: Date = Date()) throws(DataError) -> String {
+        try DatasetCache.moveAside(fileURL.path, now: now)
+    }
+}
