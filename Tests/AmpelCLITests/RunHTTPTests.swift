@@ -60,7 +60,9 @@ struct RunHTTPTests {
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let daemon = try Daemon(["--broker", broker.url, "--state-dir", dir.path, "--date", "2020-10-15"])
+        // Texts in the states, so the district topic is the API's object (which always has them).
+        let daemon = try Daemon(["--broker", broker.url, "--state-dir", dir.path, "--date", "2020-10-15"],
+                                configuration: Daemon.replayConfiguration + "outputs:\n  texts_in_state: true\n")
         let base = try await daemon.httpURL()
 
         let health = try await httpGet(base + "/healthz")

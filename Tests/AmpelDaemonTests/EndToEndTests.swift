@@ -315,8 +315,9 @@ struct EndToEndTests {
         try await recorder.text("wled/city/col", since: repeats, equals: "#8B0000")
         // A barrier before counting: a fix sent after the statuses on the same connection is
         // handled after them, so once its state is here every colour for them is too (a colour
-        // for a repeat has the same payload and would not show in the wait above).
-        try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 2)
+        // for a repeat has the same payload and would not show in the wait above). The fix asks
+        // for another language, so that its state goes out under `outputs.device_state: on_change`.
+        try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 2, lang: "de")
         try await recorder.json("ampel/device/car/state", since: repeats) { $0["tst"] as? Int == 2 }
         #expect(recorder.messages(on: "wled/city/col", since: repeats).count == 1, "one colour for offline -> online, none for the repeats")
         // Lamp commands are never retained: a subscriber that comes after them gets none. The
