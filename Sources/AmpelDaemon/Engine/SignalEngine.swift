@@ -123,6 +123,10 @@ public struct SignalEngine: Sendable {
         public var minDwell: Dwell
         /// The webhooks, in the order of ``Action/notify(webhook:payload:)``'s index.
         public var webhooks: [WebhookSettings]
+        /// District states, phases and alerts (with their webhooks) and the bridge's and the
+        /// districts' discovery configs (`outputs.districts`). Off on every instance of a
+        /// partitioned deployment but one: the district topics are the same for all.
+        public var publishDistricts = true
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
@@ -354,7 +358,7 @@ public struct SignalEngine: Sendable {
             .publish(OutgoingMessage(topic: settings.topics.bridgeState, text: BridgeState.online, qos: 1, retain: true), kind: .bridgeState),
             .publishInfo,
         ]
-        let districts = dataset.districts(in: settings.region)
+        let districts = settings.publishDistricts ? dataset.districts(in: settings.region) : []
         for entry in districts {
             let ags = entry.district.ags
             guard let signal = districtSignals[ags] else { continue }
@@ -602,6 +606,11 @@ public struct SignalEngine: Sendable {
             if previousPhase != signal.phase { actions.append(.persist(.district(ags: ags, phase: signal.phase))) }
             // A district's first phase ever is no change: 96 alerts on a fresh install would be
             // noise. The alert goes first: the retained phase after it is its witness.
+            defer {
+                districtSignals[ags] = signal
+                districtPhases[ags] = signal.phase
+            }
+            guard settings.publishDistricts else { continue }
             if let previousPhase, previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
                                                         payload: signal.alertJSON(device: nil, from: previousPhase),
@@ -619,8 +628,6 @@ public struct SignalEngine: Sendable {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true),
                                         kind: .districtPhase))
             }
-            districtSignals[ags] = signal
-            districtPhases[ags] = signal.phase
         }
         // Devices in batches, like a recovery: a new publication that changes 1,000,000 devices
         // must not hand the daemon 1,000,000 publishes at once, nor hold up live fixes behind
@@ -719,7 +726,7 @@ public struct SignalEngine: Sendable {
 
     /// The bridge's and the districts' discovery configs; the devices' go out with the device walk.
     func districtDiscovery() -> [Action] {
-        guard let discovery = settings.discovery else { return [] }
+        guard let discovery = settings.discovery, settings.publishDistricts else { return [] }
         let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
             discovery.district(ags: $0.district.ags, name: $0.district.name)
         }

@@ -129,7 +129,7 @@ public actor AmpelDaemon: Service {
         self.restored = restored
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
-        topics = Topics(base: configuration.baseTopic)
+        topics = configuration.topics
         let stop = AsyncStream<Void>.makeStream()
         stopStream = stop.stream
         stopSignal = stop.continuation
@@ -137,9 +137,9 @@ public actor AmpelDaemon: Service {
 
     /// The engine's settings from the configuration, and what earlier runs announced to Home Assistant.
     static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet, announcedDiscovery: [DiscoveryScope] = []) -> SignalEngine.Settings {
-        let topics = Topics(base: configuration.baseTopic)
+        let topics = configuration.topics
         let homeAssistant = configuration.homeAssistant
-        return SignalEngine.Settings(
+        var settings = SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
             devices: configuration.devices,
             // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
@@ -151,6 +151,8 @@ public actor AmpelDaemon: Service {
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
             minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks)
+        settings.publishDistricts = configuration.outputs.districts
+        return settings
     }
 
     enum Input: Sendable {
@@ -855,7 +857,8 @@ public actor AmpelDaemon: Service {
         var counters = self.counters
         counters.intakePaused = gate.pauses
         counters.webhooks = webhooks.stats
-        let info = BridgeInfo(
+        counters.failovers = transport.failovers
+        let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)

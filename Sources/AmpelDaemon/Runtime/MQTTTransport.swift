@@ -58,7 +58,8 @@ public final class MQTTTransport: DaemonTransport {
     /// The client configuration for `configuration`.
     public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker
-        var mqtt = MQTTConfiguration(host: broker.host, port: broker.port, clientID: configuration.mqtt.clientID)
+        var mqtt = MQTTConfiguration(host: broker.first.host, port: broker.first.port, clientID: configuration.mqtt.clientID)
+        mqtt.failover = broker.urls.dropFirst().map { MQTTConfiguration.Endpoint(host: $0.host, port: $0.port) }
         mqtt.protocolVersion = configuration.mqtt.protocolVersion
         mqtt.keepAlive = configuration.mqtt.keepAlive
         mqtt.cleanStart = false
@@ -69,7 +70,7 @@ public final class MQTTTransport: DaemonTransport {
             let ca = configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile
             mqtt.tls = .init(caFile: ca, certFile: configuration.mqtt.certFile, keyFile: configuration.mqtt.keyFile)
         }
-        let topics = Topics(base: configuration.baseTopic)
+        let topics = configuration.topics
         mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
         mqtt.incomingBufferSize = 1_000_000
         mqtt.receiveMaximum = 1000
@@ -129,6 +130,9 @@ public final class MQTTTransport: DaemonTransport {
     public func resumeReading() {
         client.resumeReading()
     }
+
+    public var brokerInUse: String? { client.connectedBroker?.description }
+    public var failovers: Int { client.counters.failovers }
 
     public func shutdown(clean: Bool) async {
         if clean { await client.disconnect() } else { await client.abort() }
