@@ -25,12 +25,17 @@ struct RunCrashTests {
         private let seen = Watched(Seen())
 
         /// - Parameter topics: the filters to read (alerts, device states and the bridge state by default).
-        init(_ broker: MosquittoBroker, topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
+        convenience init(_ broker: MosquittoBroker, topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
+            try self.init(host: broker.host, port: broker.port, topics: topics)
+        }
+
+        /// A collector on any MQTT broker; `options` go to `mosquitto_sub` (`-V mqttv311` for nats-server).
+        init(host: String, port: Int, options: [String] = [], topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
             let seen = self.seen
             let buffer = Mutex("")
             process = try ChildProcess(
                 "/usr/bin/mosquitto_sub",
-                ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-v"] + topics.flatMap { ["-t", $0] },
+                ["-h", host, "-p", "\(port)", "-q", "1", "-v"] + options + topics.flatMap { ["-t", $0] },
                 output: .read { data in
                     let lines: [Substring] = buffer.withLock { buffer in
                         buffer += String(decoding: data, as: UTF8.self)
@@ -129,9 +134,16 @@ struct RunCrashTests {
 
     /// One QoS 1 fix for each device at its place, on the plain input, 20 publishers at a time.
     static func send(_ broker: MosquittoBroker, _ fixes: [(key: String, place: (Double, Double))], tst: Int) async throws {
+        try await send(host: broker.host, port: broker.port, fixes, tst: tst)
+    }
+
+    /// ``send(_:_:tst:)`` to any MQTT broker: `options` go to `mosquitto_pub` (`-V mqttv311`
+    /// for nats-server), `prefix` is the input's topic before the key.
+    static func send(host: String, port: Int, options: String = "", prefix: String = "ampel/location/",
+                     _ fixes: [(key: String, place: (Double, Double))], tst: Int) async throws {
         var script = ""
         for (index, fix) in fixes.enumerated() {
-            script += "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t ampel/location/\(fix.key) "
+            script += "/usr/bin/mosquitto_pub \(options) -h \(host) -p \(port) -q 1 -t \(prefix)\(fix.key) "
             script += "-m '{\"lat\":\(fix.place.0),\"lon\":\(fix.place.1),\"tst\":\(tst)}' &\n"
             if index % 20 == 19 { script += "wait\n" }
         }

@@ -215,6 +215,13 @@ public actor AmpelDaemon: Service {
             "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
             "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
         ])
+        if configuration.mqtt.protocolVersion == .v311 {
+            // What MQTT 5 would give and 3.1.1 cannot: said once, never lost silently.
+            logger.notice("MQTT 3.1.1: alerts go without message expiry and the session without expiry", metadata: [
+                "alertExpiry": "alerts.expiry \(configuration.alerts.expiry) is not applied: a subscriber's persistent session may deliver an alert long after its phase",
+                "sessionExpiry": "mqtt.session_expiry \(configuration.mqtt.sessionExpiry) is not applied: the broker keeps the daemon's session until it removes it",
+            ])
+        }
         if replay.found {
             logger.info("journal replayed", metadata: [
                 "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",

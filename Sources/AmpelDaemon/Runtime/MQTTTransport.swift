@@ -84,6 +84,12 @@ public final class MQTTTransport: DaemonTransport {
         } catch {
             // Retrying cannot help with wrong settings or credentials.
             let fatal: [MQTTError.Code] = [.invalidConfiguration, .connectionRefused, .authentication]
+            // 0x84 (MQTT 5) or 1 (3.1.1): the broker does not speak the protocol level asked for.
+            if error.code == .connectionRefused, client.configuration.protocolVersion == .v5, error.reasonCode == 0x84 || error.reasonCode == 1 {
+                throw FatalConnectError(error: MQTTError(
+                    code: error.code, reasonCode: error.reasonCode,
+                    message: error.message + "; the broker does not speak MQTT 5 (nats-server speaks 3.1.1 only): set mqtt.protocol: \"3.1.1\""))
+            }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
             throw error
         }
