@@ -4,7 +4,8 @@
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux)
+# nats-server (2.9): the clustered MQTT broker of the cluster tests and benchmark (Tests/AmpelTestSupport/NatsCluster.swift, docs/deploy.md).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema tmux nats-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

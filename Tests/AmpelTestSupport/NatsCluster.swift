@@ -63,13 +63,14 @@ public final class NatsCluster: Sendable {
             running.withLock { $0 = (process, ChildProcess.guarding(process.pid)) }
         }
 
-        /// Until this run's log contains `text` (or the node ended).
-        public func waitForLog(_ text: String, timeout: Duration = .seconds(20)) async throws {
+        /// Until this run's log contains `text`, or one of `alternatives` (or the node ended).
+        public func waitForLog(_ text: String, or alternatives: [String] = [], timeout: Duration = .seconds(20)) async throws {
             let log = self.log
+            let texts = [text] + alternatives
             try await withTimeout(timeout, "'\(text)' in the log of \(name)") {
-                await log.wait { $0.contains(text) || $0.contains("[ampel] nats-server exited") }
+                await log.wait { value in texts.contains { value.contains($0) } || value.contains("[ampel] nats-server exited") }
             }
-            guard log.value.contains(text) else {
+            guard texts.contains(where: log.value.contains) else {
                 throw NatsError(description: "\(name) ended before '\(text)':\n\(log.value.suffix(2000))")
             }
         }
@@ -161,7 +162,10 @@ public final class NatsCluster: Sendable {
             for node in nodes { try node.launch() }
             for node in nodes { try await node.waitForLog("Server is ready") }
             // JetStream elects its meta leader once the routes are up; MQTT needs it.
-            for node in nodes { try await node.waitForLog("JetStream cluster new metadata leader") }
+            // The leader itself logs that it became one; the others name it.
+            for node in nodes {
+                try await node.waitForLog("JetStream cluster new metadata leader", or: ["Self is new JetStream cluster metadata leader"])
+            }
             for node in nodes { try await cluster.probe(node) }
         } catch {
             cluster.stop()

@@ -221,6 +221,13 @@ public actor AmpelDaemon: Service {
                 "alertExpiry": "alerts.expiry \(configuration.alerts.expiry) is not applied: a subscriber's persistent session may deliver an alert long after its phase",
                 "sessionExpiry": "mqtt.session_expiry \(configuration.mqtt.sessionExpiry) is not applied: the broker keeps the daemon's session until it removes it",
             ])
+            let inputs = configuration.inputs
+            let shared = (inputs.owntracks + inputs.plain + inputs.traccar).map(\.filter).filter { $0.hasPrefix("$share/") }
+            if !shared.isEmpty {
+                logger.warning("MQTT 3.1.1 has no shared subscriptions: some brokers (mosquitto) still treat $share/ as one, others (nats-server) as a plain topic, and then these inputs receive nothing", metadata: [
+                    "filters": "\(shared)",
+                ])
+            }
         }
         if replay.found {
             logger.info("journal replayed", metadata: [
