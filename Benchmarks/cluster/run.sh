@@ -186,5 +186,5 @@ base = med(pick("throughput", "mosquitto-1"), "rate")
 for t in ("mosquitto-1", "cluster-1", "cluster-2"):
     thr = med(pick("throughput", t), "rate")
     lat = pick("latency", t)
-    print("| %s | %.0f | %.2f | %.3f | %.3f | %.3f |" % (t, thr, thr / base, med(lat, "p50_ms"), med(lat, "p99_ms"), med(lat, "max_ms")))
+    print("| %s | %.0f | %.3f | %.3f | %.3f | %.3f |" % (t, thr, thr / base, med(lat, "p50_ms"), med(lat, "p99_ms"), med(lat, "max_ms")))
 PY
