@@ -5,9 +5,10 @@
 set -euo pipefail
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
 # python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
+# nats-server (2.9): the clustered MQTT broker of the cluster tests and benchmark (Tests/AmpelTestSupport/NatsCluster.swift, docs/deploy.md).
 # chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
 packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux
-  chromium chromium-driver)
+  chromium chromium-driver nats-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -9,6 +9,10 @@
 #  2. The daemon benchmark (Benchmarks/daemon/run.sh: daemon and do-nothing relay through one
 #     mosquitto) without and with a scraper asking /metrics every second (SCRAPE=1), alternating;
 #     goal: no measurable loss of the daemon's throughput relative to the relay.
+#  3. The page with PAGE_DEVICES (100,000) devices loaded from a state file (gen_state.py): the
+#     time to render `/` and the district page, and a device page and a search of /api/devices,
+#     each with one connection (wrk -c1: the mean latency is the render time) beside the same
+#     routes with no devices, in the same run.
 # Release builds; prints a Markdown section and keeps the raw lines in benchmarks-out/http/.
 # wrk comes from Debian (apt-get install wrk); the script installs it when missing.
 set -euo pipefail
@@ -81,6 +85,37 @@ done
 stop_pid "$daemon_pid"; daemon_pid=""
 stop_pid "${BROKER_PID:-}"; BROKER_PID=""
 
+# The page with no devices and with PAGE_DEVICES devices: one connection, so wrk's mean latency
+# is the time to render and send one answer.
+PAGE_DEVICES=${PAGE_DEVICES:-100000}
+"$ampel" districts --source snapshot --date 2020-10-15 --json >"$tmp/districts.json"
+for devices in 0 "$PAGE_DEVICES"; do
+  port=$(free_port); http_port=$(free_port)
+  start_test_broker "$tmp/broker-$devices" "$port"
+  mkdir -p "$tmp/page-$devices"
+  if [ "$devices" != 0 ]; then
+    python3 Benchmarks/scale/gen_state.py --devices "$devices" --districts "$tmp/districts.json" --out "$tmp/page-$devices/state.json"
+  fi
+  "$ampel" run --broker "mqtt://127.0.0.1:$port" --source snapshot --date 2020-10-15 --state-dir "$tmp/page-$devices" \
+    --http "127.0.0.1:$http_port" >"$out/daemon-page-$devices.log" 2>&1 &
+  daemon_pid=$!
+  base=http://127.0.0.1:$http_port
+  for _ in $(seq 1 600); do
+    curl -fs -o /dev/null "$base/readyz" && [ "$(curl -fs "$base/api/bridge" | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"].get("devices"))')" = "$devices" ] && break
+    kill -0 "$daemon_pid" 2>/dev/null || { tail -n 30 "$out/daemon-page-$devices.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$daemon_pid/status")
+  for route in "/" "/districts/09162" "/api/devices?limit=25" "/api/devices?limit=25&q=0099999"; do
+    for run in $(seq 1 "$RUNS"); do
+      line=$(wrk -t1 -c1 -d"${PAGE_SECONDS:-5}s" --latency "$base$route" | tee -a "$out/wrk-page.log" | awk '/^    Latency/ {print $2} /^Requests\/sec/ {print $2}' | paste -sd' ')
+      echo "mode=page devices=$devices route=$route latency=${line% *} rps=${line#* } rss_kib=$rss" | tee -a "$results"
+    done
+  done
+  stop_pid "$daemon_pid"; daemon_pid=""
+  stop_pid "${BROKER_PID:-}"; BROKER_PID=""
+done
+
 # The daemon benchmark without and with a scraper, alternating.
 for round in $(seq 1 "$DAEMON_RUNS"); do
   order="0 1"; [ $((round % 2)) = 0 ] && order="1 0"
@@ -114,6 +149,22 @@ print("| `/api/signal?lat=48.1374&lon=11.5755` | %.0f |" % signal)
 print()
 print("`/api/signal` / do-nothing: %.2f (goal >= 0.8)" % (signal / noop))
 print()
+def ms(text):
+    for unit, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float("nan")
+pages = [r for r in rows if r["mode"] == "page"]
+if pages:
+    counts = sorted({r["devices"] for r in pages}, key=int)
+    print("| route | " + " | ".join("ms with %s devices" % format(int(c), ",") for c in counts) + " |")
+    print("|---|" + "---|" * len(counts))
+    for route in dict.fromkeys(r["route"] for r in pages):
+        cells = [med([ms(r["latency"]) for r in pages if r["route"] == route and r["devices"] == c]) for c in counts]
+        print("| `%s` | %s |" % (route, " | ".join("%.2f" % v for v in cells)))
+    print()
+    print("RSS after start: " + ", ".join("%s devices %.1f MiB" % (format(int(c), ","), int(next(r["rss_kib"] for r in pages if r["devices"] == c)) / 1024) for c in counts))
+    print()
 print("| scraper | QoS | daemon msg/s | relay msg/s | daemon/relay | p99 ms at 1,000 msg/s |")
 print("|---|---|---|---|---|---|")
 for scrape in ("0", "1"):

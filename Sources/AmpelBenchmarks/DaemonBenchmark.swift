@@ -20,6 +20,10 @@ import Synchronization
 ///                                    [--rate 1000] [--seconds 10]
 ///         Steady `rate` fixes per second, one per (pre-warmed) device; prints p50/p99/max from
 ///         the publish call to the state's arrival.
+///     Cluster options (throughput, latency): [--protocol 3.1.1] for nats-server,
+///         [--observe-port P2] to read the states on another node than the one fixes go to,
+///         [--partitions N] to spread the devices over `ampel/location/part<n>/<key>` for N
+///         partitioned daemons (Benchmarks/cluster/run.sh).
 ///     AmpelBenchmarks daemon rss --port P --pid PID [--devices 100000] [--window 500] [--settle 10]
 ///         One fix each for `devices` new devices all over Bavaria, waits for all their states,
 ///         prints VmRSS/VmHWM of process PID.
@@ -38,7 +42,11 @@ enum DaemonBenchmark {
             case "throughput", "latency", "rss":
                 let target = Target(rawValue: options["target"] ?? "daemon") ?? .daemon
                 let qos = MQTTQoS(rawValue: Int(options["qos"] ?? "1") ?? 1) ?? .atLeastOnce
-                let load = DaemonLoad(host: host, port: port, target: target, qos: qos)
+                var load = DaemonLoad(host: host, port: port, target: target, qos: qos)
+                // A cluster: nats-server speaks 3.1.1 only; fixes in through one node, states read on another.
+                if options["protocol"] == "3.1.1" { load.protocolVersion = .v311 }
+                load.observePort = options["observe-port"].flatMap { Int($0) }
+                load.partitions = int(options, "partitions", 1)
                 let line: String
                 switch mode {
                 case "throughput":

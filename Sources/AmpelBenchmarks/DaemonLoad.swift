@@ -9,6 +9,18 @@ struct DaemonLoad: Sendable {
     let port: Int
     let target: Target
     let qos: MQTTQoS
+    /// `.v311` for nats-server, which speaks nothing else.
+    var protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
+    /// Where the observer reads the states (another node of a cluster); nil: `port`.
+    var observePort: Int?
+    /// Partitioned daemons: device keys are spread over `ampel/location/part<n>/<key>`, n < this.
+    var partitions = 1
+
+    /// The input topic of `key`: the target's, or with ``partitions`` one partition's.
+    func inputTopic(_ key: String) -> String {
+        guard target == .daemon, partitions > 1 else { return target.inputTopic(key) }
+        return "ampel/location/part\(key.utf8.reduce(0) { $0 &+ Int($1) } % partitions)/\(key)"
+    }
 
     /// Town centres in 20 different Bavarian districts (each well inside its district), so
     /// fixes land in many districts and a small jitter never crosses a border.
@@ -42,7 +54,9 @@ struct DaemonLoad: Sendable {
     ) async throws -> (publisher: MQTTClient, observer: MQTTClient, task: Task<Void, Never>) {
         var publisherConfiguration = MQTTConfiguration(host: host, port: port, clientID: "bench-load-\(tag)")
         publisherConfiguration.maxInflight = 1_000
-        var observerConfiguration = MQTTConfiguration(host: host, port: port, clientID: "bench-observer-\(tag)")
+        publisherConfiguration.protocolVersion = protocolVersion
+        var observerConfiguration = MQTTConfiguration(host: host, port: observePort ?? port, clientID: "bench-observer-\(tag)")
+        observerConfiguration.protocolVersion = protocolVersion
         observerConfiguration.receiveMaximum = 1_000
         observerConfiguration.incomingBufferSize = 500_000
         let publisher = MQTTClient(configuration: publisherConfiguration)
@@ -113,7 +127,7 @@ struct DaemonLoad: Sendable {
     ) async throws -> Bool {
         let target = self.target
         try await send(count: devices, window: window, publisher: publisher, qos: .atLeastOnce) { i in
-            (target.inputTopic("\(prefix)\(i)"), Self.payload(index: i, round: 0, tst: tst))
+            (inputTopic("\(prefix)\(i)"), Self.payload(index: i, round: 0, tst: tst))
         }
         return await window.drain()
     }
@@ -137,7 +151,7 @@ struct DaemonLoad: Sendable {
         try await send(count: count, window: window, publisher: publisher, qos: qos) { i in
             let device = i % devices
             let round = i / devices + 1
-            return (target.inputTopic("\(prefix)\(device)"), Self.payload(index: device, round: round, tst: base + round))
+            return (inputTopic("\(prefix)\(device)"), Self.payload(index: device, round: round, tst: base + round))
         }
         guard await window.drain() else {
             throw BenchmarkFailure("\(window.outstanding) of \(count) states missing after the timeout")
@@ -180,7 +194,7 @@ struct DaemonLoad: Sendable {
                 try await Task.sleep(until: start + interval * i, clock: clock)
                 await window.acquire()
                 let key = "\(prefix)\(i)"
-                let topic = target.inputTopic(key)
+                let topic = inputTopic(key)
                 let payload = Self.payload(index: i, round: 1, tst: base + 1)
                 sent.withLock { $0[key] = clock.now }
                 if qos == .atMostOnce {

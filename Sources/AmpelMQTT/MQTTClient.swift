@@ -179,6 +179,10 @@ public final class MQTTClient: Sendable {
     /// Counters since the client was created.
     public var counters: MQTTCounters { session.counters }
 
+    /// The broker of ``MQTTConfiguration/endpoints`` the client is connected to, or was last;
+    /// nil before the first connection.
+    public var connectedBroker: MQTTConfiguration.Endpoint? { session.connectedBroker }
+
     /// The version of the libmosquitto the process runs with, e.g. `2.0.11`.
     public static var libraryVersion: String { MosquittoLibrary.version }
 }

@@ -65,8 +65,26 @@ public struct MQTTConfiguration: Sendable, Hashable {
         case normal
     }
 
+    /// One broker's address.
+    public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
     public var host: String
     public var port: Int
+    /// Further nodes of the same cluster, tried in order after ``host``:``port``: the first
+    /// `connect()` takes the first that answers; after a lost connection each attempt goes to
+    /// the next one (round the end of the list), with the reconnect backoff between attempts.
+    /// They share TLS settings, credentials, client id and session with the first.
+    public var failover: [Endpoint] = []
+    /// ``host``:``port`` and then ``failover``: every broker the client may use, in order.
+    public var endpoints: [Endpoint] { [Endpoint(host: host, port: port)] + failover }
     /// The client identifier. Must be unique per broker; a second client with the same id
     /// takes the session over. Must not be empty for a persistent session.
     public var clientID: String
@@ -129,11 +147,31 @@ public struct MQTTConfiguration: Sendable, Hashable {
         }
     }
 
+    /// A configuration for every broker of `brokers`, the first as ``host``:``port``, the
+    /// others as ``failover``; `mqtts` lists verify against the CA file at `caFile`.
+    /// - Throws: ``MQTTError`` with code ``MQTTError/Code/invalidConfiguration`` for `mqtts`
+    ///   without a CA file.
+    public init(brokers: MQTTBrokerList, clientID: String, caFile: String? = nil) throws(MQTTError) {
+        let first = brokers.first
+        self.init(host: first.host, port: first.port, clientID: clientID)
+        failover = brokers.urls.dropFirst().map { Endpoint(host: $0.host, port: $0.port) }
+        username = brokers.username
+        password = brokers.password
+        if brokers.usesTLS {
+            guard let caFile else {
+                throw MQTTError(code: .invalidConfiguration, message: "\(brokers): mqtts:// needs a CA file to verify the broker")
+            }
+            tls = TLS(caFile: caFile)
+        }
+    }
+
     /// Checks the combinations libmosquitto would accept but that would not do what was meant.
     func validate() throws(MQTTError) {
         func bad(_ text: String) -> MQTTError { MQTTError(code: .invalidConfiguration, message: text) }
-        if host.isEmpty { throw bad("host is empty") }
-        if !(1...65535).contains(port) { throw bad("port \(port) is outside 1...65535") }
+        for endpoint in endpoints {
+            if endpoint.host.isEmpty { throw bad("host is empty") }
+            if !(1...65535).contains(endpoint.port) { throw bad("port \(endpoint.port) is outside 1...65535") }
+        }
         if !cleanStart && clientID.isEmpty { throw bad("a persistent session (cleanStart = false) needs a client id") }
         if protocolVersion == .v5 && !cleanStart && (sessionExpiry ?? .zero) <= .zero {
             throw bad("MQTT 5 persistent session (cleanStart = false) needs sessionExpiry > 0, otherwise the broker ends the session with the connection")
@@ -164,8 +202,26 @@ public struct MQTTConfiguration: Sendable, Hashable {
 /// `ampel run` and `ampel lamp` both parse `--broker` with this type, so one URL means the same
 /// broker to both. The ``description`` leaves the credentials out: it is meant for logs.
 public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
+    /// One broker's address.
+    public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
     public var host: String
     public var port: Int
+    /// Further nodes of the same cluster, tried in order after ``host``:``port``: the first
+    /// `connect()` takes the first that answers; after a lost connection each attempt goes to
+    /// the next one (round the end of the list), with the reconnect backoff between attempts.
+    /// They share TLS settings, credentials, client id and session with the first.
+    public var failover: [Endpoint] = []
+    /// ``host``:``port`` and then ``failover``: every broker the client may use, in order.
+    public var endpoints: [Endpoint] { [Endpoint(host: host, port: port)] + failover }
     public var username: String?
     public var password: String?
     public var usesTLS: Bool

@@ -66,8 +66,12 @@ public struct MQTTCounters: Sendable, Hashable {
     public var droppedOnOverflow: Int
     /// Successful connects after the first one.
     public var reconnects: Int
+    /// Successful connects to another broker of ``MQTTConfiguration/endpoints`` than the
+    /// connection before (also counted in ``reconnects``).
+    public var failovers: Int
 
-    public init(sent: Int = 0, acknowledged: Int = 0, received: Int = 0, droppedOnOverflow: Int = 0, reconnects: Int = 0) {
+    public init(sent: Int = 0, acknowledged: Int = 0, received: Int = 0, droppedOnOverflow: Int = 0, reconnects: Int = 0, failovers: Int = 0) {
+        self.failovers = failovers
         self.sent = sent
         self.acknowledged = acknowledged
         self.received = received

@@ -24,7 +24,7 @@ struct Lamp: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The MQTT broker: mqtt://host:port, or mqtts://host:port for TLS (verified with the system CAs).")
+    @Option(help: "The MQTT broker: mqtt://host:port, or mqtts://host:port for TLS (verified with the system CAs); the nodes of a cluster comma-separated, tried in order.")
     var broker: String = "mqtt://localhost:1883"
 
     @Option(help: "Follow this district (AGS, e.g. 09162).")
@@ -47,10 +47,10 @@ struct Lamp: AsyncParsableCommand {
         _ = try brokerURL()
     }
 
-    /// `--broker` as ``MQTTBrokerURL`` reads it, like `ampel run`'s `--broker` and `broker` key.
-    private func brokerURL() throws -> MQTTBrokerURL {
+    /// `--broker` as ``MQTTBrokerList`` reads it, like `ampel run`'s `--broker` and `broker` key.
+    private func brokerURL() throws -> MQTTBrokerList {
         do {
-            return try MQTTBrokerURL(broker)
+            return try MQTTBrokerList(parsing: broker)
         } catch {
             throw ValidationError("Bad --broker: \(error.message)")
         }
@@ -74,12 +74,9 @@ struct Lamp: AsyncParsableCommand {
     func run() async throws {
         let topics = try makeTopics()
         let url = try brokerURL()
-        var configuration = MQTTConfiguration(host: url.host, port: url.port, clientID: "ampel-lamp-\(UInt32.random(in: 0...UInt32.max))")
-        configuration.username = url.username
-        configuration.password = url.password
-        if url.usesTLS {
-            configuration.tls = .init(caFile: DaemonConfiguration.MQTTSettings.systemCAFile)
-        }
+        let configuration = try MQTTConfiguration(
+            brokers: url, clientID: "ampel-lamp-\(UInt32.random(in: 0...UInt32.max))",
+            caFile: DaemonConfiguration.MQTTSettings.systemCAFile)
         // Connection notices would scribble over the drawn lamp; the lamp shows the link itself.
         var logger = Logger(label: "ampel.lamp.mqtt")
         logger.logLevel = json ? .warning : .critical

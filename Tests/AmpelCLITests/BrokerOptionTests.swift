@@ -16,6 +16,7 @@ import Testing
         ("mqtt://ampel:p@ss@127.0.0.1:1", "mqtt://127.0.0.1:1"),
         ("mqtts://127.0.0.1:1", "mqtts://127.0.0.1:1"),
         ("mqtt://[::1]:1", "mqtt://[::1]:1"),
+        ("mqtt://127.0.0.1:1, mqtt://127.0.0.1:2", "mqtt://127.0.0.1:1,mqtt://127.0.0.1:2"),
     ])
     func bothCommandsReadTheSameBroker(url: String, parsed: String) async throws {
         let state = try temporaryDirectory()
@@ -56,5 +57,23 @@ import Testing
         let lamp = try await runAmpel(["lamp", "--json", "--district", "09162", "--broker", url])
         #expect(lamp.status == 64, "\(url): \(lamp.stderr)")
         #expect(lamp.stderr.contains("Bad --broker: invalid broker URL"), "\(url): \(lamp.stderr)")
+    }
+
+    @Test(arguments: [
+        ("mqtt://127.0.0.1:1,mqtts://127.0.0.1:2", "uses TLS and mqtt://127.0.0.1:1 does not"),
+        ("mqtt://a:b@127.0.0.1:1,mqtt://a:c@127.0.0.1:2", "different credentials"),
+        ("mqtt://127.0.0.1:1,mqtt://127.0.0.1:1", "listed twice"),
+        ("mqtt://127.0.0.1:1,", "an empty entry"),
+    ])
+    func bothCommandsRejectTheSameBrokerList(list: String, why: String) async throws {
+        let state = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: state) }
+        let run = try await runAmpel(["run", "--broker", list, "--state-dir", state.path, "--check-config"])
+        #expect(run.status == 78, "\(list): \(run.stdout)")
+        #expect(run.stderr.contains("--broker: invalid broker list") && run.stderr.contains(why), "\(list): \(run.stderr)")
+
+        let lamp = try await runAmpel(["lamp", "--json", "--district", "09162", "--broker", list])
+        #expect(lamp.status == 64, "\(list): \(lamp.stderr)")
+        #expect(lamp.stderr.contains("Bad --broker: invalid broker list") && lamp.stderr.contains(why), "\(list): \(lamp.stderr)")
     }
 }

@@ -19,7 +19,18 @@ struct RunCrashTests {
 
     /// One QoS 1 fix for each device at its place, on the plain input, 20 publishers at a time.
     static func send(_ broker: MosquittoBroker, _ fixes: [(key: String, place: (Double, Double))], tst: Int) async throws {
-        try await Scene.publish(broker, fixes.map { Scene.message($0.key, at: $0.place, tst: tst) })
+        try await send(host: broker.host, port: broker.port, fixes, tst: tst)
+    }
+
+    /// ``send(_:_:tst:)`` to any MQTT broker: `options` go to `mosquitto_pub` (`-V mqttv311`
+    /// for nats-server), `prefix` is the input's topic before the key.
+    static func send(host: String, port: Int, options: [String] = [], prefix: String = "ampel/location/",
+                     _ fixes: [(key: String, place: (Double, Double))], tst: Int) async throws {
+        let messages = fixes.map { fix in
+            let message = Scene.message(fix.key, at: fix.place, tst: tst)
+            return (topic: prefix + fix.key, payload: message.payload)
+        }
+        try await Scene.publish(host: host, port: port, options: options, messages)
     }
 
     /// A daemon on `dir` (its state directory) with the snapshot of 2020-10-15, outside a ``Scene``.

@@ -206,10 +206,15 @@ final class Scene {
     /// Publishes each message with QoS 1 through `mosquitto_pub`, 20 at a time; every one is
     /// acknowledged by the broker when this returns.
     static func publish(_ broker: MosquittoBroker, _ messages: [(topic: String, payload: String)]) async throws {
+        try await publish(host: broker.host, port: broker.port, messages)
+    }
+
+    /// ``publish(_:_:)`` to any MQTT broker: `options` go to `mosquitto_pub` (`-V mqttv311` for nats-server).
+    static func publish(host: String, port: Int, options: [String] = [], _ messages: [(topic: String, payload: String)]) async throws {
         func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }
         var script = ""
         for (index, message) in messages.enumerated() {
-            script += "/usr/bin/mosquitto_pub -h \(broker.host) -p \(broker.port) -q 1 -t \(quoted(message.topic)) -m \(quoted(message.payload)) &\n"
+            script += "/usr/bin/mosquitto_pub \(options.joined(separator: " ")) -h \(host) -p \(port) -q 1 -t \(quoted(message.topic)) -m \(quoted(message.payload)) &\n"
             if index % 20 == 19 { script += "wait\n" }
         }
         // `wait` alone does not return a failed publisher's status: count them.
@@ -236,12 +241,17 @@ extension Scene {
         private let seen = Watched(Seen())
 
         /// - Parameter topics: the filters to read (alerts, device states and the bridge state by default).
-        init(_ broker: MosquittoBroker, topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
+        convenience init(_ broker: MosquittoBroker, topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
+            try self.init(host: broker.host, port: broker.port, topics: topics)
+        }
+
+        /// A collector on any MQTT broker; `options` go to `mosquitto_sub` (`-V mqttv311` for nats-server).
+        init(host: String, port: Int, options: [String] = [], topics: [String] = ["ampel/device/#", "ampel/bridge/state"]) throws {
             let seen = self.seen
             let buffer = Mutex("")
             process = try ChildProcess(
                 "/usr/bin/mosquitto_sub",
-                ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-v"] + topics.flatMap { ["-t", $0] },
+                ["-h", host, "-p", "\(port)", "-q", "1", "-v"] + options + topics.flatMap { ["-t", $0] },
                 output: .read { data in
                     let lines: [Substring] = buffer.withLock { buffer in
                         buffer += String(decoding: data, as: UTF8.self)

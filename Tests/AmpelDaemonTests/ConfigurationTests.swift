@@ -23,7 +23,7 @@ struct ConfigurationTests {
     @Test("no file means defaults: local broker, bundled snapshot, the standard inputs, discovery on")
     func defaults() throws {
         let config = try load(nil)
-        #expect(config.broker == MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false))
+        #expect(config.broker.urls.first == MQTTBrokerURL(host: "localhost", port: 1883, usesTLS: false))
         #expect(config.data.source == .snapshot)
         #expect(config.data.refresh == .seconds(600))
         #expect(config.data.maxAge == .seconds(48 * 3600))
@@ -104,7 +104,7 @@ struct ConfigurationTests {
     @Test("every key of a full file is read")
     func fullFile() throws {
         let config = try load(Self.full)
-        #expect(config.broker == MQTTBrokerURL(host: "broker.example", port: 8884, usesTLS: true))
+        #expect(config.broker.urls.first == MQTTBrokerURL(host: "broker.example", port: 8884, usesTLS: true))
         #expect(config.stateDirectory == "/var/lib/ampel")
         #expect(config.language == .de)
         #expect(config.logLevel == .debug)
@@ -232,14 +232,14 @@ struct ConfigurationTests {
     func overrides() throws {
         let yaml = "broker: mqtt://file:1883\nlang: de\ndata:\n  refresh: 5m\n  source: history\n"
         let fromFile = try load(yaml)
-        #expect(fromFile.broker.host == "file")
+        #expect(fromFile.broker.first.host == "file")
         #expect(fromFile.data.refresh == .seconds(300))
 
         let env = ["AMPEL_BROKER": "mqtt://env:1884", "AMPEL_REFRESH": "90", "AMPEL_LANG": "en", "AMPEL_STATE_DIR": "/tmp/s",
                    "AMPEL_SOURCE": "snapshot", "AMPEL_DATE": "2020-11-05", "AMPEL_LOG_LEVEL": "warning", "AMPEL_URL": "http://127.0.0.1:9/q",
                    "AMPEL_MQTT_PASSWORD": "secret"]
         let fromEnv = try load(yaml, env: env)
-        #expect(fromEnv.broker == MQTTBrokerURL(host: "env", port: 1884, usesTLS: false))
+        #expect(fromEnv.broker.urls.first == MQTTBrokerURL(host: "env", port: 1884, usesTLS: false))
         #expect(fromEnv.data.refresh == .seconds(90))
         #expect(fromEnv.language == .en)
         #expect(fromEnv.stateDirectory == "/tmp/s")
@@ -251,7 +251,7 @@ struct ConfigurationTests {
 
         let flags = ConfigurationOverrides(broker: "mqtts://flag", source: "rki", refresh: "10m", lang: "de")
         let fromFlags = try load(yaml, env: env, flags: flags)
-        #expect(fromFlags.broker == MQTTBrokerURL(host: "flag", port: 8883, usesTLS: true))
+        #expect(fromFlags.broker.urls.first == MQTTBrokerURL(host: "flag", port: 8883, usesTLS: true))
         #expect(fromFlags.data.source == .rki)
         #expect(fromFlags.data.refresh == .seconds(600))
         #expect(fromFlags.language == .de)
@@ -275,14 +275,51 @@ struct ConfigurationTests {
 
     @Test("the file, flags and variables take the broker URL as MQTTBrokerURL reads it")
     func brokerURLs() throws {
-        #expect(try load("broker: mqtt://u:p@h:1\n").broker == MQTTBrokerURL(host: "h", port: 1, usesTLS: false, username: "u", password: "p"))
-        #expect(try load(nil, flags: .init(broker: "mqtts://[::1]")).broker == MQTTBrokerURL(host: "::1", port: 8883, usesTLS: true))
+        #expect(try load("broker: mqtt://u:p@h:1\n").broker.urls == [MQTTBrokerURL(host: "h", port: 1, usesTLS: false, username: "u", password: "p")])
+        #expect(try load(nil, flags: .init(broker: "mqtts://[::1]")).broker.urls == [MQTTBrokerURL(host: "::1", port: 8883, usesTLS: true)])
         let bad = error("broker: localhost:1883\n")
         #expect(bad?.key == "broker")
         #expect(bad?.line == 1)
         #expect(bad?.message.contains("invalid broker URL 'localhost:1883'") == true)
         #expect(error(nil, env: ["AMPEL_BROKER": "mqtt://h:"])?.key == "AMPEL_BROKER")
         #expect(MQTTBrokerURL(host: "h", port: 8883, usesTLS: true, username: "u", password: "secret").description == "mqtts://h:8883")
+    }
+
+    @Test("a list of brokers: a YAML list or comma-separated URLs, one scheme, one login, no node twice")
+    func brokerLists() throws {
+        let nodes = [MQTTBrokerURL(host: "n1", port: 1883, usesTLS: false, username: "u", password: "p"),
+                     MQTTBrokerURL(host: "n2", port: 1884, usesTLS: false, username: "u", password: "p")]
+        #expect(try load("broker:\n  - mqtt://u:p@n1\n  - mqtt://n2:1884\n").broker.urls == nodes)
+        #expect(try load(nil, flags: .init(broker: "mqtt://u:p@n1, mqtt://u:p@n2:1884")).broker.urls == nodes)
+        #expect(try load(nil, env: ["AMPEL_BROKER": "mqtt://n1,mqtt://u:p@n2:1884"]).broker.urls == nodes)
+        #expect(try load(nil, flags: .init(broker: "mqtt://n1,mqtt://n2")).broker.description == "mqtt://n1:1883,mqtt://n2:1883")
+
+        let mixed = error("broker:\n  - mqtts://n1\n  - mqtt://n2\n")
+        #expect(mixed?.key == "broker")
+        #expect(mixed?.line == 2)
+        #expect(mixed?.message.contains("mqtts://n1:8883 uses TLS and mqtt://n2:1883 does not") == true)
+        #expect(error(nil, flags: .init(broker: "mqtt://n1,mqtts://n2"))?.key == "--broker")
+        #expect(error(nil, flags: .init(broker: "mqtt://a:b@n1,mqtt://a:c@n2"))?.message.contains("different credentials") == true)
+        #expect(error(nil, env: ["AMPEL_BROKER": "mqtt://n1,mqtt://N1:1883"])?.message.contains("listed twice") == true)
+        #expect(error(nil, flags: .init(broker: "mqtt://n1,,mqtt://n2"))?.message.contains("empty entry") == true)
+        let badEntry = error("broker:\n  - mqtt://n1\n  - n2:1883\n")
+        #expect(badEntry?.key == "broker[1]")
+        #expect(badEntry?.line == 3)
+        #expect(error("broker: []\n")?.message.contains("no broker given") == true)
+    }
+
+    @Test("partitions: a bridge topic per instance, district outputs switched off")
+    func partitionSettings() throws {
+        let defaults = try load(nil)
+        #expect(defaults.outputs.districts)
+        #expect(defaults.topics.bridgeState == "ampel/bridge/state")
+        let fleetB = try load("bridge_topic: ampel/bridge/fleet-b\noutputs:\n  districts: false\n")
+        #expect(!fleetB.outputs.districts)
+        #expect(fleetB.topics.bridgeState == "ampel/bridge/fleet-b/state")
+        #expect(fleetB.topics.bridgeInfo == "ampel/bridge/fleet-b/info")
+        #expect(fleetB.topics.deviceState("a/b") == "ampel/device/a/b/state")
+        #expect(error("bridge_topic: ampel/+/x\n")?.key == "bridge_topic")
+        #expect(error("outputs:\n  district: false\n")?.key == "outputs.district")
     }
 
     @Test("log levels and protocol versions become the libraries' types", arguments: [
@@ -317,7 +354,7 @@ struct ExampleAndIntakeTests {
     func example() throws {
         let text = try String(contentsOf: Self.repository.appendingPathComponent("deploy/ampel.example.yaml"), encoding: .utf8)
         let config = try DaemonConfiguration.load(yaml: text)
-        #expect(config.broker == MQTTBrokerURL(host: "mqtt.example.org", port: 8883, usesTLS: true))
+        #expect(config.broker.urls.first == MQTTBrokerURL(host: "mqtt.example.org", port: 8883, usesTLS: true))
         #expect(config.data.source == .rki)
         #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
         #expect(config.lamps[0].follows == .district("09162"))
@@ -339,7 +376,7 @@ struct ExampleAndIntakeTests {
     @Test("docs/configuration.md documents every key the reader accepts")
     func documented() throws {
         let doc = try String(contentsOf: Self.repository.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
-        let keys = ["broker", "base_topic", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
+        let keys = ["broker", "base_topic", "bridge_topic", "outputs.districts", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
                     "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry",
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",

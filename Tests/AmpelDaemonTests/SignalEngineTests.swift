@@ -70,6 +70,31 @@ struct SignalEngineTests {
         return (engine, actions)
     }
 
+    @Test("outputs.districts off: no district topic, district alert or bridge and district discovery, at start, on new data and after a reconnect; devices as usual")
+    func partitionWithoutDistricts() throws {
+        var settings = Fixtures.settings()
+        settings.topics = Topics(base: "ampel", bridge: "ampel/bridge/fleet-b")
+        settings.discovery = Discovery(prefix: "homeassistant", topics: settings.topics, version: "test", ruleSet: Fixtures.ruleSet)
+        settings.publishDistricts = false
+        let districtOrBridgeDiscovery: (String) -> Bool = { topic in
+            topic.hasPrefix("ampel/district/") || (topic.hasPrefix("homeassistant/") && !topic.contains("device"))
+        }
+        var (engine, actions) = started(settings: settings)
+        #expect(!actions.topics.contains(where: districtOrBridgeDiscovery), "\(actions.topics.filter(districtOrBridgeDiscovery).prefix(3))")
+        let fix = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 1000))
+        #expect(fix.topics.contains("ampel/device/alice/phone/state"))
+        #expect(fix.topics.contains { $0.hasPrefix("homeassistant/") }, "the instance's own devices are still announced")
+        let november = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
+        #expect(november.topics.contains("ampel/device/alice/phone/alert"))
+        #expect(!november.topics.contains(where: districtOrBridgeDiscovery))
+        let reconnected = engine.event(.reconnected)
+        #expect(reconnected.topics.first == "ampel/bridge/fleet-b/state")
+        #expect(!reconnected.topics.contains(where: districtOrBridgeDiscovery))
+        // The same engine with the districts on publishes them: the filter above sees them.
+        let (_, withDistricts) = started()
+        #expect(withDistricts.topics.contains(where: districtOrBridgeDiscovery))
+    }
+
     @Test("start publishes state and phase of every Bavarian district, retained, and no district alert on a fresh start")
     func start() throws {
         let (_, actions) = started()

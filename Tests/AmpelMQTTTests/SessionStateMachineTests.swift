@@ -98,7 +98,7 @@ struct SessionStateMachineTests {
     @Test func aLostConnectionReconnectsWithGrowingBackoffAndKeepsTheWaiters() {
         var machine = connected()
         machine.sent(mid: 3, token: 1, waiter: "in flight")
-        guard case .reconnect(let first, let reason) = machine.connectionEnded(lost, jitter: 1) else {
+        guard case .reconnect(let first, let reason, _) = machine.connectionEnded(lost, jitter: 1) else {
             Issue.record("no reconnect after a loss"); return
         }
         #expect(first == .milliseconds(100))
@@ -107,7 +107,7 @@ struct SessionStateMachineTests {
         // Failed attempts double the delay up to the bound, and report no second loss.
         var delays: [Duration] = []
         for _ in 0..<5 {
-            guard case .reconnect(let delay, let reason) = machine.connectionEnded(lost, jitter: 1) else {
+            guard case .reconnect(let delay, let reason, _) = machine.connectionEnded(lost, jitter: 1) else {
                 Issue.record("gave up reconnecting"); return
             }
             #expect(reason == nil)
@@ -115,7 +115,7 @@ struct SessionStateMachineTests {
         }
         #expect(delays == [.milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
         // Jitter scales the delay down, never below half.
-        guard case .reconnect(let jittered, _) = machine.connectionEnded(lost, jitter: 0.5) else { Issue.record("stopped"); return }
+        guard case .reconnect(let jittered, _, _) = machine.connectionEnded(lost, jitter: 0.5) else { Issue.record("stopped"); return }
         #expect(jittered == .milliseconds(500))
         // Publishes wait offline; the message sent before the loss still finds its waiter
         // (libmosquitto resends it with the same id on the new connection).
@@ -126,7 +126,7 @@ struct SessionStateMachineTests {
         #expect(established?.offline.map(\.message.topic) == ["offline"])
         #expect(machine.answered(mid: 3) == "in flight")
         // After a reconnect the backoff starts from the minimum again.
-        guard case .reconnect(let again, _) = machine.connectionEnded(lost, jitter: 1) else { Issue.record("stopped"); return }
+        guard case .reconnect(let again, _, _) = machine.connectionEnded(lost, jitter: 1) else { Issue.record("stopped"); return }
         #expect(again == .milliseconds(100))
     }
 
@@ -269,5 +269,69 @@ struct SessionStateMachineTests {
         }
         #expect(reason == SessionErrors.requestedDisconnect)
         #expect(machine.networkThreadExited()?.failed == ["queued"])
+    }
+
+    // MARK: - A list of brokers (the nodes of one cluster)
+
+    private func cluster(_ count: Int) -> Machine {
+        Machine(backoff: MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: 100, brokerCount: count)
+    }
+
+    /// The broker the machine names next, and the delay before it; nil when it stops.
+    private func next(_ machine: inout Machine) -> (broker: Int, delay: Duration)? {
+        guard case .reconnect(let delay, _, let broker) = machine.connectionEnded(lost, jitter: 1) else { return nil }
+        return (broker, delay)
+    }
+
+    @Test func firstConnectTriesEveryBrokerInOrderAtOnceAndFailsOnlyWhenNoneAnswered() {
+        var machine = cluster(3)
+        _ = machine.connect("connect")
+        #expect(next(&machine)?.broker == 1)
+        guard case .reconnect(let delay, let lostConnection, 2) = machine.connectionEnded(lost, jitter: 1) else {
+            Issue.record("the third broker was not tried"); return
+        }
+        #expect(delay == .zero)
+        #expect(lostConnection == nil)
+        guard case .stop(let failed, _) = machine.connectionEnded(lost, jitter: 1) else {
+            Issue.record("went on after the last broker"); return
+        }
+        #expect(failed?.0 == "connect")
+        // connect() again starts from the first broker.
+        _ = machine.connect("again")
+        #expect(next(&machine)?.broker == 1)
+        let established = machine.connectionEstablished(sessionPresent: false)
+        #expect(established?.broker == 1)
+        #expect(established?.failover == false)
+        #expect(machine.connectedBroker == 1)
+    }
+
+    @Test func aLostConnectionGoesToTheNextBrokerRoundTheListWithTheBackoffAndCountsAFailover() {
+        var machine = cluster(3)
+        _ = machine.connect("connect")
+        _ = machine.connectionEstablished(sessionPresent: false)
+        #expect(machine.connectedBroker == 0)
+        // Node 0 dies: node 1, then 2, then 0 again, each after the growing backoff.
+        let attempts = (0..<4).compactMap { _ in next(&machine) }
+        #expect(attempts.map(\.broker) == [1, 2, 0, 1])
+        #expect(attempts.map(\.delay) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800)])
+        let established = machine.connectionEstablished(sessionPresent: true)
+        #expect(established?.broker == 1)
+        #expect(established?.failover == true)
+        #expect(machine.failovers == 1)
+        // Back on the same node after a blip is a reconnect, not a failover.
+        #expect(next(&machine)?.broker == 2)
+        #expect(next(&machine)?.broker == 0)
+        #expect(next(&machine)?.broker == 1)
+        #expect(machine.connectionEstablished(sessionPresent: true)?.failover == false)
+        #expect(machine.failovers == 1)
+    }
+
+    @Test func oneBrokerIsRetriedAlone() {
+        var machine = cluster(1)
+        _ = machine.connect("connect")
+        _ = machine.connectionEstablished(sessionPresent: false)
+        #expect((0..<3).compactMap { _ in next(&machine)?.broker } == [0, 0, 0])
+        #expect(machine.connectionEstablished(sessionPresent: true)?.failover == false)
+        #expect(machine.failovers == 0)
     }
 }

@@ -64,6 +64,17 @@ public final class ChildProcess: Sendable {
     }
     private let shared: Shared
 
+    /// A watcher process that blocks reading a pipe only this test process writes to. When the
+    /// test process ends, even by crashing, the pipe closes, the read returns and the watcher
+    /// SIGKILLs `pid` (a broker). On a normal stop the caller kills the watcher first, then
+    /// `pid`, then closes the watcher's input. Nil if it could not be started: the caller's own
+    /// stop still ends `pid`.
+    public static func guarding(_ pid: pid_t) -> ChildProcess? {
+        try? ChildProcess(
+            "/bin/sh", ["-c", "read -r _; kill -9 \"$1\" 2>/dev/null", "ampel-broker-guard", "\(pid)"],
+            inputPipe: true, output: .discard, errors: .discard, onExit: { _ in })
+    }
+
     /// Starts `path` (searched in `PATH` when it has no slash) with `arguments`.
     ///
     /// - Parameters:

@@ -338,18 +338,10 @@ public final class MosquittoBroker: Sendable {
         }
     }
 
-    /// A watcher process that blocks reading a pipe only this test process writes to. When the
-    /// test process ends, even by crashing, the pipe closes, the read returns and the watcher
-    /// SIGKILLs the broker. On a normal stop the watcher itself is killed first.
+    /// See ``ChildProcess/guarding(_:)``.
     private func startGuard(for brokerPID: pid_t) {
-        do {
-            let watcher = try ChildProcess(
-                "/bin/sh", ["-c", "read -r _; kill -9 \"$1\" 2>/dev/null", "ampel-broker-guard", "\(brokerPID)"],
-                inputPipe: true, output: .discard, errors: .discard, onExit: { _ in })
-            state.withLock { $0.guardProcess = watcher }
-        } catch {
-            // Without a guard the broker is still stopped by stop()/deinit.
-        }
+        let watcher = ChildProcess.guarding(brokerPID)
+        state.withLock { $0.guardProcess = watcher }
     }
 
     static let mosquittoPath: String = {

@@ -8,9 +8,10 @@ import Logging
 // and in `--refresh`, and a bad value reads the same wherever it was given.
 
 extension DaemonConfiguration {
-    static func broker(_ text: String) throws(ConfigurationError.Problem) -> MQTTBrokerURL {
+    /// One URL, or the nodes of a cluster comma-separated (`--broker`, `AMPEL_BROKER`).
+    static func broker(_ text: String) throws(ConfigurationError.Problem) -> MQTTBrokerList {
         do {
-            return try MQTTBrokerURL(text)
+            return try MQTTBrokerList(parsing: text)
         } catch {
             throw .init(error.message)
         }

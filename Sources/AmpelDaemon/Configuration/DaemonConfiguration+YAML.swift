@@ -20,9 +20,15 @@ extension DaemonConfiguration {
         guard let root else { return }  // An empty file: all defaults.
         if case .scalar = root, root.null != nil { return }
         let top = try MappingReader(root, path: "")
-        try top.allow(["broker", "mqtt", "base_topic", "state_dir", "lang", "log_level", "rules", "data", "inputs",
-                       "alerts", "devices", "homeassistant", "lamps", "notify", "http", "outputs"])
-        if let v = top["broker"] { broker = try v.convert(Self.broker) }
+        try top.allow(["broker", "mqtt", "base_topic", "bridge_topic", "outputs", "state_dir", "lang", "log_level", "rules", "data",
+                       "inputs", "alerts", "devices", "homeassistant", "lamps", "notify", "http"])
+        if let v = top["broker"] { try readBroker(v) }
+        if let v = top["bridge_topic"] {
+            bridgeTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
+                guard DeviceKey.isSafe(s) else { throw .init("'\(s)' is not a topic without wildcards") }
+                return s
+            }
+        }
         if let v = top["base_topic"] {
             baseTopic = try v.convert { (s) throws(ConfigurationError.Problem) in
                 guard DeviceKey.isSafe(s) else { throw .init("'\(s)' is not a topic without wildcards") }
@@ -54,7 +60,8 @@ extension DaemonConfiguration {
         }
         if let m = try top.mapping("notify") { try readNotify(m) }
         if let m = try top.mapping("outputs") {
-            try m.allow(["device_state", "heartbeat", "texts_in_state"])
+            try m.allow(["device_state", "heartbeat", "texts_in_state", "districts"])
+            if let v = m["districts"] { outputs.districts = try v.bool() }
             if let v = m["device_state"] {
                 outputs.deviceState = try v.convert { (s) throws(ConfigurationError.Problem) in
                     guard let mode = OutputSettings.DeviceStateMode(rawValue: s) else {
@@ -68,6 +75,11 @@ extension DaemonConfiguration {
         }
         if let v = top["lamps"] { try readLamps(v) }
         if let m = try top.mapping("http") { try readHTTP(m) }
+        if !outputs.districts, let index = lamps.firstIndex(where: { if case .district = $0.follows { true } else { false } }) {
+            throw ConfigurationError(
+                key: "lamps[\(index)].district", line: top["lamps"]?.line,
+                message: "this instance does not publish districts (outputs.districts: false); a lamp that follows a district belongs to the instance that does")
+        }
     }
 
     /// `notify`: every way an alert reaches a person besides Ampel's own topics, read here alone.
@@ -81,6 +93,25 @@ extension DaemonConfiguration {
                 guard DeviceKey.isSafe(s), !s.contains("/") else { throw .init("'\(s)' is not one topic level without wildcards") }
                 return s
             }
+        }
+    }
+
+    /// `broker`: one URL, or a list of the nodes of one cluster (each entry checked, then the
+    /// list as a whole: one scheme, one login, no node twice).
+    mutating func readBroker(_ value: ValueReader) throws(ConfigurationError) {
+        guard case .sequence(let sequence) = value.node else {
+            broker = try value.convert(Self.broker)
+            return
+        }
+        var urls: [MQTTBrokerURL] = []
+        for (index, item) in sequence.enumerated() {
+            let entry = ValueReader(node: item, path: "\(value.path)[\(index)]")
+            urls.append(contentsOf: try entry.convert(Self.broker).urls)
+        }
+        do {
+            broker = try MQTTBrokerList(urls)
+        } catch {
+            throw value.error(error.message)
         }
     }
 

@@ -20,10 +20,15 @@ import Logging
 ///   `DaemonConfiguration+Overrides.swift`, the value parsers both share in
 ///   `DaemonConfiguration+Values.swift`.
 public struct DaemonConfiguration: Sendable, Hashable {
-    public var broker: MQTTBrokerURL = .localhost
+    /// The broker, or the nodes of one cluster in the order they are tried.
+    public var broker = MQTTBrokerList(.localhost)
     public var mqtt = MQTTSettings()
     /// The first level of every topic the daemon writes (`ampel`).
     public var baseTopic = "ampel"
+    /// Where `state` and `info` of this instance go; `nil` means `<base_topic>/bridge`. Each
+    /// instance of a partitioned deployment has its own, so that one's Last Will does not mark
+    /// the other offline.
+    public var bridgeTopic: String?
     /// Where the daemon keeps its state and the last good dataset.
     public var stateDirectory = DaemonConfiguration.defaultStateDirectory(environment: [:])
     /// The language of district topics and of devices that ask for none.
@@ -46,6 +51,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var forgetAfter: Duration? = .seconds(30 * 86_400)
 
     public init() {}
+
+    /// The topics this instance writes: under ``baseTopic``, its bridge under ``bridgeTopic``.
+    public var topics: Topics { Topics(base: baseTopic, bridge: bridgeTopic) }
 
     /// The daemon's own MQTT session; the broker's address is ``DaemonConfiguration/broker``.
     public struct MQTTSettings: Sendable, Hashable {
@@ -157,6 +165,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
         /// `outputs.texts_in_state`: `title`, `rules` and `always` inside every state, as
         /// before the texts topics; `false` names the texts topic instead (`texts`).
         public var textsInState = false
+        /// `outputs.districts`: district states and phases, lamps and Home Assistant discovery.
+        /// In a partitioned deployment exactly one instance keeps this on: the others would
+        /// publish the same district topics again.
+        public var districts = true
 
         public init() {}
 

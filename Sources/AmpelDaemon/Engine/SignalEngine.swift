@@ -128,6 +128,10 @@ public struct SignalEngine: Sendable {
         public var forgetAfter: Duration?
         /// When device states go out and whether states carry the texts (`outputs`).
         public var outputs: DaemonConfiguration.OutputSettings
+        /// District states, phases and alerts (with their webhooks) and the bridge's and the
+        /// districts' discovery configs (`outputs.districts`). Off on every instance of a
+        /// partitioned deployment but one: the district topics are the same for all.
+        public var publishDistricts = true
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
@@ -415,7 +419,7 @@ public struct SignalEngine: Sendable {
             .publishInfo,
         ]
         actions += texts()
-        let districts = dataset.districts(in: settings.region)
+        let districts = settings.publishDistricts ? dataset.districts(in: settings.region) : []
         for entry in districts {
             let ags = entry.district.ags
             guard let signal = districtSignals[ags] else { continue }
@@ -710,6 +714,11 @@ public struct SignalEngine: Sendable {
             if previousPhase != signal.phase { actions.append(.persist(.district(ags: ags, phase: signal.phase))) }
             // A district's first phase ever is no change: 96 alerts on a fresh install would be
             // noise. The alert goes first: the retained phase after it is its witness.
+            defer {
+                districtSignals[ags] = signal
+                districtPhases[ags] = signal.phase
+            }
+            guard settings.publishDistricts else { continue }
             if let previousPhase, previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
                                                         payload: signal.alertJSON(device: nil, from: previousPhase),
@@ -726,8 +735,6 @@ public struct SignalEngine: Sendable {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true),
                                         kind: .districtPhase))
             }
-            districtSignals[ags] = signal
-            districtPhases[ags] = signal.phase
         }
         // Devices in batches, like a recovery: a new publication that changes 1,000,000 devices
         // must not hand the daemon 1,000,000 publishes at once, nor hold up live fixes behind
@@ -826,7 +833,7 @@ public struct SignalEngine: Sendable {
 
     /// The bridge's and the districts' discovery configs; the devices' go out with the device walk.
     func districtDiscovery() -> [Action] {
-        guard let discovery = settings.discovery else { return [] }
+        guard let discovery = settings.discovery, settings.publishDistricts else { return [] }
         let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
             discovery.district(ags: $0.district.ags, name: $0.district.name)
         }

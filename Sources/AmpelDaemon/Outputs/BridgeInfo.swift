@@ -9,6 +9,9 @@ public enum BridgeState {
 
 /// `ampel/bridge/info`: what the daemon runs on and how it fares.
 public struct BridgeInfo: Sendable, Hashable {
+    /// The broker (`host:port`) of the daemon's connection: with a list of cluster nodes, the
+    /// one in use. `null` before the first connection.
+    public var broker: String?
     public var version: String
     public var ruleSet: String
     public var source: String
@@ -24,9 +27,10 @@ public struct BridgeInfo: Sendable, Hashable {
     /// from the broker's retained states. `null` otherwise.
     public var stateRecovered: StateRecovery?
 
-    public init(version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters,
+    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters,
                 stateRecovered: StateRecovery? = nil) {
         self.stateRecovered = stateRecovered
+        self.broker = broker
         self.version = version
         self.ruleSet = ruleSet
         self.source = source
@@ -41,7 +45,9 @@ public struct BridgeInfo: Sendable, Hashable {
     /// The payload: compact JSON, keys sorted, every key present (`null` where unknown).
     public func json() -> [UInt8] {
         var json = JSONWriter(capacity: 512)
-        json.raw(#"{"counters":"#)
+        json.raw(#"{"broker":"#)
+        json.string(broker)
+        json.raw(#","counters":"#)
         counters.write(to: &json)
         json.raw(#","dataDate":"#)
         json.string(dataDate)
@@ -114,6 +120,9 @@ public struct Counters: Sendable, Hashable {
     public var datasetsRejected = 0
     /// Broker connections regained after the first (each one republishes every retained topic).
     public var reconnects = 0
+    /// Reconnects that went to another broker of the list than the connection before (also in
+    /// ``reconnects``).
+    public var failovers = 0
     /// Publishes that repeated retained topics and lamp colours after a reconnect (also in `published`).
     public var republished = 0
     /// Alerts decided before a crash that the broker had not acknowledged, sent again at start.
@@ -164,6 +173,8 @@ public struct Counters: Sendable, Hashable {
         json.number(datasetsRejected)
         json.raw(#","dropped":"#)
         table(dropped)
+        json.raw(#","failovers":"#)
+        json.number(failovers)
         json.raw(#","forgotten":"#)
         json.number(forgotten)
         json.raw(#","intakePaused":"#)

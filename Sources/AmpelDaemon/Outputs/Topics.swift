@@ -6,9 +6,12 @@ import AmpelMQTT
 public struct Topics: Sendable, Hashable {
     /// The first level(s) of every topic the daemon writes, without a trailing slash.
     public let base: String
+    /// The level(s) under which `state` and `info` of this instance go (`<base>/bridge`).
+    public let bridge: String
 
-    public init(base: String = "ampel") {
+    public init(base: String = "ampel", bridge: String? = nil) {
         self.base = base
+        self.bridge = bridge ?? "\(base)/bridge"
     }
 
     public func deviceState(_ key: String) -> String { "\(base)/device/\(key)/state" }
@@ -23,8 +26,8 @@ public struct Topics: Sendable, Hashable {
         let level = String(ruleSet.map { "/+#\u{0}".contains($0) ? "_" : $0 })
         return "\(base)/rules/\(level)/\(phase)/\(lang)"
     }
-    public var bridgeState: String { "\(base)/bridge/state" }
-    public var bridgeInfo: String { "\(base)/bridge/info" }
+    public var bridgeState: String { "\(bridge)/state" }
+    public var bridgeInfo: String { "\(bridge)/info" }
 
     /// Every device's topics (`<base>/device/#`: keys have one level or more).
     public var devicesFilter: String { "\(base)/device/#" }

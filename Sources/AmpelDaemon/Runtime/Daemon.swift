@@ -142,7 +142,7 @@ public actor AmpelDaemon: Service {
         self.restored = restored
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
-        topics = Topics(base: configuration.baseTopic)
+        topics = configuration.topics
         probes = BrokerProbes(transport: transport, topics: topics)
         let stop = AsyncStream<Void>.makeStream()
         stopStream = stop.stream
@@ -151,9 +151,9 @@ public actor AmpelDaemon: Service {
 
     /// The engine's settings from the configuration, and what earlier runs announced to Home Assistant.
     static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet, announcedDiscovery: [DiscoveryScope] = []) -> SignalEngine.Settings {
-        let topics = Topics(base: configuration.baseTopic)
+        let topics = configuration.topics
         let homeAssistant = configuration.homeAssistant
-        return SignalEngine.Settings(
+        var settings = SignalEngine.Settings(
             ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
             devices: configuration.devices,
             // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
@@ -166,6 +166,8 @@ public actor AmpelDaemon: Service {
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
             minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter,
             outputs: configuration.outputs)
+        settings.publishDistricts = configuration.outputs.districts
+        return settings
     }
 
     enum Input: Sendable {
@@ -228,6 +230,20 @@ public actor AmpelDaemon: Service {
             "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
             "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
         ])
+        if configuration.mqtt.protocolVersion == .v311 {
+            // What MQTT 5 would give and 3.1.1 cannot: said once, never lost silently.
+            logger.notice("MQTT 3.1.1: alerts go without message expiry and the session without expiry", metadata: [
+                "alertExpiry": "alerts.expiry \(configuration.alerts.expiry) is not applied: a subscriber's persistent session may deliver an alert long after its phase",
+                "sessionExpiry": "mqtt.session_expiry \(configuration.mqtt.sessionExpiry) is not applied: the broker keeps the daemon's session until it removes it",
+            ])
+            let inputs = configuration.inputs
+            let shared = (inputs.owntracks + inputs.plain + inputs.traccar).map(\.filter).filter { $0.hasPrefix("$share/") }
+            if !shared.isEmpty {
+                logger.warning("MQTT 3.1.1 has no shared subscriptions: some brokers (mosquitto) still treat $share/ as one, others (nats-server) as a plain topic, and then these inputs receive nothing", metadata: [
+                    "filters": "\(shared)",
+                ])
+            }
+        }
         if replay.found {
             logger.info("journal replayed", metadata: [
                 "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",
@@ -905,7 +921,8 @@ public actor AmpelDaemon: Service {
         var counters = self.counters
         counters.intakePaused = gate.pauses
         counters.webhooks = webhooks.stats
-        let info = BridgeInfo(
+        counters.failovers = transport.failovers
+        let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)

@@ -72,7 +72,8 @@ public final class MQTTTransport: DaemonTransport {
     /// The client configuration for `configuration`.
     public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker
-        var mqtt = MQTTConfiguration(host: broker.host, port: broker.port, clientID: configuration.mqtt.clientID)
+        var mqtt = MQTTConfiguration(host: broker.first.host, port: broker.first.port, clientID: configuration.mqtt.clientID)
+        mqtt.failover = broker.urls.dropFirst().map { MQTTConfiguration.Endpoint(host: $0.host, port: $0.port) }
         mqtt.protocolVersion = configuration.mqtt.protocolVersion
         mqtt.keepAlive = configuration.mqtt.keepAlive
         mqtt.cleanStart = false
@@ -83,7 +84,7 @@ public final class MQTTTransport: DaemonTransport {
             let ca = configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile
             mqtt.tls = .init(caFile: ca, certFile: configuration.mqtt.certFile, keyFile: configuration.mqtt.keyFile)
         }
-        let topics = Topics(base: configuration.baseTopic)
+        let topics = configuration.topics
         mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
         mqtt.incomingBufferSize = 1_000_000
         mqtt.receiveMaximum = 1000
@@ -97,6 +98,12 @@ public final class MQTTTransport: DaemonTransport {
         } catch {
             // Retrying cannot help with wrong settings or credentials.
             let fatal: [MQTTError.Code] = [.invalidConfiguration, .connectionRefused, .authentication]
+            // 0x84 (MQTT 5) or 1 (3.1.1): the broker does not speak the protocol level asked for.
+            if error.code == .connectionRefused, client.configuration.protocolVersion == .v5, error.reasonCode == 0x84 || error.reasonCode == 1 {
+                throw FatalConnectError(error: MQTTError(
+                    code: error.code, reasonCode: error.reasonCode,
+                    message: error.message + "; the broker does not speak MQTT 5 (nats-server speaks 3.1.1 only): set mqtt.protocol: \"3.1.1\""))
+            }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
             throw error
         }
@@ -143,6 +150,9 @@ public final class MQTTTransport: DaemonTransport {
     public func resumeReading() {
         client.resumeReading()
     }
+
+    public var brokerInUse: String? { client.connectedBroker?.description }
+    public var failovers: Int { client.counters.failovers }
 
     public func shutdown(clean: Bool) async {
         if clean { await client.disconnect() } else { await client.abort() }

@@ -43,11 +43,17 @@ public protocol DaemonTransport: Sendable {
     /// connection is dropped so that the broker publishes the Will (the goodbye was not
     /// acknowledged, so only the Will can still say `offline`).
     func shutdown(clean: Bool) async
+    /// The broker of the current or last connection (`host:port`), for `bridge/info`.
+    var brokerInUse: String? { get }
+    /// Connections made to another broker of the list than the one before.
+    var failovers: Int { get }
 }
 
 extension DaemonTransport {
     public func disconnections(_ target: @escaping @Sendable () -> Void) {}
 
+    public var brokerInUse: String? { nil }
+    public var failovers: Int { 0 }
     /// A transport that hands every publish over at once holds none for the broker.
     public var unanswered: Int { 0 }
     public func waitForAnswers(atMost target: Int) async {}

@@ -52,6 +52,10 @@ final class MQTTSession: Sendable {
     private let receivedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let reconnectCount = Atomic<Int>(0)
+    private let failoverCount = Atomic<Int>(0)
+    /// The broker (index in ``MQTTConfiguration/endpoints``) of the current or last accepted
+    /// connection, -1 before the first: read without the lock by ``connectedBroker``.
+    private let connectedIndex = Atomic<Int>(-1)
     /// QoS 1/2 publishes handed to libmosquitto and not answered yet (``MQTTClient/unanswered``):
     /// raised after each hand-over, lowered by each publish answer. A QoS 0 publish's
     /// written-note comes through the same callback and must not lower it (the count would
@@ -76,7 +80,7 @@ final class MQTTSession: Sendable {
         machine = Mutex(
             SessionStateMachine(
                 backoff: MQTTBackoff(minimum: configuration.reconnectMinDelay, maximum: configuration.reconnectMaxDelay),
-                offlineLimit: configuration.offlineQueueLimit))
+                offlineLimit: configuration.offlineQueueLimit, brokerCount: configuration.endpoints.count))
         let policy: AsyncStream<MQTTMessage>.Continuation.BufferingPolicy =
             switch configuration.overflowPolicy {
             case .dropOldest: .bufferingNewest(max(configuration.incomingBufferSize, 1))
@@ -95,7 +99,14 @@ final class MQTTSession: Sendable {
         eventContinuation.finish()
     }
 
-    var brokerName: String { "\(configuration.host):\(configuration.port)" }
+    /// The broker of the current or last connection (the first of the list before any).
+    var brokerName: String { (connectedBroker ?? configuration.endpoints[0]).description }
+
+    /// The broker of the current or last accepted connection; nil before the first.
+    var connectedBroker: MQTTConfiguration.Endpoint? {
+        let index = connectedIndex.load(ordering: .relaxed)
+        return index >= 0 ? configuration.endpoints[index] : nil
+    }
 
     // MARK: - Connecting
 
@@ -148,26 +159,33 @@ final class MQTTSession: Sendable {
         }
         for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
         guard let established else { return }
+        connectedIndex.store(established.broker, ordering: .relaxed)
         if !established.first { reconnectCount.add(1, ordering: .relaxed) }
+        if established.failover { failoverCount.add(1, ordering: .relaxed) }
         logger.info(
-            established.first ? "MQTT connected" : "MQTT reconnected",
+            established.first ? "MQTT connected" : established.failover ? "MQTT failed over to another broker" : "MQTT reconnected",
             metadata: ["broker": "\(brokerName)", "sessionPresent": "\(sessionPresent)"])
         eventContinuation.yield(.connected(sessionPresent: sessionPresent))
         established.connectWaiter?.resume(returning: .success(sessionPresent))
     }
 
     /// A connection ended or an attempt failed (network thread). Returns the delay before the
-    /// next attempt, or nil when the thread is to end.
-    func connectionEnded(_ error: MQTTError) -> Duration? {
+    /// next attempt and the broker to try, or nil when the thread is to end.
+    func connectionEnded(_ error: MQTTError) -> (delay: Duration, broker: MQTTConfiguration.Endpoint)? {
         let decision = machine.withLock { machine in
             defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
             return machine.connectionEnded(error, jitter: Double.random(in: 0.5...1.0))
         }
         switch decision {
-        case .reconnect(let delay, let lost):
+        case .reconnect(let delay, let lost, let index):
             if let lost { reportLoss(lost) }
-            logger.debug("MQTT reconnecting", metadata: ["delay": "\(delay)"])
-            return delay
+            let next = configuration.endpoints[index]
+            if lost == nil && configuration.endpoints.count > 1 {
+                logger.notice("MQTT broker did not answer; trying the next", metadata: ["error": "\(error.message)", "next": "\(next)", "delay": "\(delay)"])
+            } else {
+                logger.debug("MQTT reconnecting", metadata: ["delay": "\(delay)", "broker": "\(next)"])
+            }
+            return (delay, next)
         case .stop(let failedConnect, let lost):
             if let lost { reportLoss(lost) }
             if let (waiter, error) = failedConnect { waiter.resume(returning: .failure(error)) }
@@ -507,6 +525,7 @@ final class MQTTSession: Sendable {
             acknowledged: acknowledgedCount.load(ordering: .relaxed),
             received: receivedCount.load(ordering: .relaxed),
             droppedOnOverflow: droppedCount.load(ordering: .relaxed),
-            reconnects: reconnectCount.load(ordering: .relaxed))
+            reconnects: reconnectCount.load(ordering: .relaxed),
+            failovers: failoverCount.load(ordering: .relaxed))
     }
 }

@@ -160,9 +160,12 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     }
 
     private func run() {
+        // Each session starts with the first broker of the list; the state machine names the next.
+        var broker = configuration.endpoints[0]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
-            let error = runOneConnection()
-            guard let delay = session.connectionEnded(error) else { break }
+            let error = runOneConnection(to: broker)
+            guard let (delay, next) = session.connectionEnded(error) else { break }
+            broker = next
             let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
             _ = backoffWakeup.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
         }
@@ -172,13 +175,13 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     // MARK: - One connection
 
     /// One TCP/TLS connection from connect to loss. Returns why it ended.
-    private func runOneConnection() -> MQTTError {
+    private func runOneConnection(to broker: MQTTConfiguration.Endpoint) -> MQTTError {
         record.withLock { $0 = ConnectionRecord() }
         mosquitto.setLogCallback(enabled: true)
-        let (rc, connectErrno) = mosquitto.connect(host: configuration.host, port: configuration.port, keepAlive: configuration.keepAlive)
+        let (rc, connectErrno) = mosquitto.connect(host: broker.host, port: broker.port, keepAlive: configuration.keepAlive)
         guard rc == MosquittoResult.success else {
             return MosquittoClient.connectError(
-                rc, errno: connectErrno, host: configuration.host, port: configuration.port,
+                rc, errno: connectErrno, host: broker.host, port: broker.port,
                 logLine: record.withLock { $0.lastLogError })
         }
         var loopRC = MosquittoResult.success
@@ -220,10 +223,10 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         if let connack = ended.connack, connack.reason != 0 {
             return MQTTError(
                 code: .connectionRefused, reasonCode: Int(connack.reason),
-                message: "connection refused by broker \(configuration.host):\(configuration.port): \(mosquitto.connackText(connack.reason))")
+                message: "connection refused by broker \(broker): \(mosquitto.connackText(connack.reason))")
         }
         if stopRequested.load(ordering: .relaxed) { return SessionErrors.requestedDisconnect }
-        var message = "connection to \(configuration.host):\(configuration.port) ended: \(MosquittoLibrary.describe(loopRC))"
+        var message = "connection to \(broker) ended: \(MosquittoLibrary.describe(loopRC))"
         if let reason = ended.disconnectReason, configuration.protocolVersion == .v5, reason >= 0x80 {
             message += " (broker: \(MosquittoLibrary.describeReason(reason)))"
         }

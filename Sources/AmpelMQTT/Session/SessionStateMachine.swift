@@ -52,6 +52,12 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         /// answers lower the unanswered count. Emptied when the connection ends: libmosquitto
         /// drops the QoS 0 packets it had not written, and their ids come round again.
         var unwrittenAtMostOnce: Set<Int32> = []
+        /// The broker (index in the configured list) of the current or next attempt.
+        var broker = 0
+        /// The broker of the last accepted connection; nil before the first.
+        var connectedBroker: Int?
+        /// Accepted connections to another broker than the one before.
+        var failovers = 0
     }
 
     enum State {
@@ -79,10 +85,14 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     let backoff: MQTTBackoff
     /// Publishes kept while offline, at most; more are refused.
     let offlineLimit: Int
+    /// How many brokers the configuration lists (nodes of one cluster): attempts go through
+    /// them in order, see ``connectionEnded(_:jitter:)``.
+    let brokerCount: Int
 
-    init(backoff: MQTTBackoff, offlineLimit: Int) {
+    init(backoff: MQTTBackoff, offlineLimit: Int, brokerCount: Int = 1) {
         self.backoff = backoff
         self.offlineLimit = offlineLimit
+        self.brokerCount = max(brokerCount, 1)
     }
 
     // MARK: - Connecting
@@ -111,6 +121,10 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// then `offline`, in order, before any new publish (it holds its lock throughout).
     struct Established {
         var first: Bool
+        /// The broker (index in the list) that accepted.
+        var broker: Int
+        /// Set when an earlier connection was to another broker of the list.
+        var failover: Bool
         var resubscribe: [Subscription]
         var offline: [Queued]
         var connectWaiter: Waiter?
@@ -136,7 +150,9 @@ struct SessionStateMachine<AckWaiter, Waiter> {
             // The connect() call still gets its answer; the publishes wait to be failed at exit.
             session.everConnected = true
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: true)
-            return connectWaiter.map { Established(first: true, resubscribe: [], offline: [], connectWaiter: $0) }
+            return connectWaiter.map {
+                Established(first: true, broker: session.broker, failover: false, resubscribe: [], offline: [], connectWaiter: $0)
+            }
         case .idle, .connected, .closed:
             return nil
         case .modifying:
@@ -147,35 +163,54 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     private static func establish(_ session: inout Session, sessionPresent: Bool, waiter: Waiter?) -> Established {
         let first = !session.everConnected
         session.everConnected = true
+        let failover = session.connectedBroker.map { $0 != session.broker } ?? false
+        if failover { session.failovers += 1 }
+        session.connectedBroker = session.broker
         let offline = session.offline
         session.offline = []
         let resubscribe = sessionPresent || first ? [] : session.subscriptions
-        return Established(first: first, resubscribe: resubscribe, offline: offline, connectWaiter: waiter)
+        return Established(
+            first: first, broker: session.broker, failover: failover, resubscribe: resubscribe, offline: offline,
+            connectWaiter: waiter)
     }
 
     /// What the network thread does after a connection ended (or an attempt failed).
     enum AfterConnection {
-        /// Try again after `delay`. `lost` is set when an established connection was lost.
-        case reconnect(after: Duration, lost: MQTTError?)
+        /// Try `broker` (index in the list) after `delay`. `lost` is set when an established
+        /// connection was lost.
+        case reconnect(after: Duration, lost: MQTTError?, broker: Int)
         /// The thread ends. `failedConnect`: the first `connect()` gets this error.
         case stop(failedConnect: (Waiter, MQTTError)?, lost: MQTTError?)
     }
 
     /// A connection ended or an attempt failed, with `error` as the reason. `jitter` (0.5...1)
     /// scales the backoff delay; the caller draws it so that the decision stays repeatable.
+    ///
+    /// With several brokers (nodes of one cluster, which share the session): the first
+    /// `connect()` tries them in order without delay and fails only when none answered; after a
+    /// connection is lost, each attempt goes to the next broker of the list (round the end),
+    /// so the one that just failed is tried last, with the usual backoff between attempts.
     mutating func connectionEnded(_ error: MQTTError, jitter: Double) -> AfterConnection {
         switch state {
-        case .connecting(let session, let waiter):
+        case .connecting(var session, let waiter):
+            if session.broker + 1 < brokerCount {
+                session.broker += 1
+                state = .connecting(session, waiter: waiter)
+                return .reconnect(after: .zero, lost: nil, broker: session.broker)
+            }
+            session.broker = 0
             state = .idle(session)
             return .stop(failedConnect: (waiter, error), lost: nil)
         case .connected(var session):
             session.unwrittenAtMostOnce.removeAll()
+            session.broker = (session.broker + 1) % brokerCount
             state = .reconnecting(session, failedAttempts: 1)
             isConnected = false
-            return .reconnect(after: backoff.delay(attempt: 1, jitter: jitter), lost: error)
-        case .reconnecting(let session, let failedAttempts):
+            return .reconnect(after: backoff.delay(attempt: 1, jitter: jitter), lost: error, broker: session.broker)
+        case .reconnecting(var session, let failedAttempts):
+            session.broker = (session.broker + 1) % brokerCount
             state = .reconnecting(session, failedAttempts: failedAttempts + 1)
-            return .reconnect(after: backoff.delay(attempt: failedAttempts + 1, jitter: jitter), lost: nil)
+            return .reconnect(after: backoff.delay(attempt: failedAttempts + 1, jitter: jitter), lost: nil, broker: session.broker)
         case .closing(let session, let connectWaiter, let exitWaiters, let connectionUp):
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: false)
             return .stop(
@@ -380,6 +415,10 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// Number of publishes kept for the next connection.
     var offlineCount: Int { withSession { $0.offline.count } ?? 0 }
     var subscriptions: [Subscription] { withSession { $0.subscriptions } ?? [] }
+    /// The broker (index in the list) of the current or last accepted connection.
+    var connectedBroker: Int? { withSession { $0.connectedBroker } ?? nil }
+    /// Accepted connections to another broker than the one before.
+    var failovers: Int { withSession { $0.failovers } ?? 0 }
 
     private func withSession<R>(_ body: (Session) -> R) -> R? {
         switch state {
