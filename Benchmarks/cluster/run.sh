@@ -71,7 +71,7 @@ server_name: n$i
 listen: 127.0.0.1:${client_ports[i]}
 jetstream { store_dir: "$tmp/n$i/store" }
 cluster { name: ampel-bench, listen: 127.0.0.1:${route_ports[i]}, routes: [$routes] }
-mqtt { listen: 127.0.0.1:${mqtt_ports[i]} }
+mqtt { listen: 127.0.0.1:${mqtt_ports[i]}, stream_replicas: 3 }
 CONF
   nats-server -c "$tmp/n$i/nats.conf" >"$tmp/n$i/nats.log" 2>&1 &
   nats_pids+=($!)

@@ -14,7 +14,7 @@ struct PayloadsTests {
             var accepted: [String: Int], skipped: [String: Int], dropped: [String: Int]
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int, owntracksTransitions: Int
-            var forgotten: Int
+            var forgotten: Int, failovers: Int
             var alertsSuppressed: [String: Int]
             var webhooks: [String: Webhook]
         }
@@ -47,9 +47,10 @@ struct PayloadsTests {
             enum CodingKeys: String, CodingKey { case at, movedTo, reason, rebuilt }
         }
         let info: BridgeInfo
-        enum Keys: String, CodingKey { case version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters, stateRecovered }
+        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters, stateRecovered }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(info.broker, forKey: .broker)
             try c.encode(info.version, forKey: .version)
             try c.encode(info.ruleSet, forKey: .ruleSet)
             try c.encode(info.source, forKey: .source)
@@ -63,7 +64,7 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, forgotten: k.forgotten, alertsSuppressed: k.alertsSuppressed,
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, forgotten: k.forgotten, failovers: k.failovers, alertsSuppressed: k.alertsSuppressed,
                                 webhooks: k.webhooks.mapValues {
                                     Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
                                             failedAttempts: $0.failedAttempts, queued: $0.queued)
@@ -98,6 +99,7 @@ struct PayloadsTests {
         counters.alertsSuppressed = ["old-fix": 4, "dwell": 2]
         counters.intakePaused = 12
         counters.forgotten = 3
+        counters.failovers = 5
         counters.outgoingWaits = 13
         var phone = WebhookCounters()
         phone.delivered = 17
@@ -107,7 +109,7 @@ struct PayloadsTests {
         phone.queued = 3
         counters.webhooks = ["phone": phone, "0": WebhookCounters(), "Gotify \"home\"": phone]
         counters.owntracksTransitions = 14
-        let full = BridgeInfo(version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
+        let full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,
                               stateRecovered: StateRecovery(movedTo: "/var/lib/ampel/state.json.corrupt-20261124T113000Z",

@@ -310,10 +310,11 @@ struct SessionStateMachineTests {
         _ = machine.connect("connect")
         _ = machine.connectionEstablished(sessionPresent: false)
         #expect(machine.connectedBroker == 0)
-        // Node 0 dies: node 1, then 2, then 0 again, each after the growing backoff.
-        let attempts = (0..<4).compactMap { _ in next(&machine) }
-        #expect(attempts.map(\.broker) == [1, 2, 0, 1])
-        #expect(attempts.map(\.delay) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800)])
+        // Node 0 dies: node 1, then 2, then 0 again, the backoff growing once per round of the list.
+        let attempts = (0..<7).compactMap { _ in next(&machine) }
+        #expect(attempts.map(\.broker) == [1, 2, 0, 1, 2, 0, 1])
+        #expect(attempts.map(\.delay) == [.milliseconds(100), .milliseconds(100), .milliseconds(100),
+                                          .milliseconds(200), .milliseconds(200), .milliseconds(200), .milliseconds(400)])
         let established = machine.connectionEstablished(sessionPresent: true)
         #expect(established?.broker == 1)
         #expect(established?.failover == true)

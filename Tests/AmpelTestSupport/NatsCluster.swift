@@ -150,7 +150,9 @@ public final class NatsCluster: Sendable {
                   listen: 127.0.0.1:\(port.route)
                   routes: [\(routes.joined(separator: ", "))]
                 }
-                mqtt { listen: 127.0.0.1:\(port.mqtt) }
+                # Three replicas: nats-server counts the routes listed (here the two others) to
+                # choose the MQTT streams' replicas, and two replicas stall when either node dies.
+                mqtt { listen: 127.0.0.1:\(port.mqtt), stream_replicas: 3 }
 
                 """
             let path = directory + "/\(name).conf"

@@ -189,7 +189,11 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// With several brokers (nodes of one cluster, which share the session): the first
     /// `connect()` tries them in order without delay and fails only when none answered; after a
     /// connection is lost, each attempt goes to the next broker of the list (round the end),
-    /// so the one that just failed is tried last, with the usual backoff between attempts.
+    /// so the one that just failed is tried last, with the usual backoff between attempts; the
+    /// backoff grows once per round of the list, not per attempt: a cluster that elects new
+    /// leaders for a few seconds after losing a node would otherwise push the attempt that
+    /// finds it ready out by the sum of a growing series (14.6 s seen with three nodes, 0.4 s
+    /// when the first attempt came after the election).
     mutating func connectionEnded(_ error: MQTTError, jitter: Double) -> AfterConnection {
         switch state {
         case .connecting(var session, let waiter):
@@ -210,7 +214,8 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         case .reconnecting(var session, let failedAttempts):
             session.broker = (session.broker + 1) % brokerCount
             state = .reconnecting(session, failedAttempts: failedAttempts + 1)
-            return .reconnect(after: backoff.delay(attempt: failedAttempts + 1, jitter: jitter), lost: nil, broker: session.broker)
+            let round = failedAttempts / brokerCount + 1
+            return .reconnect(after: backoff.delay(attempt: round, jitter: jitter), lost: nil, broker: session.broker)
         case .closing(let session, let connectWaiter, let exitWaiters, let connectionUp):
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: false)
             return .stop(
