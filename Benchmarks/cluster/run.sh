@@ -89,12 +89,19 @@ start_daemon() { # NAME BROKERS PORT PROTOCOL_OPTION YAML
   local name=$1 brokers=$2 port=$3 v=$4 yaml=$5 bridge
   mkdir -p "$tmp/$name"
   printf '%s\n' "$yaml" >"$tmp/$name/ampel.yaml"
+  # The load generator waits for a state per fix: every fix must publish one (the default
+  # on_change publishes only what changed).
+  if grep -q '^outputs:' "$tmp/$name/ampel.yaml"; then
+    sed -i 's/^outputs:$/outputs:\n  device_state: every_fix/' "$tmp/$name/ampel.yaml"
+  else
+    printf 'outputs:\n  device_state: every_fix\n' >>"$tmp/$name/ampel.yaml"
+  fi
   local topic
   topic=$(sed -n 's/^bridge_topic: //p' "$tmp/$name/ampel.yaml"); topic=${topic:-ampel/bridge}/state
   # shellcheck disable=SC2086
   mosquitto_pub $v -h 127.0.0.1 -p "$port" -q 1 -r -n -t "$topic"
   "$ampel" run --config "$tmp/$name/ampel.yaml" --broker "$brokers" --source snapshot --date "$DATE" \
-    --state-dir "$tmp/$name/state" >>"$out/daemon-$name.log" 2>&1 &
+    --state-dir "$tmp/$name/state" --http false >>"$out/daemon-$name.log" 2>&1 &
   daemon_pids+=($!)
   # shellcheck disable=SC2086
   bridge=$(mosquitto_sub $v -h 127.0.0.1 -p "$port" -t "$topic" -C 1 -W 120 2>/dev/null || true)
