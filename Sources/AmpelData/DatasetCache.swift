@@ -55,7 +55,7 @@ public struct DatasetCache: Sendable {
 
     // MARK: - File format
 
-    struct File: Codable {
+    struct File: Codable, VersionedJSONFile {
         struct Row: Codable {
             var ags: String
             var name: String
@@ -84,24 +84,7 @@ public struct DatasetCache: Sendable {
     ///   `empty`) when the file exists but is unreadable or does not hold a valid dataset.
     public func load() throws(DataError) -> Entry? {
         let path = fileURL.path
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data: Data
-        do {
-            data = try Data(contentsOf: fileURL)
-        } catch {
-            throw DataError(.io, "cannot read the cache file '\(path)': \(error.localizedDescription)")
-        }
-        let file: File
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            file = try decoder.decode(File.self, from: data)
-        } catch {
-            throw DataError(.malformed, "the cache file '\(path)' is not a valid cache (\(data.count) bytes): \(ArcGISDecoder.short(error))")
-        }
-        guard file.format == Self.format, file.version == Self.version else {
-            throw DataError(.malformed, "the cache file '\(path)' has format '\(file.format)' version \(file.version), expected '\(Self.format)' version \(Self.version)")
-        }
+        guard let file = try File.read(at: fileURL, what: "cache", format: Self.format, version: Self.version) else { return nil }
         return Entry(dataset: try Self.dataset(of: file, in: "the cache file '\(path)'"), savedAt: file.savedAt)
     }
 

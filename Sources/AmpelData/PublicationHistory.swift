@@ -28,7 +28,7 @@ public struct PublicationHistory: Sendable {
 
     public var fileURL: URL { directory.appendingPathComponent(Self.fileName) }
 
-    struct File: Codable {
+    struct File: Codable, VersionedJSONFile {
         var format: String
         var version: Int
         var publications: [DatasetCache.File]
@@ -50,24 +50,7 @@ public struct PublicationHistory: Sendable {
     /// - Throws: ``DataError`` when the file exists but is unreadable or holds an invalid dataset.
     public func load() throws(DataError) -> [Dataset] {
         let path = fileURL.path
-        guard FileManager.default.fileExists(atPath: path) else { return [] }
-        let data: Data
-        do {
-            data = try Data(contentsOf: fileURL)
-        } catch {
-            throw DataError(.io, "cannot read the history file '\(path)': \(error.localizedDescription)")
-        }
-        let file: File
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            file = try decoder.decode(File.self, from: data)
-        } catch {
-            throw DataError(.malformed, "the history file '\(path)' is not a valid history (\(data.count) bytes): \(ArcGISDecoder.short(error))")
-        }
-        guard file.format == Self.format, file.version == Self.version else {
-            throw DataError(.malformed, "the history file '\(path)' has format '\(file.format)' version \(file.version), expected '\(Self.format)' version \(Self.version)")
-        }
+        guard let file = try File.read(at: fileURL, what: "history", format: Self.format, version: Self.version) else { return [] }
         var window: [Dataset] = []
         for entry in file.publications {
             let dataset = try DatasetCache.dataset(of: entry, in: "the history file '\(path)', publication \(entry.date)")

@@ -120,9 +120,22 @@ struct RunStopUnderLoadTests {
             let signalled = ContinuousClock.now
             try await scene.stop()
             let stopTook = (daemon.exitedAt ?? .now) - signalled
-            // The stop's limits (docs/DESIGN.md, decision 27): handling 2 s, the snapshot by then or
-            // 0.5 s after, the goodbye 3 s, the broker's close 1 s. Typically under 1 s.
-            #expect(stopTook < .milliseconds(6500), "the stop took \(stopTook): over the stop's limits\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))")
+            // The stop's limits (docs/DESIGN.md, decision 27), each step on the daemon's own clock
+            // (its `stopped` line): handling 2 s, the snapshot by then or 0.5 s after, the goodbye
+            // 3 s, the broker's close 1 s; 100 ms each for timers. From the signal to the reaped
+            // process, systemd's `TimeoutStopSec` (20 s, deploy/systemd/ampel.service): the signal's
+            // way in and the exit are the machine's scheduling, which CI's parallel suites (a
+            // browser, three nats nodes, 100,000 devices) stretched to 6-10 s around steps of 1-4 s.
+            let stopped = try #require(daemon.stderr.split(separator: "\n").last { $0.hasSuffix("[AmpelDaemon] stopped") })
+            func step(_ name: String) throws -> Int {
+                let field = try #require(stopped.range(of: " \(name)=").map { stopped[$0.upperBound...] }, "\(name) in \(stopped)")
+                return try #require(Int(field.prefix { $0.isNumber }), "\(name) in \(stopped)")
+            }
+            let why = "\(stopped)\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))"
+            #expect(try step("handling") + step("snapshot") <= 2_600, "handling and snapshot over 2.5 s: \(why)")
+            #expect(try step("goodbye") <= 3_100, "the goodbye over 3 s: \(why)")
+            #expect(try step("disconnect") <= 1_100, "the broker's close over 1 s: \(why)")
+            #expect(stopTook < .seconds(20), "the stop took \(stopTook) from the signal to the exit: \(why)")
             var logs = [daemon.stderr]
 
             // The stream goes on while the daemon is down: the broker keeps it for its session.
