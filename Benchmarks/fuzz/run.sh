@@ -136,6 +136,12 @@ inputs:
   max_payload: 16384
 homeassistant:
   discovery: true
+# The generator paces itself on the state of a probe device that sends the same fix again:
+# every accepted fix must publish its state (on_change would stay silent); the check compares
+# the München state with `ampel check`, texts included.
+outputs:
+  device_state: every_fix
+  texts_in_state: true
 lamps:
   - name: window
     driver: wled
