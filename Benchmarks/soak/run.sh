@@ -177,6 +177,9 @@ data:
   refresh: ${refresh}s
   # The served days are of 2021: without this every signal would be stale.
   max_age: 3650d
+# The soak measures fix-to-state latency and checks a state per fix: every fix publishes one.
+outputs:
+  device_state: every_fix
 YAML
 "$ampel" run --config "$out/ampel.yaml" >"$out/daemon.log" 2>&1 &
 daemon_pid=$!
