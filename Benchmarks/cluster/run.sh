@@ -31,14 +31,9 @@ DATE=${DATE:-2020-10-15}
 
 out=benchmarks-out/cluster
 mkdir -p "$out"
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$BIN_DIR
-else
-  echo "building (release) ..." >&2
-  swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  swift build -c release --static-swift-stdlib --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
-fi
+# shellcheck source=../../scripts/lib/release.sh
+source scripts/lib/release.sh
+release_binaries "$out"
 bench=$bin/AmpelBenchmarks
 ampel=$bin/ampel
 command -v nats-server >/dev/null || { echo "nats-server is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }

@@ -34,14 +34,9 @@ fi
 
 out=benchmarks-out/http
 mkdir -p "$out"
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$BIN_DIR
-else
-  echo "building (release) ..." >&2
-  swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  swift build -c release --static-swift-stdlib --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
-fi
+# shellcheck source=../../scripts/lib/release.sh
+source scripts/lib/release.sh
+release_binaries "$out"
 ampel=$bin/ampel
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-http-bench.XXXXXX")
