@@ -190,20 +190,18 @@ extension Signal {
         json.string(phase)
         json.raw(#","ruleSet":"#)
         json.string(ruleSet)
+        if texts == nil {
+            json.raw(#","rules":"#)
+            json.strings(rules)
+        }
+        json.raw(#","since":"#)
+        json.string(since)
+        json.raw(#","stale":"#)
+        json.bool(stale)
         if let texts {
-            json.raw(#","since":"#)
-            json.string(since)
-            json.raw(#","stale":"#)
-            json.bool(stale)
             json.raw(#","texts":"#)
             json.string(texts)
         } else {
-            json.raw(#","rules":"#)
-            json.strings(rules)
-            json.raw(#","since":"#)
-            json.string(since)
-            json.raw(#","stale":"#)
-            json.bool(stale)
             json.raw(#","title":"#)
             json.string(title)
         }
