@@ -97,10 +97,11 @@ struct RunClusterTests {
         let collector = try Collector(host: node2.host, port: node2.mqttPort, options: ["-V", "mqttv311"],
                                       topics: ["ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"])
         defer { collector.stop() }
+        try await collector.awaitRoute(from: node1.host, port: node1.mqttPort, options: ["-V", "mqttv311"], topic: "ampel/bridge/state")
         let daemon = try RunRecoveryTests.Daemon(
             ["--broker", cluster.brokerList, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"],
             configuration: Self.v311)
-        let name1 = "127.0.0.1:\(node1.mqttPort)", name2 = "127.0.0.1:\(node2.mqttPort)"
+        let name1 = "127.0.0.1:\(node1.mqttPort)"
         do {
             try await Self.awaitInfo(collector, "the daemon on node 1") { $0["broker"] as? String == name1 }
             try await daemon.awaitLog("subscribed")
@@ -129,12 +130,36 @@ struct RunClusterTests {
         await node1.kill()
         // The cluster needs its MQTT streams with three replicas for this (NatsCluster's
         // `stream_replicas: 3`; docs/deploy.md): with two, they stall when either node dies.
-        try await Self.awaitInfo(collector, "the daemon on node 2, one failover", timeout: .seconds(30)) {
-            $0["broker"] as? String == name2 && Self.failovers($0) == 1
+        // The daemon's own step: the lost connection is seen at once (the node's socket closes)
+        // and the next node of the list answers.
+        do {
+            try await daemon.awaitLog("MQTT failed over to another broker", timeout: .seconds(60))
+        } catch {
+            Issue.record("\(error)\n\(daemon.stderr)")
+            return
         }
         let failoverTime = ContinuousClock.now - killedAt
-        print("failover to node 2 seen on node 2 after \(failoverTime)")
-        #expect(failoverTime < .seconds(10), "\(failoverTime)")
+        // Then the cluster's: while it elects new leaders for its streams (seconds, longer on a
+        // loaded machine), a node may answer the CONNECT but drop the connection when its
+        // session cannot be read in time, and the daemon goes on round the list (seen: node 2,
+        // node 3 and node 2 again within 9 s). Either survivor is right.
+        let survivors = ["127.0.0.1:\(node2.mqttPort)", "127.0.0.1:\(node3.mqttPort)"]
+        do {
+            try await Self.awaitInfo(collector, "the daemon's bridge/info from node 2 or 3, after a failover", timeout: .seconds(60)) {
+                survivors.contains($0["broker"] as? String ?? "") && (Self.failovers($0) ?? 0) >= 1
+            }
+        } catch {
+            Issue.record("\(error): last info \(Self.info(collector) ?? [:])\n\(daemon.stderr)")
+            return
+        }
+        let settled = ContinuousClock.now - killedAt
+        let sessionLog = daemon.stderr.split(separator: "\n").filter { $0.contains("[AmpelMQTT]") }.suffix(8)
+        print("""
+            failover: the daemon on another node after \(failoverTime), its bridge/info there after \(settled) \
+            (nodes \(cluster.brokerList)):\n\(sessionLog.joined(separator: "\n"))
+            """)
+        // 0.4-0.5 s on a quiet machine; the bound leaves room for a loaded one.
+        #expect(failoverTime < .seconds(30), "\(failoverTime)\n\(daemon.stderr)")
         try await withTimeout(.seconds(60), "round 2 handed to node 3") { try await round2.value }
         try await send(RunCrashTests.altoetting, 200)
         try await send(RunCrashTests.muenchen, 300)
@@ -155,11 +180,17 @@ struct RunClusterTests {
         }
         let round2States = collector.records().filter { $0.topic.hasSuffix("/state") && $0.payload.contains("\"tst\":200") }.count
         print("states of round 2 (sent while node 1 was down, and again): \(round2States) for \(keys.count) devices")
-        // The retained states and district phases on the nodes that ran throughout.
+        // The retained states and district phases on the nodes that ran throughout: each node
+        // applies the cluster's retained messages as they are replicated to it, so a node may
+        // still serve an older state for a moment after the collector on node 2 saw the newest.
         for node in [node2, node3] {
-            let states = try await Self.retained(node, "ampel/device/+/state", count: keys.count)
+            let states = try await withTimeout(.seconds(30), "\(node.name) serving the newest retained states") {
+                while true {
+                    if let states = try? await Self.retained(node, "ampel/device/+/state", count: keys.count),
+                       states.values.allSatisfy({ $0.contains("\"tst\":300") }) { return states }
+                }
+            }
             #expect(Set(states.keys) == Set(keys.map { "ampel/device/\($0)/state" }), "\(node.name)")
-            #expect(states.values.allSatisfy { ($0.contains("\"tst\":300")) }, "\(node.name): \(states.values.prefix(2))")
             let phases = try await Self.retained(node, "ampel/district/+/phase", count: 96)
             #expect(phases["ampel/district/09162/phase"] == "red", "\(node.name)")
             #expect(phases["ampel/district/09171/phase"] == "green", "\(node.name)")
@@ -184,6 +215,10 @@ struct RunClusterTests {
         let collector = try Collector(host: node3.host, port: node3.mqttPort, options: ["-V", "mqttv311"],
                                       topics: ["ampel/device/#", "ampel/bridge/#", "ampel/district/+/phase"])
         defer { collector.stop() }
+        // The district phases come once, at fleet-a's start on node 1: the collector must get them live.
+        for node in [node1, node2] {
+            try await collector.awaitRoute(from: node.host, port: node.mqttPort, options: ["-V", "mqttv311"], topic: "ampel/bridge/probe")
+        }
         /// One instance: its fleet's input, client id, state directory and bridge; `districts` on one only.
         func instance(_ fleet: String, districts: Bool, brokers: [NatsCluster.Node]) throws -> (RunRecoveryTests.Daemon, URL) {
             let dir = try temporaryDirectory()

@@ -313,6 +313,23 @@ extension Scene {
             }
         }
 
+        /// Until a message published on `host`:`port` under `topic` (one the collector reads)
+        /// arrives: the collector is subscribed and, on a cluster, its interest has reached that
+        /// node (nats-server spreads it to the other nodes after the SUBACK). Sends one
+        /// non-retained probe per half second until then.
+        func awaitRoute(from host: String, port: Int, options: [String] = [], topic: String) async throws {
+            let probe = "route-probe-\(UUID().uuidString)"
+            let sender = Task {
+                while !Task.isCancelled {
+                    _ = try? await MosquittoBroker.runTool(
+                        "/usr/bin/mosquitto_pub", options + ["-h", host, "-p", "\(port)", "-q", "1", "-t", topic, "-m", probe])
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            defer { sender.cancel() }
+            try await wait("a probe from \(host):\(port) on \(topic)") { $0.contains { $0.topic == topic && $0.payload == probe } }
+        }
+
         /// Until a bridge state arrives: the subscription is live.
         func awaitBridge() async throws {
             try await wait("a bridge state") { $0.contains { $0.topic == "ampel/bridge/state" } }

@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 import Testing
 
-@Suite("State store and log limiter")
+@Suite("State store and log limiter", .timeLimit(.minutes(1)))
 struct StateStoreTests {
     @Test("the state is saved atomically and loaded back; a corrupt file is an error, not an empty start")
     func roundTrip() throws {
@@ -71,6 +71,29 @@ struct StateStoreTests {
         #expect(order.withLock { $0 } == ["small", "large"])
         #expect(try store.load() == small)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["state.json"])
+    }
+
+    @Test("the writer thread ends when its work is done and starts again for the next: a process exits only after each thread, and an idle-class one waiting for work held the exit of a stopped daemon on a busy machine")
+    func writerThreadOnlyWhileItWorks() async throws {
+        // Against a writer thread that waits for work, the first of these never comes (the suite's time limit ends it).
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = StateStore(directory: dir)
+        try store.prepare()
+        let (ends, ended) = AsyncStream.makeStream(of: Void.self)
+        let saver = StateSaver(store: store, logger: Logger(label: "test"), writerEnded: { ended.yield() })
+        var endings = ends.makeAsyncIterator()
+        let first = PersistedState(devices: [:], districts: ["09162": "red"])
+        saver.save(first)
+        #expect(await endings.next() != nil, "the writer's end after the first write")
+        #expect(try store.load() == first)
+        let second = PersistedState(devices: [:], districts: ["09162": "green"])
+        saver.save(second)
+        #expect(await endings.next() != nil, "the writer's end after the second write")
+        #expect(try store.load() == second)
+        saver.trimHeap()
+        #expect(await endings.next() != nil, "the writer's end after a trim")
+        ended.finish()
     }
 
     @Test("a corrupt, truncated or unreadable state file is moved aside with its content and the state starts empty")

@@ -13,8 +13,13 @@ import Synchronization
 /// The writer runs at the lowest CPU priority Linux has (`SCHED_IDLE`): with many devices a
 /// write is tens of megabytes of JSON, and on a small machine it must not take the CPU from the
 /// loop and the network thread while fixes are arriving (at normal priority it shows up in the
-/// latency tail). It still gets the CPU whenever the daemon is idle, and ``finish(_:)`` waits
-/// for it at shutdown, when nothing else runs.
+/// latency tail). It still gets the CPU whenever the daemon is idle.
+///
+/// The thread exists only while it has work, and ends when none is left: a process exits only
+/// once each of its threads has run to its end, and on a busy machine an idle-class thread gets
+/// no CPU for that either, even one asleep with nothing to do. A writer thread kept waiting for
+/// work held every stop under load up to its exit for 3-10 s after the daemon had finished
+/// (docs/DESIGN.md, decision 20).
 ///
 /// Every state handed over gets a generation, and a write puts its file in place only when no
 /// newer generation is there already. So ``writeNow(_:)`` (the stop's snapshot) never waits for
@@ -26,41 +31,41 @@ public final class StateSaver: Sendable {
         var pendingGeneration: UInt64 = 0
         /// The last generation handed out.
         var issued: UInt64 = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
         /// Called once the pending state (or a newer one) is on disk.
         var written: [@Sendable () -> Void] = []
         var trim = false
-        var stop = false
+        /// Whether the writer thread is running; it clears this, under the lock, when it finds
+        /// no work left and ends.
+        var running = false
+
+        var hasWork: Bool { pending != nil || trim }
+
+        /// Whether the caller must start the writer thread for the work just added.
+        mutating func claimStart() -> Bool {
+            guard hasWork, !running else { return false }
+            running = true
+            return true
+        }
     }
 
     private let worker: Worker
 
-    public init(store: StateStore, logger: Logger) {
-        let worker = Worker(store: store, logger: logger)
-        self.worker = worker
-        let thread = Thread { worker.run() }
-        thread.name = "ampel-state"
-        thread.start()
-    }
-
-    deinit {
-        worker.shared.withLock { $0.stop = true }
-        worker.wake.signal()
+    /// - Parameter writerEnded: called on the writer thread as it ends (for tests).
+    public init(store: StateStore, logger: Logger, writerEnded: (@Sendable () -> Void)? = nil) {
+        worker = Worker(store: store, logger: logger, ended: writerEnded)
     }
 
     /// Schedules a write of `state` (or of a newer one handed over before the write starts);
     /// `written` is called on the writer thread once it is on disk.
     public func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
-        let first = worker.shared.withLock { shared in
-            defer {
-                shared.issued += 1
-                shared.pending = state
-                shared.pendingGeneration = shared.issued
-                if let written { shared.written.append(written) }
-            }
-            return shared.pending == nil
+        let start = worker.shared.withLock { shared in
+            shared.issued += 1
+            shared.pending = state
+            shared.pendingGeneration = shared.issued
+            if let written { shared.written.append(written) }
+            return shared.claimStart()
         }
-        if first { worker.wake.signal() }
+        if start { worker.startThread() }
     }
 
     /// Writes `state` now, on the calling thread at its priority (the stop's snapshot: the
@@ -79,45 +84,50 @@ public final class StateSaver: Sendable {
     /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
     /// when its table has grown and the intake has gone quiet, so no fix waits behind it.
     public func trimHeap() {
-        worker.shared.withLock { $0.trim = true }
-        worker.wake.signal()
-    }
-
-    /// Writes `state` (after any write in progress) and returns when it is on disk.
-    public func finish(_ state: PersistedState) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            worker.shared.withLock { shared in
-                shared.issued += 1
-                shared.pending = state
-                shared.pendingGeneration = shared.issued
-                shared.waiters.append(continuation)
-            }
-            worker.wake.signal()
+        let start = worker.shared.withLock { shared in
+            shared.trim = true
+            return shared.claimStart()
         }
+        if start { worker.startThread() }
     }
 
-    /// The writer thread's side; holds no reference to the saver, so releasing the saver stops it.
+    /// The writer thread's side.
     private final class Worker: Sendable {
         let store: StateStore
         let logger: Logger
         let shared = Mutex(Shared())
-        let wake = DispatchSemaphore(value: 0)
         /// The generation of the state in place; held while a write puts its file in place (a
         /// rename: the writer thread holds it for microseconds, never while it encodes).
         let inPlace = Mutex<UInt64>(0)
 
-        init(store: StateStore, logger: Logger) {
+        let ended: (@Sendable () -> Void)?
+
+        init(store: StateStore, logger: Logger, ended: (@Sendable () -> Void)?) {
             self.store = store
             self.logger = logger
+            self.ended = ended
         }
 
-        func run() {
+        func startThread() {
+            let thread = Thread { self.run() }
+            thread.name = "ampel-state"
+            thread.start()
+        }
+
+        private func run() {
             ProcessMemory.lowerCurrentThreadToIdle()
             while true {
-                wake.wait()
-                let (state, generation, waiters, written, trim, stop) = shared.withLock { shared in
-                    defer { shared.pending = nil; shared.waiters = []; shared.written = []; shared.trim = false }
-                    return (shared.pending, shared.pendingGeneration, shared.waiters, shared.written, shared.trim, shared.stop)
+                let work = shared.withLock { shared in
+                    guard shared.hasWork else {
+                        shared.running = false
+                        return nil as (PersistedState?, UInt64, [@Sendable () -> Void], Bool)?
+                    }
+                    defer { shared.pending = nil; shared.written = []; shared.trim = false }
+                    return (shared.pending, shared.pendingGeneration, shared.written, shared.trim)
+                }
+                guard let (state, generation, written, trim) = work else {
+                    ended?()
+                    return
                 }
                 if let state, write(state, generation: generation) {
                     for callback in written { callback() }
@@ -127,8 +137,6 @@ public final class StateSaver: Sendable {
                     ProcessMemory.trim()
                     logger.debug("heap trimmed", metadata: ["took": "\(ContinuousClock.now - start)"])
                 }
-                for waiter in waiters { waiter.resume() }
-                if stop { return }
             }
         }
 
