@@ -1,6 +1,6 @@
 // Fleet benchmark for `ampel run` and two C relays on libmosquitto (issue 16).
 //
-//   fleet relay --port P --kind twin|plain --qos Q [--size BYTES]
+//   fleet relay --port P --kind twin|plain --qos Q [--size BYTES] [--inflight N]
 //       twin:  subscribes to bench/relay/in/+ at QoS Q (as the daemon subscribes to its
 //              inputs) and publishes, per message, one retained QoS 1 message of BYTES bytes
 //              on bench-twin/device/<key>/state: the daemon's MQTT work and nothing else.
@@ -35,11 +35,14 @@ static void die(const char *what, int rc) {
     exit(1);
 }
 
+// The in-flight window of the next client (the relay's is the daemon's mqtt.max_inflight).
+static unsigned int client_inflight = 1000;
+
 static struct mosquitto *client(const char *id, int port, void *context) {
     struct mosquitto *m = mosquitto_new(id, true, context);
     if (!m) die("mosquitto_new", MOSQ_ERR_NOMEM);
     mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
-    mosquitto_max_inflight_messages_set(m, 1000);
+    mosquitto_max_inflight_messages_set(m, client_inflight);
     int rc = mosquitto_connect(m, "127.0.0.1", port, 60);
     if (rc != MOSQ_ERR_SUCCESS) die("connect", rc);
     return m;
@@ -77,6 +80,7 @@ static int relay(int argc, char **argv) {
     twin_payload[size] = 0;
     char id[64];
     snprintf(id, sizeof id, "bench-relay-%s-%d", kind, getpid());
+    client_inflight = (unsigned int)atoi(arg(argc, argv, "--inflight", "1000"));
     struct mosquitto *m = client(id, port, NULL);
     mosquitto_message_callback_set(m, on_relay);
     int rc = mosquitto_subscribe(m, NULL, "bench/relay/in/+", qos);

@@ -27,6 +27,8 @@ DEVICES=${DEVICES:-5000}
 COUNT=${COUNT:-50000}
 TRACKS=${TRACKS:-../shared/data/tracks}
 DATE=${DATE:-2020-10-15}
+# The in-flight window of the daemon (mqtt.max_inflight) and of the relays alike.
+INFLIGHT=${INFLIGHT:-1000}
 
 out=benchmarks-out/fleet
 mkdir -p "$out"
@@ -57,7 +59,7 @@ start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
 start_daemon() { # MODE
-  printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
+  printf 'mqtt:\n  max_inflight: %s\noutputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$INFLIGHT" "$1" >"$tmp/$1.yaml"
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   rm -rf "$tmp/state-$1"
   "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
@@ -69,7 +71,7 @@ start_daemon() { # MODE
 }
 
 start_relay() { # KIND QOS SIZE
-  "$fleet" relay --port "$port" --kind "$1" --qos "$2" --size "$3" >"$tmp/relay.log" 2>&1 &
+  "$fleet" relay --port "$port" --kind "$1" --qos "$2" --size "$3" --inflight "$INFLIGHT" >"$tmp/relay.log" 2>&1 &
   relay_pid=$!
   wait_for_line "$tmp/relay.log" '^relay ready' 30 "$relay_pid" || { cat "$tmp/relay.log" >&2; exit 1; }
 }

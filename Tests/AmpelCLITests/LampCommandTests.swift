@@ -91,6 +91,32 @@ import Testing
         #expect(status == 0)
     }
 
+    /// The lamp on what `ampel run` publishes by default (`on_change`, texts in their own
+    /// topics): a device state without its texts is still a whole signal for the lamp.
+    @Test func deviceLampFollowsTheDaemonsLeanState() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let daemon = try RunRecoveryTests.Daemon([
+            "--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info",
+        ])
+        try await daemon.awaitLog("subscribed")
+        let lamp = try LampProcess.start(["lamp", "--json", "--broker", broker.url, "--device", "bob"])
+        defer { lamp.terminate() }
+        try await lamp.expect(#"{"pattern":"nosignal","reason":"waiting","leds":["blue"],"blink":true,"periodMs":2000}"#)
+        try await RunCrashTests.send(broker, [("bob", RunCrashTests.muenchen)], tst: 100)
+        try await lamp.expect(#"{"pattern":"red","reason":null,"leds":["red"],"blink":false,"periodMs":0}"#)
+        try await RunCrashTests.send(broker, [("bob", RunCrashTests.altoetting)], tst: 200)
+        try await lamp.expect(#"{"pattern":"green","reason":null,"leds":["green"],"blink":false,"periodMs":0}"#)
+        let state = try await MosquittoBroker.runTool(
+            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/device/bob/state", "-C", "1", "-W", "10"])
+        #expect(state.contains(#""texts":"ampel/rules/bavaria/green/"#) && !state.contains(#""rules":"#),
+                "the default state names its texts' topic instead of carrying them: \(state)")
+        #expect(try await lamp.terminateAndWait() == 0)
+        #expect(try await daemon.stop().exitCode == 0, "\(daemon.stderr)")
+    }
+
     @Test(arguments: [
         ["lamp", "--json"],
         ["lamp", "--json", "--district", "09162", "--device", "a"],
