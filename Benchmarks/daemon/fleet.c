@@ -35,7 +35,8 @@ static void die(const char *what, int rc) {
     exit(1);
 }
 
-// The in-flight window of the next client (the relay's is the daemon's mqtt.max_inflight).
+// The in-flight window of the next client (the relay's is the daemon's: the broker's
+// max_inflight_messages, fleet.sh INFLIGHT).
 static unsigned int client_inflight = 1000;
 
 static struct mosquitto *client(const char *id, int port, void *context) {

@@ -27,8 +27,11 @@ DEVICES=${DEVICES:-5000}
 COUNT=${COUNT:-50000}
 TRACKS=${TRACKS:-../shared/data/tracks}
 DATE=${DATE:-2020-10-15}
-# The in-flight window of the daemon (mqtt.max_inflight) and of the relays alike.
+# The in-flight window of the daemon and of the relays alike: the broker's max_inflight_messages
+# (an MQTT 5 client takes the broker's receive maximum as its window; libmosquitto offers no
+# smaller one) and the relays' own (MQTT 3.1.1 has no receive maximum).
 INFLIGHT=${INFLIGHT:-1000}
+export BROKER_MAX_INFLIGHT=$INFLIGHT
 
 out=benchmarks-out/fleet
 mkdir -p "$out"
@@ -59,7 +62,7 @@ start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
 start_daemon() { # MODE
-  printf 'mqtt:\n  max_inflight: %s\noutputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$INFLIGHT" "$1" >"$tmp/$1.yaml"
+  printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   rm -rf "$tmp/state-$1"
   "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \

@@ -277,17 +277,21 @@ struct RunHTTPTests {
         try await daemon.awaitLog("subscribed")
         let now = Int(Date().timeIntervalSince1970)
         try await Self.publish(broker, "ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":\#(now)}"#)
-        // Retained while known: the state and its two discovery configs.
+        // An OwnTracks phone: its user gets a retained card as well.
+        try await Self.publish(broker, "owntracks/carol/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now),"tid":"CP"}"#)
+        // Retained while known: the states, their discovery configs and carol's card.
         let state = try await Self.retained(broker, "ampel/device/alice/state")
         #expect(state.contains(#""device":"alice""#))
+        let card = try await Self.retained(broker, "owntracks/carol/ampel/info")
+        #expect(card.contains(#""_type":"card""#))
         try await daemon.awaitLog("forgot devices", timeout: .seconds(30))
         _ = try await httpAwait(base + "/api/devices/alice", "alice gone from the API") { $0.status == 404 }
-        let info = try await httpAwait(base + "/api/bridge", "forgotten counted") { $0.text.contains(#""forgotten":1"#) }
+        let info = try await httpAwait(base + "/api/bridge", "forgotten counted") { $0.text.contains(#""forgotten":2"#) }
         #expect(info.status == 200)
-        // A fresh subscriber gets every retained message at once; none may be alice's.
+        // A fresh subscriber gets every retained message at once; none may be alice's or carol's.
         let left = try await ChildProcess.run("/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-v", "--retained-only",
-                                                                          "-t", "ampel/device/#", "-t", "homeassistant/#", "-W", "2"])
-        #expect(!left.1.contains("alice"), "\(left.1)")
+                                                                          "-t", "ampel/device/#", "-t", "homeassistant/#", "-t", "owntracks/#", "-W", "2"])
+        #expect(!left.1.contains("alice") && !left.1.contains("carol"), "\(left.1)")
         #expect(left.1.contains("homeassistant/sensor/ampel/district_09162/config"), "the subscriber read the retained messages")
         let status = try await daemon.stop()
         #expect(status.exitCode == 0)

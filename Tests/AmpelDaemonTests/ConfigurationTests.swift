@@ -31,7 +31,6 @@ struct ConfigurationTests {
         #expect(config.mqtt.protocolVersion == .v5)
         #expect(config.mqtt.keepAlive == .seconds(60))
         #expect(config.mqtt.sessionExpiry == .seconds(7 * 86_400))
-        #expect(config.mqtt.maxInflight == 1_000)
         #expect(config.alerts.expiry == .seconds(3600))
         #expect(config.alerts.maxFixAge == .seconds(900))
         #expect(config.alerts.minDwell == .none)
@@ -65,7 +64,6 @@ struct ConfigurationTests {
       keepalive: 30s
       protocol: 3.1.1
       session_expiry: 2d
-      max_inflight: 100
     data:
       source: rki
       url: http://127.0.0.1:8080/query
@@ -116,12 +114,6 @@ struct ConfigurationTests {
         #expect(config.mqtt.keepAlive == .seconds(30))
         #expect(config.mqtt.protocolVersion == .v311)
         #expect(config.mqtt.sessionExpiry == .seconds(2 * 86_400))
-        #expect(config.mqtt.maxInflight == 100)
-        for bad in ["0", "65536", "many", "-5"] {
-            let problem = error("mqtt:\n  max_inflight: \(bad)\n")
-            #expect(problem?.key == "mqtt.max_inflight", "\(bad): \(String(describing: problem))")
-            #expect(problem?.message.contains("from 1 to 65535") == true, "\(bad): \(String(describing: problem))")
-        }
         #expect(config.data.source == .rki)
         #expect(config.data.url == "http://127.0.0.1:8080/query")
         #expect(config.data.refresh == .seconds(600))
@@ -385,7 +377,7 @@ struct ExampleAndIntakeTests {
     func documented() throws {
         let doc = try String(contentsOf: Self.repository.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         let keys = ["broker", "base_topic", "bridge_topic", "outputs.districts", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
-                    "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry", "mqtt.max_inflight",
+                    "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry",
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",

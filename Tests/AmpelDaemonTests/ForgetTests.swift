@@ -50,6 +50,32 @@ struct ForgetTests {
         #expect(engine.event(.forget(now: 1_002 + 30 * Self.day)).isEmpty)
     }
 
+    @Test("an OwnTracks user's card is cleared with the user's last device, not before; a user who reports again gets a new card")
+    func clearsTheCardWithTheLastDevice() throws {
+        var settings = Fixtures.settings(owntracks: OwnTracksNotices())
+        settings.forgetAfter = .seconds(30 * Self.day)
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        _ = engine.event(.start)
+        func phone(_ device: String, tst: Int) -> SignalEngine.Event {
+            .fix(LocationFix(device: device, latitude: 48.137, longitude: 11.575, tst: tst, owntracks: true), place: Fixtures.muenchen, receivedAt: tst)
+        }
+        let card = "owntracks/alice/ampel/info"
+        #expect(engine.event(phone("alice/phone", tst: 1_000)).on(card).count == 1)
+        _ = engine.event(phone("alice/tablet", tst: 1_000 + 10 * Self.day))
+        _ = engine.event(phone("bob/phone", tst: 1_000))
+        // alice/phone and bob/phone go: bob's card with his only device, alice's stays for her tablet.
+        let first = engine.event(.forget(now: 1_001 + 30 * Self.day))
+        #expect(first.on(card).isEmpty)
+        let bobs = first.on("owntracks/bob/ampel/info")
+        #expect(bobs.count == 1 && bobs.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == 1 })
+        // The tablet goes too: alice's card is cleared.
+        let second = engine.event(.forget(now: 1_001 + 40 * Self.day))
+        let alices = second.on(card)
+        #expect(alices.count == 1 && alices.allSatisfy { $0.payload.isEmpty && $0.retain })
+        // alice reports again: a new card, before anything else of hers.
+        #expect(engine.event(phone("alice/phone", tst: 1_000 + 41 * Self.day)).on(card).first?.payload.isEmpty == false)
+    }
+
     @Test("without forget_after no device is forgotten")
     func off() {
         var engine = engine(forgetAfter: nil)

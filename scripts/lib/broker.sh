@@ -24,7 +24,9 @@ wait_for_line() {
 
 # start_test_broker DIR PORT [EXTRA_CONF_LINES]: starts `mosquitto` on 127.0.0.1:PORT with
 # persistence in DIR, anonymous access and the raised queue/in-flight limits of
-# deploy/mosquitto/mosquitto.conf; sets BROKER_PID, and returns once it accepts connections.
+# deploy/mosquitto/mosquitto.conf (BROKER_MAX_INFLIGHT overrides max_inflight_messages, which an
+# MQTT 5 client such as the daemon takes as its own window from the CONNACK); sets BROKER_PID,
+# and returns once it accepts connections.
 start_test_broker() {
   local dir=$1 port=$2 extra=${3:-}
   mkdir -p "$dir"
@@ -39,7 +41,7 @@ persistence true
 persistence_location $dir/
 autosave_interval 300
 max_queued_messages 100000
-max_inflight_messages 1000
+max_inflight_messages ${BROKER_MAX_INFLIGHT:-1000}
 set_tcp_nodelay true
 log_dest file $dir/mosquitto.log
 log_type error

@@ -116,7 +116,7 @@ extension DaemonConfiguration {
     }
 
     mutating func readMQTT(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["client_id", "username", "password", "ca_file", "cert_file", "key_file", "keepalive", "protocol", "session_expiry", "max_inflight"])
+        try m.allow(["client_id", "username", "password", "ca_file", "cert_file", "key_file", "keepalive", "protocol", "session_expiry"])
         if let v = m["client_id"] { mqtt.clientID = try v.nonEmptyString() }
         if let v = m["username"] { mqtt.username = try v.optionalString() }
         if let v = m["password"] { mqtt.password = try v.optionalString() }
@@ -126,12 +126,6 @@ extension DaemonConfiguration {
         if let v = m["keepalive"] { mqtt.keepAlive = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 5) } }
         if let v = m["session_expiry"] { mqtt.sessionExpiry = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s) } }
         if let v = m["protocol"] { mqtt.protocolVersion = try v.convert(Self.protocolVersion) }
-        if let v = m["max_inflight"] {
-            mqtt.maxInflight = try v.convert { (s) throws(ConfigurationError.Problem) in
-                guard let n = Int(s), (1...65_535).contains(n) else { throw .init("'\(s)' is not a message count from 1 to 65535") }
-                return n
-            }
-        }
         if (mqtt.certFile == nil) != (mqtt.keyFile == nil) {
             let key = mqtt.certFile == nil ? "key_file" : "cert_file"
             throw ConfigurationError(key: "mqtt.\(key)", line: m[key]?.line, message: "cert_file and key_file go together")

@@ -70,11 +70,6 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
         /// How long the broker keeps the session while the daemon is away (MQTT 5).
         public var sessionExpiry: Duration = .seconds(7 * 86_400)
-        /// QoS 1 and 2 publishes on their way to the broker at once (libmosquitto's in-flight
-        /// window; more wait in its queue). After each acknowledgement libmosquitto walks the
-        /// window from its start to release the next queued message, so the walk's cost grows
-        /// with the window (docs/benchmarks.md, "Fleet").
-        public var maxInflight = 1_000
 
         /// The system's CA bundle (Debian, Ubuntu): `mqtts://` works without a `ca_file` for a
         /// broker with a certificate from a public CA, in `ampel run` as in `ampel lamp`.

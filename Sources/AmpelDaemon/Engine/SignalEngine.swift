@@ -361,13 +361,16 @@ public struct SignalEngine: Sendable {
     // MARK: Forgetting
 
     /// Forgets every device not heard from for ``Settings/forgetAfter``: its record and any
-    /// dwell under way go, the retained topics it had (its state, its discovery configs) are
-    /// cleared by empty retained messages, and the removal is persisted before them, so a
-    /// restart neither brings it back nor leaves a topic behind (the journal replays the removal).
+    /// dwell under way go, the retained topics it had (its state, its discovery configs, and
+    /// with its user's last OwnTracks device the card under that user) are cleared by empty
+    /// retained messages, and the removal is persisted before them, so a restart neither brings
+    /// it back nor leaves a topic behind (the journal replays the removal).
     mutating func forget(now: Int) -> [Action] {
         guard started, let forgetAfter = settings.forgetAfter else { return [] }
         var actions: [Action] = []
+        var ownTracksUsers: Set<String> = []
         for key in devices.keys(heardBefore: now - Int(forgetAfter.components.seconds)) {
+            if devices[key]?.owntracks == true { ownTracksUsers.insert(OwnTracksNotices.user(of: key)) }
             devices[key] = nil
             pending[Array(key.utf8)] = nil
             actions.append(.persist(.forgotten(key: key)))
@@ -376,8 +379,23 @@ public struct SignalEngine: Sendable {
                 actions += discovery.names.removals(device: key).map { .publish($0, kind: .discovery) }
             }
         }
+        actions += clearCards(of: ownTracksUsers)
         if !actions.isEmpty { actions.append(.publishInfo) }
         return actions
+    }
+
+    /// The cards of those of `users` who have no OwnTracks device left, cleared (a card was
+    /// retained for them in this run or an earlier one); a user who reports again gets a new one.
+    mutating func clearCards(of users: Set<String>) -> [Action] {
+        guard !users.isEmpty, let owntracks = settings.owntracks else { return [] }
+        var gone = users
+        devices.forEach { key, record in
+            if record.owntracks { gone.remove(OwnTracksNotices.user(of: key)) }
+        }
+        return gone.sorted().map { user in
+            cardUsers.remove(user)
+            return .publish(OutgoingMessage(topic: owntracks.infoTopic(user: user), payload: [], qos: 1, retain: true), kind: .ownTracksCard)
+        }
     }
 
     // MARK: Restoring from the broker

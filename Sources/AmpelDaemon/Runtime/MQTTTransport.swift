@@ -88,7 +88,7 @@ public final class MQTTTransport: DaemonTransport {
         mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
         mqtt.incomingBufferSize = 1_000_000
         mqtt.receiveMaximum = 1000
-        mqtt.maxInflight = configuration.mqtt.maxInflight
+        mqtt.maxInflight = 1000
         return mqtt
     }
 
