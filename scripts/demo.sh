@@ -12,6 +12,10 @@
 #   scripts/demo.sh --check [N]     no terminal needed: runs up to N seconds (default 30),
 #                                   exits 0 once every device has a state and an alert
 #                                   came, 1 if not (same as AMPEL_DEMO_SECONDS=N)
+#   scripts/demo.sh --replay        the year instead of one day: `ampel replay` walks the
+#                                   bundled history (2020-11-18 .. 2021-11-22), one publication
+#                                   day per AMPEL_DEMO_DAY_SECONDS (default 2): the lamp and
+#                                   the map change phase while the devices drive
 #
 # Environment: AMPEL_DEMO_DATE (default 2020-10-15: SK Augsburg yellow, LK Aichach-Friedberg
 # green, LK Fürstenfeldbruck and SK München red, LK München yellow), AMPEL_DEMO_RATE (fixes
@@ -25,9 +29,11 @@ root=$PWD
 source scripts/lib/broker.sh
 
 check_seconds=${AMPEL_DEMO_SECONDS:-}
+replay=""
 case "${1:-}" in
   --check) check_seconds=${2:-${check_seconds:-30}} ;;
-  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --replay) replay=1 ;;
+  -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
 esac
@@ -86,11 +92,19 @@ say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 
 # --- The daemon ------------------------------------------------------------------------
 # The HTTP server on a free port (AMPEL_DEMO_HTTP=host:port to choose one); its URL is in the log.
-"$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
-  --http "${AMPEL_DEMO_HTTP:-127.0.0.1:0}" >"$tmp/ampel.log" 2>&1 &
-daemon_pid=$!
+if [ -n "$replay" ]; then
+  day_seconds=${AMPEL_DEMO_DAY_SECONDS:-2}
+  AMPEL_HTTP=${AMPEL_DEMO_HTTP:-127.0.0.1:0} "$bin" replay --broker "$broker" --day-seconds "$day_seconds" --lang de \
+    --state-dir "$tmp/state" >"$tmp/ampel.log" 2>&1 &
+  daemon_pid=$!
+  say "ampel replay --broker $broker --day-seconds $day_seconds --lang de: 2020-11-18 .. 2021-11-22, a day every $day_seconds s (log: $tmp/ampel.log)"
+else
+  "$bin" run --broker "$broker" --source snapshot --date "$date_" --lang de --state-dir "$tmp/state" \
+    --http "${AMPEL_DEMO_HTTP:-127.0.0.1:0}" >"$tmp/ampel.log" 2>&1 &
+  daemon_pid=$!
+  say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
+fi
 track_job "$daemon_pid"
-say "ampel run --broker $broker --source snapshot --date $date_ --lang de (log: $tmp/ampel.log)"
 # Online when its retained bridge state says so (published after connect).
 bridge=$(mosquitto_sub -h 127.0.0.1 -p "$port" -t ampel/bridge/state -C 1 -W 120 2>/dev/null || true)
 if [[ $bridge != *online* ]]; then
