@@ -1,10 +1,12 @@
 // Fleet benchmark for `ampel run` and two C relays on libmosquitto (issue 16).
 //
-//   fleet relay --port P --kind twin|plain --qos Q [--size BYTES] [--inflight N]
+//   fleet relay --port P --kind twin|plain|sink --qos Q [--size BYTES] [--inflight N]
 //       twin:  subscribes to bench/relay/in/+ at QoS Q (as the daemon subscribes to its
 //              inputs) and publishes, per message, one retained QoS 1 message of BYTES bytes
 //              on bench-twin/device/<key>/state: the daemon's MQTT work and nothing else.
 //       plain: the same, passing the input's payload through (bench-plain/device/<key>/state).
+//       sink:  takes the messages in and publishes nothing but the markers' states: the
+//              broker's floor, the work of taking fixes in that any target costs it.
 //   fleet load --port P --target daemon|twin|plain --qos Q --route FILE --devices N --count C
 //              --target-pid PID --broker-pid PID [--batch 500] [--window 4]
 //       Devices replay the route (one "lat lon" per line, ~1 km apart) from spread offsets,
@@ -52,13 +54,14 @@ static struct mosquitto *client(const char *id, int port, void *context) {
 // MARK: relay
 
 static char *twin_payload;
-static int relay_plain;
+static int relay_plain, relay_sink;
 static char relay_prefix[32];
 
 static void on_relay(struct mosquitto *m, void *context, const struct mosquitto_message *message) {
     (void)context;
     const char *key = strrchr(message->topic, '/');
     if (!key) return;
+    if (relay_sink && strncmp(key, "/mark", 5) != 0) return;
     char topic[512];
     snprintf(topic, sizeof topic, "%s/device/%s/state", relay_prefix, key + 1);
     if (relay_plain)
@@ -73,6 +76,7 @@ static int relay(int argc, char **argv) {
     const char *kind = arg(argc, argv, "--kind", "twin");
     int size = atoi(arg(argc, argv, "--size", "350"));
     relay_plain = strcmp(kind, "plain") == 0;
+    relay_sink = strcmp(kind, "sink") == 0;
     snprintf(relay_prefix, sizeof relay_prefix, "bench-%s", kind);
     // JSON-shaped filler of exactly `size` bytes.
     twin_payload = malloc((size_t)size + 1);
@@ -167,7 +171,8 @@ static int load(int argc, char **argv) {
     if (points < 2) { fprintf(stderr, "fleet: %s holds no route\n", route_path); return 1; }
 
     const char *input = daemon ? "ampel/location" : "bench/relay/in";
-    snprintf(output_prefix, sizeof output_prefix, "%s/", daemon ? "ampel" : (strcmp(target, "twin") == 0 ? "bench-twin" : "bench-plain"));
+    if (daemon) snprintf(output_prefix, sizeof output_prefix, "ampel/");
+    else snprintf(output_prefix, sizeof output_prefix, "bench-%s/", target);
     output_prefix_length = strlen(output_prefix);
     snprintf(marker_tag, sizeof marker_tag, "/mark%s%d", tag, getpid());
 

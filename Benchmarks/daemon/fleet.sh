@@ -8,7 +8,8 @@
 # run: `ampel run` with outputs.device_state every_fix, the twin relay (C, libmosquitto:
 # subscribes like the daemon, publishes one retained QoS 1 message of the daemon's every_fix
 # state size per fix, on the same topic shape), the plain C relay (the same, payload passed
-# through), and `ampel run` with on_change; at QoS 0 and 1. The fleet: DEVICES devices
+# through), `ampel run` with on_change, and a C sink (takes the fixes in, publishes nothing:
+# the broker's floor); at QoS 0 and 1. The fleet: DEVICES devices
 # replaying the recorded tracks in TRACKS (resampled to one point per km, there and back)
 # from spread offsets, one point (~1 km) per fix. Per target: fixes/s (send as fast as the
 # target takes them, a marker fix every 500 fixes, at most 4 markers outstanding), CPU of
@@ -100,16 +101,17 @@ measure() { # TARGET QOS
     every_fix | on_change) start_daemon "$target"; pid=$daemon_pid ;;
     twin) start_relay twin "$qos" "$size"; pid=$relay_pid ;;
     plain) start_relay plain "$qos" "$size"; pid=$relay_pid ;;
+    sink) start_relay sink "$qos" "$size"; pid=$relay_pid ;;
   esac
   local kind=daemon
-  [ "$target" = twin ] || [ "$target" = plain ] && kind=$target
+  case $target in twin | plain | sink) kind=$target ;; esac
   "$fleet" load --port "$port" --target "$kind" --qos "$qos" --route "$out/route.txt" --devices "$DEVICES" --count "$COUNT" \
     --target-pid "$pid" --broker-pid "$BROKER_PID" --tag "r$RANDOM" 2>>"$out/load.log" \
     | sed "s/target=$kind/target=$target/" | tee -a "$results"
   stop_pid "$daemon_pid" "$relay_pid"; daemon_pid=""; relay_pid=""
 }
 
-targets="every_fix twin plain on_change"
+targets="every_fix twin plain on_change sink"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq 1 "$RUNS"); do
   order=$targets
@@ -139,7 +141,7 @@ print()
 print("| QoS | target | fixes/s | target CPU µs/fix | broker CPU µs/fix | messages/fix | bytes/fix |")
 print("|---|---|---|---|---|---|---|")
 for qos in (0, 1):
-    for t in ("every_fix", "twin", "plain", "on_change"):
+    for t in ("every_fix", "twin", "plain", "on_change", "sink"):
         print("| %d | %s | %.0f | %.1f | %.1f | %.3f | %.0f |" % (qos, t, med(t, qos, "rate"), med(t, qos, "target_cpu_us"),
               med(t, qos, "broker_cpu_us"), med(t, qos, "messages"), med(t, qos, "bytes")))
 print()
@@ -150,4 +152,7 @@ for qos in (0, 1):
           "bytes per fix %.1fx lower (goals >= 5); on_change/plain fixes/s %.2f (goal >= 1.5)" % (
         qos, ratio("every_fix", "twin", "rate"), ratio("every_fix", "on_change", "broker_cpu_us"),
         ratio("every_fix", "on_change", "bytes"), ratio("on_change", "plain", "rate")))
+    print("QoS %d: the broker's floor (sink: fixes in, nothing out) %.1f µs/fix: no output mode can lower the broker's CPU "
+          "per fix more than every_fix/floor = %.1fx; on_change is at %.2f of the floor" % (
+        qos, med("sink", qos, "broker_cpu_us"), ratio("every_fix", "sink", "broker_cpu_us"), ratio("on_change", "sink", "broker_cpu_us")))
 PY
