@@ -405,7 +405,7 @@ struct EndToEndTests {
         // The goodbye publishes (QoS 1) would wait for a reconnect that never comes; the stop
         // gives up on them after the daemon's goodbye timeout (5 s) instead of hanging.
         try await withTimeout(.seconds(30), "daemon stop with the broker gone") { try await daemon.stop() }
-        let warned = try await withTimeout(.seconds(5), "the offline warning") {
+        let warned = try await withTimeout(.seconds(30), "the offline warning") {
             for await line in lines where line.contains("could not publish offline state") { return true }
             return false
         }
@@ -429,7 +429,7 @@ struct EndToEndTests {
         await recorder.close()
         broker.pause()
         try await withTimeout(.seconds(30), "daemon stop with the broker frozen") { try await daemon.stop() }
-        let warned = try await withTimeout(.seconds(5), "the offline warning") {
+        let warned = try await withTimeout(.seconds(30), "the offline warning") {
             for await line in lines where line.contains("could not publish offline state") { return true }
             return false
         }

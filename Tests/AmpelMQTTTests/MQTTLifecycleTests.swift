@@ -90,7 +90,7 @@ struct MQTTLifecycleTests {
         let streamEnded = Task { for await _ in client.messages {} }
 
         await client.disconnect()
-        try await withTimeout(.seconds(5), "messages stream ends") { await streamEnded.value }
+        try await withTimeout(.seconds(30), "messages stream ends") { await streamEnded.value }
         try await events.wait("disconnected event") { $0.last == .disconnected(reason: MQTTError(code: .success, message: "disconnected by the client")) }
         #expect(!threadNames().contains("mqtt-thr-stop"), "network thread still running")
         try await broker.waitForLog("Client thr-stop disconnected.")
@@ -117,7 +117,7 @@ struct MQTTLifecycleTests {
         }
         // deinit sends DISCONNECT and lets the thread finish on its own.
         try await broker.waitForLog("Client thr-drop disconnected.")
-        try await withTimeout(.seconds(5), "thread gone") {
+        try await withTimeout(.seconds(30), "thread gone") {
             while threadNames().contains("mqtt-thr-drop") { await threadSleep(for: .milliseconds(20)) }
         }
     }
@@ -226,12 +226,12 @@ struct MQTTLifecycleTests {
         broker.pause()
         let cancelled = Task { try await client.publish(topic: "cancel/a", payload: bytes("a"), qos: .atLeastOnce) }
         let kept = Task { try await client.publish(topic: "cancel/b", payload: bytes("b"), qos: .atLeastOnce) }
-        try await withTimeout(.seconds(5), "both publishes sent") {
+        try await withTimeout(.seconds(30), "both publishes sent") {
             while client.counters.sent < 2 { await Task.yield() }
         }
         cancelled.cancel()
         do {
-            try await withTimeout(.seconds(5), "cancelled publish returns") { try await cancelled.value }
+            try await withTimeout(.seconds(30), "cancelled publish returns") { try await cancelled.value }
             Issue.record("a publish the broker never acknowledged reported success")
         } catch let error as MQTTError {
             #expect(error.code == .cancelled)

@@ -10,7 +10,7 @@ import Testing
 struct MQTTNetworkLoopTests {
     /// Waits until the client's network thread has gone to sleep in `poll`.
     private func networkThreadAsleep(_ client: MQTTClient) async throws {
-        try await withTimeout(.seconds(5), "network thread asleep") {
+        try await withTimeout(.seconds(30), "network thread asleep") {
             while !client.session.loop.idle.load(ordering: .sequentiallyConsistent) { await Task.yield() }
         }
     }

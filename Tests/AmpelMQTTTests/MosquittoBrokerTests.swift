@@ -32,7 +32,7 @@ struct MosquittoBrokerTests {
         await reader.disconnect()
 
         broker.stop()
-        try await withTimeout(.seconds(5), "broker process gone") {
+        try await withTimeout(.seconds(30), "broker process gone") {
             while try !brokerPIDs(directory: directory).isEmpty { await threadSleep(for: .milliseconds(20)) }
         }
     }
@@ -58,7 +58,7 @@ struct MosquittoBrokerTests {
         #expect(broker.log.filter { $0 == "[ampel] mosquitto exited" }.count == runs - 1)
         // Each killed broker's guard was killed with it (SIGKILL; it dies a moment later): only
         // the current broker's guard is left.
-        try await withTimeout(.seconds(5), "guards of killed brokers gone") {
+        try await withTimeout(.seconds(30), "guards of killed brokers gone") {
             while try guardPIDs(watching: brokers).count > 1 { await threadSleep(for: .milliseconds(20)) }
         }
         #expect(try guardPIDs(watching: brokers).count == 1)
@@ -75,7 +75,7 @@ struct MosquittoBrokerTests {
             #expect(try brokerPIDs(directory: directory).count == 1)
         }
         let released = directory
-        try await withTimeout(.seconds(5), "broker process gone after deinit") {
+        try await withTimeout(.seconds(30), "broker process gone after deinit") {
             while try !brokerPIDs(directory: released).isEmpty { await threadSleep(for: .milliseconds(20)) }
         }
     }
