@@ -78,9 +78,8 @@ broker=mqtt://127.0.0.1:$port
 start_daemon() { # STATE_DIR [BINARY]
   # A restart of this build over devices it knows re-evaluates and announces them in paced
   # batches (docs/DESIGN.md, decision 29) for a few seconds; the figures are of the steady
-  # state after it (the baseline build has no such walk). Its cost is in the Scale section.
+  # state after it (a baseline build may have no such walk). Its cost is in the Scale section.
   local walk=0 http=()
-  if [ -z "${2:-}" ] && compgen -G "$1/journal-*.log" >/dev/null; then walk=1; fi
   # An earlier build has no HTTP server (no --http flag).
   [[ $("${2:-$ampel}" run --help 2>&1) == *--http* ]] && http=(--http "127.0.0.1:$http_port")
   # Clear the retained bridge state of an earlier daemon, so the first one seen is this one's.
@@ -88,10 +87,14 @@ start_daemon() { # STATE_DIR [BINARY]
   : >"$tmp/daemon-current.log"
   # Throughput and latency are measured from a fix to its state: every fix must publish one
   # (the default on_change publishes only what changed; Benchmarks/daemon/fleet.sh measures that).
+  # A baseline build from before outputs.device_state refuses the key (and publishes every fix).
   local config=()
-  if [ -z "${2:-}" ]; then
-    printf 'outputs:\n  device_state: every_fix\n' >"$tmp/every-fix.yaml"
+  printf 'outputs:\n  device_state: every_fix\n' >"$tmp/every-fix.yaml"
+  if "${2:-$ampel}" run --config "$tmp/every-fix.yaml" --check-config >/dev/null 2>&1; then
     config=(--config "$tmp/every-fix.yaml")
+    # A build that knows the key has the start walk too; one that refuses it is taken to have
+    # none (true of 91d7a5a, the baseline of the earlier runs).
+    if compgen -G "$1/journal-*.log" >/dev/null; then walk=1; fi
   fi
   "${2:-$ampel}" run "${config[@]}" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" "${http[@]}" \
     > >(tee -a "$out/daemon.log" >"$tmp/daemon-current.log") 2>&1 &

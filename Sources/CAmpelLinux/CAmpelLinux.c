@@ -6,9 +6,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #endif
 #ifdef __GLIBC__
@@ -65,6 +69,35 @@ void ampel_malloc_fix_mmap_threshold(int bytes) {
 void ampel_malloc_trim(void) {
 #ifdef __GLIBC__
     malloc_trim(0);
+#endif
+}
+
+long ampel_release_code_pages(void) {
+#ifdef __linux__
+    char exe[PATH_MAX];
+    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (length <= 0) return -1;
+    exe[length] = 0;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps) return -1;
+    long released = 0;
+    char line[PATH_MAX + 256];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long start, end;
+        char perms[8];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perms, &path_at) != 3 || path_at == 0) continue;
+        char *path = line + path_at;
+        path[strcspn(path, "\n")] = 0;
+        /* Only the executable's code: mapped from the file, never written, so dropping the
+         * page table entries loses nothing; a later use maps the page again from the page cache. */
+        if (strcmp(perms, "r-xp") != 0 || strcmp(path, exe) != 0) continue;
+        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) released += (long)(end - start);
+    }
+    fclose(maps);
+    return released;
+#else
+    return 0;
 #endif
 }
 

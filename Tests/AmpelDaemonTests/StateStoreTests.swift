@@ -153,3 +153,35 @@ struct StateStoreTests {
         #expect(admit(10.5) == [1, 2])
     }
 }
+
+/// `ProcessMemory.trim()` after start-up: the code pages only start-up used stop counting.
+@Suite("Process memory")
+struct ProcessMemoryTests {
+    /// The resident kB of this process's executable code mapping (`r-xp`, /proc/self/smaps).
+    static func residentCode() throws -> Int {
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let smaps = try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8)
+        var inCode = false, kB = 0
+        for line in smaps.split(separator: "\n") {
+            if let first = line.first, first.isHexDigit, line.contains("-") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                inCode = fields.count >= 6 && fields[1] == "r-xp" && fields[5...].joined(separator: " ") == exe
+            } else if inCode, line.hasPrefix("Rss:") {
+                kB += Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+            }
+        }
+        return kB
+    }
+
+    @Test("a trim unmaps the executable's code pages, and the code goes on running from the page cache")
+    func trimReleasesCodePages() throws {
+        let before = try Self.residentCode()
+        try #require(before > 1_000, "the test binary's code is resident: \(before) kB")
+        ProcessMemory.trim()
+        let after = try Self.residentCode()
+        // Other tests run meanwhile and map back what they use; most of the mapping stays out.
+        #expect(after < before / 2, "\(before) kB resident before the trim, \(after) kB after")
+        // The code still runs (this is code of the same mapping).
+        #expect(try StateStore(directory: FileManager.default.temporaryDirectory.path).path.hasSuffix("state.json"))
+    }
+}
