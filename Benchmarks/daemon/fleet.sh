@@ -22,6 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
 source scripts/lib/broker.sh
+# shellcheck source=../../scripts/lib/release.sh
+source scripts/lib/release.sh
 
 RUNS=${RUNS:-3}
 DEVICES=${DEVICES:-5000}
@@ -36,13 +38,7 @@ export BROKER_MAX_INFLIGHT=$INFLIGHT
 
 out=benchmarks-out/fleet
 mkdir -p "$out"
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$BIN_DIR
-else
-  echo "building (release) ..." >&2
-  swift build -c release --static-swift-stdlib --product ampel >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
-fi
+release_binaries "$out" ampel
 ampel=$bin/ampel
 fleet=$out/fleet
 cc -O2 -Wall -o "$fleet" Benchmarks/daemon/fleet.c -lmosquitto -lpthread

@@ -28,6 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
 source scripts/lib/broker.sh
+# shellcheck source=../../scripts/lib/release.sh
+source scripts/lib/release.sh
 
 RUNS=${RUNS:-3}
 DEVICES=${DEVICES:-5000}        # devices in the throughput test
@@ -40,14 +42,7 @@ DATE=${DATE:-2020-10-15}
 
 out=benchmarks-out/daemon
 mkdir -p "$out"
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$BIN_DIR # binaries built elsewhere (e.g. to try the script with a debug build)
-else
-  echo "building (release) ..." >&2
-  swift build -c release --static-swift-stdlib --product AmpelBenchmarks >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  swift build -c release --static-swift-stdlib --product ampel >>"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
-fi
+release_binaries "$out"
 bench=$bin/AmpelBenchmarks
 ampel=$bin/ampel
 have_daemon=1

@@ -23,20 +23,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
 source scripts/lib/broker.sh
+# shellcheck source=../../scripts/lib/release.sh
+source scripts/lib/release.sh
 
 DEVICES=${DEVICES:-1000000}
 DAY=${DAY:-2020-10-15}
 LAT_SECONDS=${LAT_SECONDS:-10}
 out=benchmarks-out/scale
 mkdir -p "$out"
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$BIN_DIR
-else
-  echo "building (release) ..." >&2
-  flock "${BUILD_LOCK:-/tmp/ampel-build.lock}" swift build -c release --static-swift-stdlib >"$out/build.log" 2>&1 \
-    || { cat "$out/build.log"; exit 1; }
-  bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
-fi
+BUILD_LOCK=${BUILD_LOCK:-/tmp/ampel-build.lock} release_binaries "$out"
 ampel=$bin/ampel
 bench=$bin/AmpelBenchmarks
 
