@@ -152,17 +152,20 @@ public struct DatasetCache: Sendable {
     /// - Throws: ``DataError`` `io` when the directory or file cannot be written; the old
     ///   cache file is then unchanged.
     public func save(_ dataset: Dataset, savedAt: Date = Date()) throws(DataError) {
-        let file = Self.file(of: dataset, savedAt: savedAt)
-        let data: Data
+        let data = try Self.encoded(Self.file(of: dataset, savedAt: savedAt), what: "the dataset of \(dataset.date) for the cache")
+        try writeAtomically(data)
+    }
+
+    /// `value` as the cache and history files hold it: JSON with ISO 8601 dates and sorted keys.
+    static func encoded(_ value: some Encodable, what: String) throws(DataError) -> Data {
         do {
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601
             encoder.outputFormatting = [.sortedKeys]
-            data = try encoder.encode(file)
+            return try encoder.encode(value)
         } catch {
-            throw DataError(.io, "cannot encode the dataset of \(dataset.date) for the cache: \(error)")
+            throw DataError(.io, "cannot encode \(what): \(error)")
         }
-        try writeAtomically(data)
     }
 
     /// A dataset in the cache's file form.

@@ -250,8 +250,7 @@ public actor IncidenceStore {
             logger.debug("incidence data unchanged", metadata: ["date": "\(fresh.date)"])
             return .unchanged
         }
-        take(fresh, keep: source.isLive)
-        let current = dataset ?? fresh
+        let current = take(fresh, keep: source.isLive)
         holdsFallback = false
         counters.updates += 1
         let changed = current.districtsWithChangedPhase(since: previous, ruleSet: ruleSet, region: region)
@@ -272,18 +271,22 @@ public actor IncidenceStore {
 
     /// Puts `fresh` in force with its courses over the window it joins; with `keep`, the
     /// window goes to the history file.
-    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) {
+    /// - Returns: the dataset now in force (`fresh` with its courses).
+    @discardableResult
+    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) -> Dataset {
         // The kept publications alone (what a restart reads back), or the whole past a fixed source knows.
         let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: earlier == nil ? historyLength : .max)
-        dataset = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
+        let current = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
+        dataset = current
         window = Array(walked.suffix(historyLength))
-        guard keep, let history else { return }
+        guard keep, let history else { return current }
         do {
             try history.save(window, savedAt: now())
         } catch {
             counters.cacheErrors += 1
             logger.error("cannot write the history", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
         }
+        return current
     }
 
     /// Reads the history file into ``window``; an unreadable one is logged, counted and moved

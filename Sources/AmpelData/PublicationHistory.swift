@@ -63,16 +63,7 @@ public struct PublicationHistory: Sendable {
     public func save(_ window: [Dataset], savedAt: Date = Date()) throws(DataError) {
         let file = File(format: Self.format, version: Self.version,
                         publications: window.map { DatasetCache.file(of: $0, savedAt: savedAt) })
-        let data: Data
-        do {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            encoder.outputFormatting = [.sortedKeys]
-            data = try encoder.encode(file)
-        } catch {
-            throw DataError(.io, "cannot encode the history: \(error)")
-        }
-        try DatasetCache.writeAtomically(data, to: fileURL, in: directory)
+        try DatasetCache.writeAtomically(DatasetCache.encoded(file, what: "the history"), to: fileURL, in: directory)
     }
 
     /// Moves an unreadable history file aside (`incidence-history.json.corrupt-<UTC time>`).
