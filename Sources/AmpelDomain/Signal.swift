@@ -73,8 +73,8 @@ extension RuleSet {
             throw SignalError("district \(entry.district.ags) (\(entry.district.name)): \(error)")
         }
         // The course was computed under this rule set, so its phase is one of ours.
-        let inForce = course?.inForce.flatMap { rules(for: $0.phase) != nil ? $0 : nil }
-        let phase = inForce.flatMap { rules(for: $0.phase) } ?? measured
+        let inForce = course?.inForce.flatMap { state in rules(for: state.phase).map { (state: state, rules: $0) } }
+        let phase = inForce?.rules ?? measured
         let district = entry.district
         return Signal(
             district: .init(ags: district.ags, name: district.name, state: district.state, type: district.kind.rawValue),
@@ -89,7 +89,7 @@ extension RuleSet {
             always: always(language),
             stale: stale,
             measuredPhase: measured.id.id,
-            since: inForce?.since.iso,
+            since: inForce?.state.since.iso,
             trend: course?.trend
         )
     }
