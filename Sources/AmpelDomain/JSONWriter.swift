@@ -23,6 +23,11 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: text.utf8)
     }
 
+    /// Appends UTF-8 that is already JSON (a document another writer made).
+    public mutating func raw(_ json: [UInt8]) {
+        bytes.append(contentsOf: json)
+    }
+
     /// Empties the output, keeping its capacity (for writing a large document in chunks).
     public mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)

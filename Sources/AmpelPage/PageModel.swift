@@ -66,15 +66,12 @@ public struct StatusPageModel: Sendable {
     public var data: PageDataStatus
     /// Keyed by AGS; districts of the map missing here are drawn as having no data.
     public var districts: [String: DistrictStatus]
-    /// The query string the language links keep (everything but `lang`), already URL-safe.
-    public var basePath: String
 
-    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus], basePath: String = "/") {
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus]) {
         self.language = language
         self.ruleSet = ruleSet
         self.data = data
         self.districts = districts
-        self.basePath = basePath
     }
 }
 

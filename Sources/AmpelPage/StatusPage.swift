@@ -5,23 +5,12 @@ import Foundation
 /// `/`: the status page's HTML, with the map and the district list rendered on the server
 /// and the live parts (devices, lamps, bridge) filled by the embedded script.
 public enum StatusPage {
-    /// The JSON routes the script polls; the route glue serves them (docs/http.md).
-    public struct API: Sendable {
-        public var districts = "/api/districts"
-        public var devices = "/api/devices"
-        public var bridge = "/api/bridge"
-        /// `nil` when the lamps come inside `/api/bridge`.
-        public var lamps: String? = nil
-
-        public init() {}
-    }
-
     /// How often the script polls, in milliseconds.
     public static let pollMilliseconds = 1500
     /// Devices per page of the device table.
     public static let devicePageSize = 25
 
-    public static func render(_ model: StatusPageModel, shapes: MapShapes, api: API = API()) -> String {
+    public static func render(_ model: StatusPageModel, shapes: MapShapes) -> String {
         let text = PageText(model.language)
         let lang = model.language.rawValue
         var html = head(title: text.title, language: model.language)
@@ -87,15 +76,8 @@ public enum StatusPage {
         json.number(pollMilliseconds)
         json.raw(#","pageSize":"#)
         json.number(devicePageSize)
-        json.raw(#","api":{"districts":"#)
-        json.string(api.districts)
-        json.raw(#","devices":"#)
-        json.string(api.devices)
-        json.raw(#","bridge":"#)
-        json.string(api.bridge)
-        json.raw(#","lamps":"#)
-        json.string(api.lamps)
-        json.raw(#"},"text":{"source":"#)
+        // The JSON routes the script polls (docs/http.md); the lamps come inside `/api/bridge`.
+        json.raw(#","api":{"districts":"/api/districts","devices":"/api/devices","bridge":"/api/bridge","lamps":null},"text":{"source":"#)
         json.string(text.source)
         json.raw(#","age":"#)
         json.string(text.age)

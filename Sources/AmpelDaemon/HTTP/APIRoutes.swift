@@ -17,7 +17,7 @@ enum APIRoutes {
             json.raw("[")
             for (index, district) in snapshot.districts.enumerated() {
                 if index > 0 { json.raw(",") }
-                json.raw(String(decoding: district.signal.json(), as: UTF8.self))
+                json.raw(district.signal.json())
             }
             json.raw("]")
             return HTTPResponses.json(json.bytes)
@@ -105,7 +105,7 @@ enum APIRoutes {
                 json.raw("}")
             }
             json.raw(#"],"info":"#)
-            json.raw(snapshot.bridgeInfo.isEmpty ? "null" : String(decoding: snapshot.bridgeInfo, as: UTF8.self))
+            if snapshot.bridgeInfo.isEmpty { json.raw("null") } else { json.raw(snapshot.bridgeInfo) }
             json.raw(#","lamps":["#)
             for (index, lamp) in snapshot.lamps.enumerated() {
                 if index > 0 { json.raw(",") }
