@@ -9,9 +9,16 @@ public struct Topics: Sendable, Hashable {
     /// The level(s) under which `state` and `info` of this instance go (`<base>/bridge`).
     public let bridge: String
 
+    /// `<base>/device/` and `<base>/district/`, built once: the read-back of the retained
+    /// states tests every message against them.
+    private let devicePrefix: String
+    private let districtPrefix: String
+
     public init(base: String = "ampel", bridge: String? = nil) {
         self.base = base
         self.bridge = bridge ?? "\(base)/bridge"
+        devicePrefix = "\(base)/device/"
+        districtPrefix = "\(base)/district/"
     }
 
     public func deviceState(_ key: String) -> String { "\(base)/device/\(key)/state" }
@@ -43,13 +50,13 @@ public struct Topics: Sendable, Hashable {
 
     /// Whether `topic` lies under `<base>/device/` or `<base>/district/`.
     public func isDeviceOrDistrictTopic(_ topic: String) -> Bool {
-        topic.utf8.starts(with: "\(base)/device/".utf8) || topic.utf8.starts(with: "\(base)/district/".utf8)
+        topic.utf8.starts(with: devicePrefix.utf8) || topic.utf8.starts(with: districtPrefix.utf8)
     }
 
     /// The device key of ``deviceState(_:)``'s topic; `nil` for any other topic or a key the
     /// daemon would refuse (``DeviceKey/isSafe(_:)``). By bytes, as keys are compared (decision 19).
     public func deviceKey(stateTopic topic: String) -> String? {
-        let prefix = "\(base)/device/".utf8, suffix = "/state".utf8
+        let prefix = devicePrefix.utf8, suffix = "/state".utf8
         let bytes = Array(topic.utf8)
         guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) else {
             return nil
@@ -60,7 +67,7 @@ public struct Topics: Sendable, Hashable {
 
     /// The district code of ``districtPhase(_:)``'s topic; `nil` for any other topic.
     public func districtCode(phaseTopic topic: String) -> String? {
-        let prefix = "\(base)/district/", suffix = "/phase"
+        let prefix = districtPrefix, suffix = "/phase"
         guard topic.hasPrefix(prefix), topic.hasSuffix(suffix) else { return nil }
         let ags = topic.dropFirst(prefix.count).dropLast(suffix.count)
         guard !ags.isEmpty, ags.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }

@@ -58,14 +58,12 @@ public final class StateSaver: Sendable {
     /// Schedules a write of `state` (or of a newer one handed over before the write starts);
     /// `written` is called on the writer thread once it is on disk.
     public func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
-        let start = worker.shared.withLock { shared in
+        schedule { shared in
             shared.issued += 1
             shared.pending = state
             shared.pendingGeneration = shared.issued
             if let written { shared.written.append(written) }
-            return shared.claimStart()
         }
-        if start { worker.startThread() }
     }
 
     /// Writes `state` now, on the calling thread at its priority (the stop's snapshot: the
@@ -84,8 +82,13 @@ public final class StateSaver: Sendable {
     /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
     /// when its table has grown and the intake has gone quiet, so no fix waits behind it.
     public func trimHeap() {
+        schedule { $0.trim = true }
+    }
+
+    /// Adds work under the lock and starts the writer thread unless it runs already.
+    private func schedule(_ work: (inout Shared) -> Void) {
         let start = worker.shared.withLock { shared in
-            shared.trim = true
+            work(&shared)
             return shared.claimStart()
         }
         if start { worker.startThread() }

@@ -916,11 +916,17 @@ public actor AmpelDaemon: Service {
         journal.sync()
     }
 
-    func infoPayload(_ engine: SignalEngine) -> [UInt8] {
-        guard let feedState else { return [] }
+    /// The counters with the ones other parts keep (the intake gate, the webhooks).
+    func liveCounters() -> Counters {
         var counters = self.counters
         counters.intakePaused = gate.pauses
         counters.webhooks = webhooks.stats
+        return counters
+    }
+
+    func infoPayload(_ engine: SignalEngine) -> [UInt8] {
+        guard let feedState else { return [] }
+        var counters = liveCounters()
         counters.failovers = transport.failovers
         let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
@@ -932,6 +938,8 @@ public actor AmpelDaemon: Service {
     /// Hands the status over to the HTTP readers (``StatusView``): values only, so this copies
     /// nothing; the device table only when a reader asked for it and it changed.
     func publishStatus(_ engine: SignalEngine) {
+        // Without the HTTP server (`http.listen: false`) nobody reads it.
+        guard configuration.http.listen != nil else { return }
         statusGeneration += 1
         var snapshot = StatusView.Snapshot()
         snapshot.generation = statusGeneration
@@ -954,10 +962,7 @@ public actor AmpelDaemon: Service {
             StatusView.Lamp(settings: $0, online: online[$0.name], color: looks[$0.name]?.color.hex, blink: looks[$0.name]?.blink ?? false)
         }
         snapshot.bridgeInfo = infoPayload(engine)
-        var counters = self.counters
-        counters.intakePaused = gate.pauses
-        counters.webhooks = webhooks.stats
-        snapshot.counters = counters
+        snapshot.counters = liveCounters()
         snapshot.messagesReceived = messagesReceived
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: publishedByKind.map { ("\($0.key)", $0.value) })
         snapshot.errors = recentErrors
