@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <mosquitto.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,12 @@ static int relay(int argc, char **argv) {
 // MARK: load
 
 static atomic_long markers_seen;
+static sem_t subscribed;
+
+static void on_subscribed(struct mosquitto *m, void *context, int mid, int count, const int *granted) {
+    (void)m, (void)context, (void)mid, (void)count, (void)granted;
+    sem_post(&subscribed);
+}
 static atomic_long bytes_seen, messages_seen;
 static char output_prefix[64];
 static size_t output_prefix_length;
@@ -180,6 +187,8 @@ static int load(int argc, char **argv) {
     snprintf(id, sizeof id, "bench-observer-%d", getpid());
     struct mosquitto *observer = client(id, port, NULL);
     mosquitto_message_callback_set(observer, on_output);
+    sem_init(&subscribed, 0, 0);
+    mosquitto_subscribe_callback_set(observer, on_subscribed);
     // What a consumer of states subscribes to: not the daemon's inputs (below its base topic
     // too), which would count the broker's work for this observer twice.
     char filter[80];
@@ -193,7 +202,7 @@ static int load(int argc, char **argv) {
     snprintf(id, sizeof id, "bench-fleet-%d", getpid());
     struct mosquitto *publisher = client(id, port, NULL);
     mosquitto_loop_start(publisher);
-    usleep(200 * 1000);  // the SUBACK: the observer's loop thread takes it right away
+    sem_wait(&subscribed);  // the SUBACK: no output is published before the observer reads
 
     // Fixes 10 s apart, ending near now: fresh for alerts.max_fix_age, so crossings alert.
     long base = (long)time(NULL) - 10 * (count / (devices > 0 ? devices : 1) + warm + 1);

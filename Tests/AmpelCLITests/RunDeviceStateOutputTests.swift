@@ -9,9 +9,7 @@ import Testing
 @Suite("ampel run publishes what changed (built binary, real mosquitto)")
 struct RunDeviceStateOutputTests {
     static func fix(_ broker: MosquittoBroker, _ key: String, lat: Double, lon: Double, tst: Int, lang: String? = nil) async throws {
-        let payload = #"{"lat":\#(lat),"lon":\#(lon),"tst":\#(tst)"# + (lang.map { #","lang":"\#($0)""# } ?? "") + "}"
-        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub",
-                                              ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", "ampel/location/\(key)", "-m", payload])
+        try await Scene.publish(broker, [Scene.message(key, at: (lat, lon), tst: tst, lang: lang)])
     }
 
     @Test("on_change: the first fix, then only heartbeats while the device moves in its district; a phase and a language at once")

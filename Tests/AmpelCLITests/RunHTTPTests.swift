@@ -45,10 +45,6 @@ func httpAwait(_ url: String, headers: [String: String] = [:], _ what: String, t
 struct RunHTTPTests {
     typealias Daemon = RunRecoveryTests.Daemon
 
-    static func publish(_ broker: MosquittoBroker, _ topic: String, _ payload: String) async throws {
-        try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
-    }
-
     static func retained(_ broker: MosquittoBroker, _ topic: String) async throws -> String {
         try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", topic, "-C", "1", "-W", "30"])
             .trimmingCharacters(in: .newlines)
@@ -108,8 +104,8 @@ struct RunHTTPTests {
         #expect(try stuttgart.object()["lang"] as? String == "de")
 
         // A device: its district, not its position (http.show_positions is off).
-        try await Self.publish(broker, "ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":1000}"#)
-        try await Self.publish(broker, "ampel/location/bob", "not json")
+        try await Scene.publish(broker, [("ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":1000}"#)])
+        try await Scene.publish(broker, [("ampel/location/bob", "not json")])
         let devices = try await httpAwait(base + "/api/devices", "alice in the device list") { $0.text.contains(#""alice""#) }
         let list = try devices.object()
         #expect(list["total"] as? Int ?? 0 >= 1)
@@ -118,7 +114,7 @@ struct RunHTTPTests {
         #expect(alice["lat"] == nil && alice["lon"] == nil, "\(alice)")
         #expect((alice["district"] as? [String: Any])?["ags"] as? String == "09162")
         #expect(alice["phase"] as? String == "red")
-        try await Self.publish(broker, "owntracks/carol/phone", #"{"_type":"location","lat":48.7758,"lon":9.1829,"tst":1000}"#)
+        try await Scene.publish(broker, [("owntracks/carol/phone", #"{"_type":"location","lat":48.7758,"lon":9.1829,"tst":1000}"#)])
         let carol = try await httpAwait(base + "/api/devices/carol/phone", "a key with a slash") { $0.status == 200 }
         #expect(try carol.object()["phase"] as? String == "outside")
         let one = try await httpGet(base + "/api/devices/alice")
@@ -208,7 +204,7 @@ struct RunHTTPTests {
                                 configuration: Daemon.replayConfiguration + "http:\n  show_positions: true\n")
         let base = try await daemon.httpURL()
         try await daemon.awaitLog("subscribed")
-        try await Self.publish(broker, "ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":1000}"#)
+        try await Scene.publish(broker, [("ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":1000}"#)])
         let one = try await httpAwait(base + "/api/devices/alice", "alice") { $0.status == 200 }
         #expect(try one.object()["lat"] as? Double == 48.1374)
         #expect(try one.object()["lon"] as? Double == 11.5755)
@@ -276,9 +272,9 @@ struct RunHTTPTests {
         let base = try await daemon.httpURL()
         try await daemon.awaitLog("subscribed")
         let now = Int(Date().timeIntervalSince1970)
-        try await Self.publish(broker, "ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":\#(now)}"#)
+        try await Scene.publish(broker, [("ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":\#(now)}"#)])
         // An OwnTracks phone: its user gets a retained card as well.
-        try await Self.publish(broker, "owntracks/carol/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now),"tid":"CP"}"#)
+        try await Scene.publish(broker, [("owntracks/carol/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now),"tid":"CP"}"#)])
         // Retained while known: the states, their discovery configs and carol's card.
         let state = try await Self.retained(broker, "ampel/device/alice/state")
         #expect(state.contains(#""device":"alice""#))
