@@ -10,8 +10,8 @@ import Testing
 @Suite("ampel run stopped with SIGTERM under QoS 1 load loses no location (built binary, real mosquitto)", .serialized)
 struct RunStopUnderLoadTests {
     /// One client publishing QoS 1 OwnTracks fixes in rounds, one fix per device and round, at
-    /// a steady pace, at most two rounds ahead of the broker's acknowledgements, until told
-    /// which round is the last.
+    /// a steady pace, at most two rounds ahead of the broker's acknowledgements and never past
+    /// the round it is allowed (``allow(through:)``), until told which round is the last.
     final class Stream: Sendable {
         struct Progress: Sendable {
             var round = 0
@@ -19,14 +19,17 @@ struct RunStopUnderLoadTests {
             var failures: [String] = []
             var last: Int?
             var done = false
+            /// The last round it may publish.
+            var allowed: Int
         }
 
         let devices: Int
         let client: MQTTClient
-        private let progress = Watched(Progress())
+        private let progress: Watched<Progress>
 
-        init(_ broker: MosquittoBroker, devices: Int) async throws {
+        init(_ broker: MosquittoBroker, devices: Int, allowed: Int) async throws {
             self.devices = devices
+            progress = Watched(Progress(allowed: allowed))
             client = MQTTClient(configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: "load-\(UUID().uuidString.prefix(8))"))
             try await client.connect()
         }
@@ -43,6 +46,10 @@ struct RunStopUnderLoadTests {
             var round = 0
             while round < (progress.value.last ?? .max) {
                 round += 1
+                let next = round
+                try await withTimeout(.seconds(60), "round \(round) allowed") {
+                    await progress.wait { $0.allowed >= next }
+                }
                 let payload = Array(fix(round).utf8)
                 for device in 0..<devices {
                     try client.enqueue(topic: Self.topic(device), payload: payload, qos: .atLeastOnce) { error in
@@ -65,6 +72,11 @@ struct RunStopUnderLoadTests {
                 await progress.wait { $0.acknowledged >= all }
             }
             progress.update { $0.done = true }
+        }
+
+        /// Lets the stream go on through `round` (it never takes one back).
+        func allow(through round: Int) {
+            progress.update { $0.allowed = max($0.allowed, round) }
         }
 
         /// Ends the stream `more` rounds after the current one.
@@ -106,7 +118,20 @@ struct RunStopUnderLoadTests {
             let keys = (0..<devices).map { "load/d\($0)" }
             var daemon = try await scene.start()
 
-            let stream = try await Stream(broker, devices: devices)
+            // The stream runs at most `window` rounds (4,000 fixes) ahead of the states the daemon
+            // has published: load for its stop, but not more than a loaded machine can work off.
+            // (Open-ended at 8,000 fixes/s, a CI machine with the other suites in parallel once
+            // fell 500 rounds behind before the stop and had 150,000 fixes to work off after it.)
+            let window = 20
+            let stream = try await Stream(broker, devices: devices, allowed: window)
+            let pacer = Task {
+                while !Task.isCancelled {
+                    let handled = keys.map { (collector.latest[$0] ?? base) - base }.min() ?? 0
+                    stream.allow(through: handled + window)
+                    try? await collector.awaitStates(keys, tst: base + handled + 1)
+                }
+            }
+            defer { pacer.cancel() }
             let streaming = Task {
                 try await stream.run(every: .milliseconds(25)) { round in
                     let (lat, lon) = place(round)
@@ -140,7 +165,8 @@ struct RunStopUnderLoadTests {
             #expect(stopTook < .seconds(20), "the stop took \(stopTook) from the signal to the exit: \(why)")
             var logs = [daemon.stderr]
 
-            // The stream goes on while the daemon is down: the broker keeps it for its session.
+            // The stream goes on while the daemon is down, ten rounds: the broker keeps them for its session.
+            stream.allow(through: stream.value.round + 10)
             let whenDown = stream.value.acknowledged
             try await stream.awaitAcknowledged(whenDown + 10 * devices)
             let sentWhileDown = stream.value.acknowledged - whenDown
