@@ -22,11 +22,11 @@ struct HomeAssistantDiscoveryTests {
 
     /// What the broker retains under `homeassistant/#` and `ampel/#` now: a fresh subscription
     /// gets every retained message of its filters before the retained sentinel of the last one.
-    static func retained(_ broker: MosquittoBroker) async throws -> [Record] {
+    static func retained(_ broker: MosquittoBroker, topics: [String] = ["homeassistant/#", "ampel/#"]) async throws -> [Record] {
         let sentinel = "test/ha-sentinel"
         _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-r",
                                                                         "-t", sentinel, "-m", "end"])
-        let reader = try RunCrashTests.Collector(broker, topics: ["homeassistant/#", "ampel/#", sentinel])
+        let reader = try RunCrashTests.Collector(broker, topics: topics + [sentinel])
         defer { reader.stop() }
         try await reader.wait("the retained messages up to the sentinel") { $0.contains { $0.topic == sentinel } }
         return Array(reader.records().prefix { $0.topic != sentinel })

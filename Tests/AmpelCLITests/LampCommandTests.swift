@@ -110,7 +110,7 @@ import Testing
         try await RunCrashTests.send(broker, [("bob", RunCrashTests.altoetting)], tst: 200)
         try await lamp.expect(#"{"pattern":"green","reason":null,"leds":["green"],"blink":false,"periodMs":0}"#)
         let state = try await MosquittoBroker.runTool(
-            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/device/bob/state", "-C", "1", "-W", "10"])
+            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/device/bob/state", "-C", "1", "-W", "30"])
         #expect(state.contains(#""texts":"ampel/rules/bavaria/green/"#) && !state.contains(#""rules":"#),
                 "the default state names its texts' topic instead of carrying them: \(state)")
         #expect(try await lamp.terminateAndWait() == 0)
@@ -214,7 +214,7 @@ final class LineQueue: @unchecked Sendable {
             waiter = (id, continuation)
             lock.unlock()
             Task {
-                try? await Task.sleep(for: timeout)  // a deadline, not a wait for the event
+                await threadSleep(for: timeout)  // a deadline, not a wait for the event
                 self.expire(id)
             }
         }

@@ -37,9 +37,12 @@ struct ReplayCommandTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let collector = try RunCrashTests.Collector(broker, topics: [
-            "ampel/district/\(Self.ags)/#", "ampel/device/#", "ampel/bridge/state", "ampel/bridge/info",
+            "ampel/district/\(Self.ags)/#", "ampel/device/#", "ampel/bridge/state", "ampel/bridge/info", Scene.probeTopic,
         ])
         defer { collector.process.signal(SIGKILL) }
+        // Subscribed before the replay starts: its days are a second apart, and a later subscriber
+        // would find the first day's retained state replaced.
+        try await collector.awaitRoute(from: broker.host, port: broker.port, topic: Scene.probeTopic)
         let daemon = try RunRecoveryTests.Daemon(
             ["--broker", broker.url, "--state-dir", dir.path, "--from", Self.from, "--to", Self.to, "--day-seconds", "1",
              "--rules", Self.rules, "--log-level", "info"],

@@ -24,13 +24,14 @@ struct RunCrashTests {
 
     /// ``send(_:_:tst:)`` to any MQTT broker: `options` go to `mosquitto_pub` (`-V mqttv311`
     /// for nats-server), `prefix` is the input's topic before the key.
+    @discardableResult
     static func send(host: String, port: Int, options: [String] = [], prefix: String = "ampel/location/",
-                     _ fixes: [(key: String, place: (Double, Double))], tst: Int, checked: Bool = true) async throws {
+                     _ fixes: [(key: String, place: (Double, Double))], tst: Int, checked: Bool = true) async throws -> Int {
         let messages = fixes.map { fix in
             let message = Scene.message(fix.key, at: fix.place, tst: tst)
             return (topic: prefix + fix.key, payload: message.payload)
         }
-        try await Scene.publish(host: host, port: port, options: options, messages, checked: checked)
+        return try await Scene.publish(host: host, port: port, options: options, messages, checked: checked)
     }
 
     /// A daemon on `dir` (its state directory) with the snapshot of 2020-10-15, outside a ``Scene``.

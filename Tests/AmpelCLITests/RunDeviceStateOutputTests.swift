@@ -34,7 +34,7 @@ struct RunDeviceStateOutputTests {
         let moves = 40
         for index in 1...moves {
             try await Self.fix(broker, "car", lat: lat + Double(index) / 10_000, lon: lon, tst: index)
-            try await Task.sleep(for: .milliseconds(100))  // the fleet's pace, not a wait for an event
+            await threadSleep(for: .milliseconds(100))  // the fleet's pace, not a wait for an event
         }
         let span = clock.now - start
         try await Self.fix(broker, "car", lat: RunCrashTests.altoetting.0, lon: RunCrashTests.altoetting.1, tst: moves + 1)
@@ -63,7 +63,7 @@ struct RunDeviceStateOutputTests {
         // The texts the states name are retained: a subscriber that comes later gets all ten.
         let texts = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub",
                                                       ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/rules/#", "-v",
-                                                       "-C", "10", "-W", "10"])
+                                                       "-C", "10", "-W", "30"])
         let topics = Set(texts.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) })
         #expect(topics == Set(["green", "yellow", "red", "darkred", "outside"].flatMap { ["ampel/rules/bavaria/\($0)/de", "ampel/rules/bavaria/\($0)/en"] }))
         #expect(texts.split(separator: "\n").allSatisfy { $0.contains(#""title":""#) && $0.contains(#""rules":["#) })

@@ -109,7 +109,7 @@ struct RunOwnTracksNoticeTests {
             #expect(RunCrashTests.Collector.field("event", last.payload) as? String == "enter")
 
             // The cards, retained: what an app that connects now receives.
-            let cards = try await scene.retained(["owntracks/+/+/info"], count: 2, timeout: 10)
+            let cards = try await scene.retained(["owntracks/+/+/info"], count: 2, timeout: 30)
             #expect(Set(cards.map(\.topic)) == ["owntracks/alice/ampel/info", "owntracks/bob/ampel/info"], "\(cards)")
             #expect(cards.allSatisfy { RunCrashTests.Collector.field("name", $0.payload) as? String == "Ampel" })
             #expect(records.filter { $0.topic.hasPrefix("owntracks/") && $0.topic.hasSuffix("/info") }.count == 2, "one card per user")

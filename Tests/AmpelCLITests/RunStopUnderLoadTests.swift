@@ -145,24 +145,7 @@ struct RunStopUnderLoadTests {
             let signalled = ContinuousClock.now
             try await scene.stop()
             let stopTook = (daemon.exitedAt ?? .now) - signalled
-            // The stop's limits (docs/DESIGN.md, decision 27), each step on the daemon's own clock
-            // (its `stopped` line): handling 2 s, the snapshot by then or 0.5 s after, the goodbye
-            // 3 s, the broker's close 1 s; 500 ms each for a timer that fires late on a loaded
-            // machine (a step that ignored its limit would wait for seconds). From the signal to the reaped
-            // process, systemd's `TimeoutStopSec` (20 s, deploy/systemd/ampel.service). (CI's
-            // parallel suites once stretched it to 6-12 s around steps of 1-4 s: the idle-class
-            // state writer, asleep, had to get the CPU to end before the process could be reaped;
-            // StateSaver now ends it when its work is done.)
-            let stopped = try #require(daemon.stderr.split(separator: "\n").last { $0.hasSuffix("[AmpelDaemon] stopped") })
-            func step(_ name: String) throws -> Int {
-                let field = try #require(stopped.range(of: " \(name)=").map { stopped[$0.upperBound...] }, "\(name) in \(stopped)")
-                return try #require(Int(field.prefix { $0.isNumber }), "\(name) in \(stopped)")
-            }
-            let why = "\(stopped)\n\(daemon.stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))"
-            #expect(try step("handling") + step("snapshot") <= 3_000, "handling and snapshot over 2.5 s: \(why)")
-            #expect(try step("goodbye") <= 3_500, "the goodbye over 3 s: \(why)")
-            #expect(try step("disconnect") <= 1_500, "the broker's close over 1 s: \(why)")
-            #expect(stopTook < .seconds(20), "the stop took \(stopTook) from the signal to the exit: \(why)")
+            try Scene.expectStopWithinLimits(daemon.stderr, took: stopTook)
             var logs = [daemon.stderr]
 
             // The stream goes on while the daemon is down, ten rounds: the broker keeps them for its session.

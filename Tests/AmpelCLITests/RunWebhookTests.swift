@@ -96,9 +96,10 @@ struct RunWebhookTests {
                 }
             }
             // Every POST hangs until its timeout (10 s); the rest waits behind it, one at a time: at
-            // most one more attempt per 10 s since the first, however slow the rounds were.
+            // most one more attempt per 10 s since the first, however slow the rounds were. The
+            // test notices the first POST after it came (2 s for that on a loaded machine).
             let hung = ContinuousClock.now - (firstRequest ?? .now)
-            let attempts = 1 + Int(hung / .seconds(10))
+            let attempts = 1 + Int((hung + .seconds(2)) / .seconds(10))
             #expect(server.requestCount <= attempts, "\(server.requestCount) POSTs in \(hung)")
             // The stop on the daemon's clock: from the signal to its reaping, not the wait for its offline.
             let signalled = ContinuousClock.now
@@ -108,8 +109,8 @@ struct RunWebhookTests {
             print("hanging webhook: \(devices) alerts per round on MQTT in \(took); stop took \(stop)")
             #expect(daemon.stderr.contains("webhook alerts not delivered by the stop's limit are lost"), "\(daemon.stderr)")
             #expect(daemon.stderr.contains("undelivered=hook: \(2 * devices)"), "\(daemon.stderr)")
-            // The stop's limits (docs/DESIGN.md, decision 27), as RunStopUnderLoadTests checks them.
-            #expect(stop < .milliseconds(6500), "the stop took \(stop): over the stop's limits")
+            // The stop's limits (docs/DESIGN.md, decision 27): a webhook that hangs holds no step.
+            try Scene.expectStopWithinLimits(daemon.stderr, took: stop, webhooks: true)
             let counters = try Self.counters(collector)
             #expect(counters["delivered"] as? Int == 0, "\(counters)")
         }

@@ -69,6 +69,9 @@ final class Scene {
         }
     }
 
+    /// The collector's own topic, to see its subscription live.
+    static let probeTopic = "ampel-test/collector-probe"
+
     private static func make(_ options: Options) async throws -> Scene {
         var undo: [() async -> Void] = []
         do {
@@ -80,7 +83,11 @@ final class Scene {
             let server = options.http ? try await HTTPFixtureServer.start() : nil
             if let server { undo.append { try? await server.shutdown() } }
             let topics = options.topics.contains("ampel/bridge/state") ? options.topics : options.topics + ["ampel/bridge/state"]
-            let collector = try Collector(broker, topics: topics)
+            // Subscribed before the daemon starts: what it publishes without retaining (the start's
+            // lamp commands, alerts) reaches only a live subscription.
+            let collector = try Collector(broker, topics: topics + [Self.probeTopic])
+            undo.append { collector.stop() }
+            try await collector.awaitRoute(from: broker.host, port: broker.port, topic: Self.probeTopic)
             return Scene(options, broker: broker, dir: dir, collector: collector, server: server)
         } catch {
             for step in undo.reversed() { await step() }
@@ -210,9 +217,10 @@ final class Scene {
     }
 
     /// ``publish(_:_:)`` to any MQTT broker: `options` go to `mosquitto_pub` (`-V mqttv311` for nats-server);
-    /// `checked: false` lets publishers fail (a broker that is down on purpose).
+    /// `checked: false` lets publishers fail (a broker that is down on purpose). Returns how many failed.
+    @discardableResult
     static func publish(host: String, port: Int, options: [String] = [], _ messages: [(topic: String, payload: String)],
-                        checked: Bool = true) async throws {
+                        checked: Bool = true) async throws -> Int {
         func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }
         var script = ""
         for (index, message) in messages.enumerated() {
@@ -223,6 +231,37 @@ final class Scene {
         script = script.replacingOccurrences(of: " &\n", with: " || echo mosquitto_pub failed &\n") + "wait\n"
         let output = try await MosquittoBroker.runTool("/bin/sh", ["-c", script])
         if checked { try #require(!output.contains("mosquitto_pub failed"), "\(output)") }
+        return output.components(separatedBy: "mosquitto_pub failed").count - 1
+    }
+}
+
+extension Scene {
+    /// Checks a stop against its limits (docs/DESIGN.md, decision 27), each step on the daemon's
+    /// own clock (its `stopped` line in `stderr`): handling 2 s, the snapshot by then or 0.5 s
+    /// after, the goodbye 3 s, the broker's close 1 s; 500 ms each for a timer that fires late on
+    /// a loaded machine (a step that ignored its limit would wait for seconds). `took`, from the
+    /// signal to the reaped process, within systemd's `TimeoutStopSec` (20 s,
+    /// deploy/systemd/ampel.service): a wall-clock bound of 6.5 s failed on CI's loaded machine
+    /// around steps of 1-4 s. (CI's parallel suites once stretched it to 6-12 s: the idle-class
+    /// state writer, asleep, had to get the CPU to end before the process could be reaped;
+    /// StateSaver now ends it when its work is done.)
+    /// - Parameter webhooks: the daemon has webhooks, whose drain (2 s from the end of the
+    ///   handling, beside the snapshot and the goodbye) the close waits for.
+    static func expectStopWithinLimits(_ stderr: String, took: Duration, webhooks: Bool = false,
+                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let stopped = try #require(stderr.split(separator: "\n").last { $0.hasSuffix("[AmpelDaemon] stopped") },
+                                   "no stopped line", sourceLocation: sourceLocation)
+        func step(_ name: String) throws -> Int {
+            let field = try #require(stopped.range(of: " \(name)=").map { stopped[$0.upperBound...] }, "\(name) in \(stopped)",
+                                     sourceLocation: sourceLocation)
+            return try #require(Int(field.prefix { $0.isNumber }), "\(name) in \(stopped)", sourceLocation: sourceLocation)
+        }
+        let why = "\(stopped)\n\(stderr.split(separator: "\n").filter { !$0.contains(" info ") }.suffix(20).joined(separator: "\n"))"
+        #expect(try step("handling") + step("snapshot") <= 3_000, "handling and snapshot over 2.5 s: \(why)", sourceLocation: sourceLocation)
+        #expect(try step("goodbye") <= 3_500, "the goodbye over 3 s: \(why)", sourceLocation: sourceLocation)
+        let drainLeft = webhooks ? max(0, 2_000 - (try step("snapshot")) - (try step("goodbye"))) : 0
+        #expect(try step("disconnect") <= drainLeft + 1_500, "the broker's close over 1 s: \(why)", sourceLocation: sourceLocation)
+        #expect(took < .seconds(20), "the stop took \(took) from the signal to the exit: \(why)", sourceLocation: sourceLocation)
     }
 }
 
@@ -323,7 +362,7 @@ extension Scene {
                 while !Task.isCancelled {
                     _ = try? await MosquittoBroker.runTool(
                         "/usr/bin/mosquitto_pub", options + ["-h", host, "-p", "\(port)", "-q", "1", "-t", topic, "-m", probe])
-                    try? await Task.sleep(for: .milliseconds(500))
+                    await threadSleep(for: .milliseconds(500))
                 }
             }
             defer { sender.cancel() }

@@ -454,6 +454,17 @@ struct HTTPConfigurationTests {
         #expect(basic.http.auth.basic?.username == "ops")
         // A user without a password is no credential.
         #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: open + "  auth:\n    username: ops\n") }
+        // A password without a user is no credential either, on loopback too.
+        for yaml in [open, "http:\n  listen: 127.0.0.1:8080\n"] {
+            do {
+                _ = try DaemonConfiguration.load(yaml: yaml, environment: ["AMPEL_HTTP_PASSWORD": "pw"])
+                Issue.record("loaded a password without a user: \(yaml)")
+            } catch {
+                #expect(error.key == "http.auth.username")
+                #expect(error.message.contains("AMPEL_HTTP_USERNAME"))
+            }
+        }
+        #expect(try DaemonConfiguration.load(yaml: nil, environment: ["AMPEL_HTTP_PASSWORD": "pw", "AMPEL_HTTP_USERNAME": "ops"]).http.auth.basic?.username == "ops")
         // Secrets never come from the file.
         #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: open + "  auth:\n    token: s3cret\n") }
         // Loopback needs none.

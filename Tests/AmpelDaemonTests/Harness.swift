@@ -73,7 +73,7 @@ final class Recorder: Sendable {
                where predicate: @escaping @Sendable (MQTTMessage) -> Bool) async throws -> MQTTMessage {
         let id = UUID()
         let timer = Task {
-            try? await Task.sleep(for: timeout)
+            await threadSleep(for: timeout)
             let waiter = box.mutex.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.continuation.resume(throwing: TimedOut(what: what))
         }

@@ -44,7 +44,7 @@ struct MQTTLifecycleTests {
         let client = MQTTClient(configuration: broker.configuration("early-pub"))
         let publish = Task { try await client.publish(topic: "early/q1", payload: bytes("queued"), qos: .atLeastOnce) }
         try await client.connect()
-        try await withTimeout(.seconds(10), "queued publish acknowledged") { try await publish.value }
+        try await withTimeout(.seconds(30), "queued publish acknowledged") { try await publish.value }
         #expect(try await inbox.wait(for: 1).map(text) == ["queued"])
         await client.disconnect()
         await watcher.disconnect()
@@ -138,7 +138,7 @@ struct MQTTLifecycleTests {
         }
         // Nobody reads yet; there is no event for "the network thread handed over message 50",
         // so poll the counter with a deadline.
-        try await withTimeout(.seconds(10), "50 messages received") {
+        try await withTimeout(.seconds(30), "50 messages received") {
             while slow.counters.received < 50 { await threadSleep(for: .milliseconds(10)) }
         }
         #expect(slow.counters.droppedOnOverflow == 40)
@@ -238,7 +238,7 @@ struct MQTTLifecycleTests {
         }
         broker.resume()
         // The other wait still gets its answer, and both messages are delivered.
-        try await withTimeout(.seconds(10), "kept publish acknowledged") { try await kept.value }
+        try await withTimeout(.seconds(30), "kept publish acknowledged") { try await kept.value }
         #expect(Set(try await inbox.wait(for: 2).map(text)) == ["a", "b"])
         #expect(client.counters.acknowledged == 1)
         await client.disconnect()

@@ -71,7 +71,7 @@ struct MQTTWillTests {
         let client = MQTTClient(configuration: config)
         try await client.connect()
         if brokerFrozen { broker.pause() }
-        try await withTimeout(.seconds(10), "abort") { await client.abort() }
+        try await withTimeout(.seconds(30), "abort") { await client.abort() }
         if brokerFrozen { broker.resume() }
         let will = try await inbox.wait(for: 1)
         #expect(will.map(\.topic) == ["ampel/will/abort"])

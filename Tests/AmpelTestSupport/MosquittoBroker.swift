@@ -173,12 +173,12 @@ public final class MosquittoBroker: Sendable {
 
     /// Waits until the broker logs a line containing `text` (searching lines logged since the
     /// current run started, including ones already logged), or throws after `timeout`.
-    public func waitForLog(_ text: String, timeout: Duration = .seconds(10)) async throws {
+    public func waitForLog(_ text: String, timeout: Duration = .seconds(30)) async throws {
         try await waitForLog(timeout: timeout, where: { $0.contains(text) }, what: text)
     }
 
     /// Waits until the number of log lines of the current run containing `text` reaches `count`.
-    public func waitForLog(_ text: String, count: Int, timeout: Duration = .seconds(10)) async throws {
+    public func waitForLog(_ text: String, count: Int, timeout: Duration = .seconds(30)) async throws {
         let seen = Mutex(0)
         let start = state.withLock { $0.logStartOfRun }
         let already = state.withLock { $0.log[start...].filter { $0.contains(text) }.count }
@@ -222,7 +222,7 @@ public final class MosquittoBroker: Sendable {
     /// Waits until `mosquitto.db` holds `marker` (a client id, a retained payload), i.e. the
     /// broker has saved it and a SIGKILL will not lose it. mosquitto saves after changes but
     /// logs nothing about it, so this polls the file with a deadline.
-    public func waitUntilPersisted(_ marker: String, timeout: Duration = .seconds(10)) async throws {
+    public func waitUntilPersisted(_ marker: String, timeout: Duration = .seconds(30)) async throws {
         guard options.persistent else { throw BrokerError(description: "broker runs without persistence") }
         let path = (options.persistenceDirectory ?? directory) + "/mosquitto.db"
         let needle = Data(marker.utf8)

@@ -79,7 +79,7 @@ public final class NatsCluster: Sendable {
         public func kill() async {
             killNow()
             let exited = self.exited
-            _ = try? await withTimeout(.seconds(10), "\(name) to end") { await exited.wait { $0 } }
+            _ = try? await withTimeout(.seconds(30), "\(name) to end") { await exited.wait { $0 } }
         }
 
         /// Starts the node again on the same ports and store; returns when it serves MQTT.

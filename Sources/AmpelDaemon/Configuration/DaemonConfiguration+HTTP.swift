@@ -43,6 +43,10 @@ extension DaemonConfiguration {
         if http.auth.username != nil, http.auth.password == nil {
             throw ConfigurationError(key: "http.auth.username", line: nil, message: "Basic auth needs its password in AMPEL_HTTP_PASSWORD")
         }
+        if http.auth.password != nil, http.auth.username == nil {
+            // Set for a reason: silently ignored, it would leave the server open on loopback.
+            throw ConfigurationError(key: "http.auth.username", line: nil, message: "AMPEL_HTTP_PASSWORD is set but no user name: set http.auth.username or AMPEL_HTTP_USERNAME")
+        }
         if !listen.isLoopback, !http.auth.isConfigured {
             throw ConfigurationError(
                 key: "http.auth", line: nil,
