@@ -93,7 +93,7 @@ struct RunCrashTests {
             // The 12th alert of this run is journaled, then the process dies before handing it over.
             try await scene.start(environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "12"])
             try await scene.round(keys: keys, at: Self.altoetting, tst: 200)
-            try await scene.kill()
+            try await scene.awaitCrash()
             try await scene.start()
             try await scene.collector.awaitStates(keys, tst: 200)
             try await scene.stop()
@@ -202,7 +202,7 @@ struct RunCrashTests {
                 break  // it dies by itself
             }
             // The records up to the Last Will are all of the killed run's that reached the broker.
-            try await scene.kill()
+            if case .beforeHandingOver = moment { try await scene.awaitCrash() } else { try await scene.kill() }
             var logs = [scene.daemon?.stderr ?? ""]
             let killedRun = collector.records(since: mark)
 

@@ -161,7 +161,7 @@ struct RunOwnTracksNoticeTests {
             // The n-th decision of this run is journaled with its alert and transition, then the process dies.
             try await scene.start(environment: ["AMPEL_TEST_CRASH_AFTER_ALERTS": "\(crashAfter)"])
             try await scene.round(keys: keys, at: Self.altoetting, tst: 200, input: .owntracks)
-            try await scene.kill()
+            try await scene.awaitCrash()
             try await scene.start()
             try await collector.awaitStates(keys, tst: 200)
             try await scene.stop()

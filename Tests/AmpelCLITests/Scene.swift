@@ -163,6 +163,18 @@ final class Scene {
         return status
     }
 
+    /// Until the daemon has killed itself (its crash hook, `AMPEL_TEST_CRASH_AFTER_ALERTS`) and
+    /// the broker has published its Last Will. Not ``kill()``: a daemon behind the broker's
+    /// acknowledgements would be killed at another moment than the one under test.
+    @discardableResult
+    func awaitCrash() async throws -> ChildProcess.Status {
+        let daemon = try #require(daemon, "no daemon started")
+        let status = try await daemon.exit()
+        #expect(status.signal == SIGKILL, "the daemon was to kill itself: \(status)\n\(daemon.stderr)")
+        try await collector.awaitOffline(since: started)
+        return status
+    }
+
     /// One QoS 1 fix, acknowledged by the broker when this returns.
     func fix(_ key: String, at place: (Double, Double), tst: Int, acc: Int? = nil, lang: String? = nil, input: Input = .plain) async throws {
         try await Self.publish(broker, [Self.message(key, at: place, tst: tst, acc: acc, lang: lang, input: input)])

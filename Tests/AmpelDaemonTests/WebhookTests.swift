@@ -301,19 +301,41 @@ struct WebhookSenderTests {
     func cancelledInTheBackoff() async throws {
         let endpoint = ScriptedEndpoint()
         var policy = WebhookSender.retry
-        // The stop comes during the pause.
+        // The stop's limit comes during the pause: it cancels the sender's task.
+        let running = Mutex<Task<Int, Never>?>(nil)
         policy.sleep = { _ in
-            withUnsafeCurrentTask { $0?.cancel() }
+            running.withLock { $0 }?.cancel()
             throw CancellationError()
         }
         let sender = WebhookSender(name: "flaky", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
+        running.withLock { $0 = run }
         sender.offer(.init(alertID: 1, payload: [1]))
         try await endpoint.awaitCalls(1)
         endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
         #expect(try await Self.end(run) == 1)
         let stats = sender.stats
         #expect(stats.droppedGaveUp == 0 && stats.failedAttempts == 1, "\(stats)")
+    }
+
+    @Test("the stop cuts a retry's pause short: the alert is tried again at once, not after the stop's limit")
+    func stopCutsThePause() async throws {
+        let endpoint = ScriptedEndpoint()
+        var policy = WebhookSender.retry
+        // A pause longer than any stop's limit: only the stop ends it.
+        policy.sleep = { _ in try await Task.sleep(for: .seconds(3600)) }
+        let sender = WebhookSender(name: "back", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
+        let run = Task { await sender.run() }
+        sender.offer(.init(alertID: 1, payload: [1]))
+        try await endpoint.awaitCalls(1)
+        endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
+        sender.finish()
+        try await endpoint.awaitCalls(2)
+        endpoint.answer(.delivered)
+        #expect(try await Self.end(run) == 0)
+        #expect(endpoint.received.map(\.alertID) == [1, 1])
+        let stats = sender.stats
+        #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 0, "\(stats)")
     }
 }
 

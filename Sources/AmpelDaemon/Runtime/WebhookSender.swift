@@ -56,6 +56,8 @@ final class WebhookSender: Sendable {
         var queue: [Delivery] = []
         var head = 0
         var waiter: CheckedContinuation<Void, Never>?
+        /// A retry's pause that ``finish()`` ends (``pause(_:untilFinish:)``).
+        var pauseWaiter: CheckedContinuation<Void, Never>?
         var finished = false
         var stats = Stats()
         var dropLog = RateLimiter(interval: 10, burst: 5)
@@ -119,12 +121,13 @@ final class WebhookSender: Sendable {
 
     /// No more deliveries are taken; ``run()`` returns once the queue is empty.
     func finish() {
-        let waiter = state.withLock { state in
+        let (waiter, pauseWaiter) = state.withLock { state in
             state.finished = true
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { (state.waiter, state.pauseWaiter) = (nil, nil) }
+            return (state.waiter, state.pauseWaiter)
         }
         waiter?.resume()
+        pauseWaiter?.resume()
     }
 
     /// Delivers until ``finish()`` and an empty queue, or until the task is cancelled.
@@ -156,11 +159,56 @@ final class WebhookSender: Sendable {
         }
     }
 
+    private enum PauseEnd { case elapsed, finished, cancelled }
+
+    /// The backoff before a retry; with `untilFinish`, ``finish()`` (or having finished) ends it.
+    private func pause(_ delay: Duration, untilFinish: Bool) async -> PauseEnd {
+        let retry = self.retry
+        guard untilFinish else {
+            do { try await retry.sleep(delay) } catch { return .cancelled }
+            return .elapsed
+        }
+        return await withTaskGroup(of: PauseEnd.self) { group in
+            group.addTask {
+                do { try await retry.sleep(delay) } catch { return .cancelled }
+                return .elapsed
+            }
+            group.addTask { await self.finishing() ? .finished : .cancelled }
+            let first = await group.next() ?? .cancelled
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Until ``finish()``: `true`, or `false` when the task is cancelled first.
+    private func finishing() async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.finished || Task.isCancelled { return true }
+                    state.pauseWaiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            return state.withLock { $0.finished } && !Task.isCancelled
+        } onCancel: {
+            state.withLock { state in
+                defer { state.pauseWaiter = nil }
+                return state.pauseWaiter
+            }?.resume()
+        }
+    }
+
     /// One alert: attempts until a 2xx, a failure not worth repeating, or the last retry.
     /// Cancelled (the stop's limit), it ends undelivered without giving up: ``run()`` counts it
     /// with what is left, and the stop logs that.
     private func deliver(_ delivery: Delivery) async -> Bool {
         var attempt = 1
+        // The stop (``finish()``) cuts one pause short: the process is about to exit, and an alert
+        // whose retry falls after the stop's limit is lost for sure, while one attempt now may
+        // deliver it (an endpoint back from a restart). Later pauses run their course.
+        var pauseCut = false
         while true {
             let outcome = await post(delivery)
             guard case .failed(let reason, let retryable) = outcome else {
@@ -181,10 +229,10 @@ final class WebhookSender: Sendable {
             logger.notice("webhook POST failed, retrying", metadata: [
                 "webhook": "\(name)", "alert": "\(delivery.alertID)", "attempt": "\(attempt)", "error": "\(reason)", "retryIn": "\(delay)",
             ])
-            do {
-                try await retry.sleep(delay)
-            } catch {
-                return false  // cancelled by the stop
+            switch await pause(delay, untilFinish: !pauseCut) {
+            case .elapsed: break
+            case .finished: pauseCut = true
+            case .cancelled: return false  // the stop's limit
             }
             attempt += 1
         }
