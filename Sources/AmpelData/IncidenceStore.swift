@@ -196,18 +196,8 @@ public actor IncidenceStore {
                     return .cache
                 }
             } catch {
-                counters.cacheErrors += 1
-                // Moved aside, so that it is seen and the next start does not trip over it.
-                do {
-                    let movedTo = try cache.moveAside(now: now())
-                    logger.error("the cache file could not be read and was moved aside; starting from the next source", metadata: [
-                        "reason": "\(error.reason)", "error": "\(error.message)", "movedTo": "\(movedTo)",
-                    ])
-                } catch let moveError {
-                    logger.error("ignoring the unreadable cache", metadata: [
-                        "reason": "\(error.reason)", "error": "\(error.message)", "moveAside": "\(moveError.message)",
-                    ])
-                }
+                setAside(error, moved: "the cache file could not be read and was moved aside; starting from the next source",
+                         kept: "ignoring the unreadable cache") { () throws(DataError) in try cache.moveAside(now: now()) }
             }
         }
         guard let fallback else { return .none }
@@ -296,17 +286,21 @@ public actor IncidenceStore {
         do {
             window = try history.load()
         } catch {
-            counters.cacheErrors += 1
-            do {
-                let movedTo = try history.moveAside(now: now())
-                logger.error("the history file could not be read and was moved aside; trend and day counts start anew", metadata: [
-                    "reason": "\(error.reason)", "error": "\(error.message)", "movedTo": "\(movedTo)",
-                ])
-            } catch let moveError {
-                logger.error("ignoring the unreadable history file", metadata: [
-                    "reason": "\(error.reason)", "error": "\(error.message)", "moveAside": "\(moveError.message)",
-                ])
-            }
+            setAside(error, moved: "the history file could not be read and was moved aside; trend and day counts start anew",
+                     kept: "ignoring the unreadable history file") { () throws(DataError) in try history.moveAside(now: now()) }
+        }
+    }
+
+    /// Counts an unreadable file of ours and moves it aside (`move` returns where to), so that
+    /// it is seen and the next start does not trip over it; logs `moved`, or `kept` when it
+    /// cannot be moved.
+    private func setAside(_ error: DataError, moved: String, kept: String, move: () throws(DataError) -> String) {
+        counters.cacheErrors += 1
+        do {
+            let movedTo = try move()
+            logger.error("\(moved)", metadata: ["reason": "\(error.reason)", "error": "\(error.message)", "movedTo": "\(movedTo)"])
+        } catch let moveError {
+            logger.error("\(kept)", metadata: ["reason": "\(error.reason)", "error": "\(error.message)", "moveAside": "\(moveError.message)"])
         }
     }
 

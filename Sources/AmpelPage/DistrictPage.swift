@@ -10,7 +10,6 @@ public enum DistrictPage {
         let lang = model.language.rawValue
         var html = StatusPage.head(title: district.name + " – Ampel", language: model.language)
         html += StatusPage.header(text: text, data: model.data, switchTo: "?lang=" + (model.language == .de ? "en" : "de"), live: false)
-        html += #"<div id="stale-banner" class="banner" role="alert"\#(model.data.stale ? "" : " hidden")>\#(htmlEscaped(text.staleBanner))</div>"#
         html += #"<main class="district-page"><p><a href="/?lang=\#(lang)">← \#(htmlEscaped(text.back))</a></p>"#
 
         html += #"<section class="card" id="district" data-ags="\#(district.ags)" data-phase="\#(district.phase.id)"><div class="phase-head"><span class="big" style="background:\#(MapSVG.fill(district))"></span><div>"#

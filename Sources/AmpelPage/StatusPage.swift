@@ -15,7 +15,6 @@ public enum StatusPage {
         let lang = model.language.rawValue
         var html = head(title: text.title, language: model.language)
         html += header(text: text, data: model.data, switchTo: "?lang=" + (model.language == .de ? "en" : "de"))
-        html += #"<div id="stale-banner" class="banner" role="alert"\#(model.data.stale ? "" : " hidden")>\#(htmlEscaped(text.staleBanner))</div>"#
         html += #"<main class="layout">"#
 
         html += #"<section class="card map-card" aria-labelledby="h-map"><h2 id="h-map">\#(htmlEscaped(text.map))</h2>"#
@@ -140,6 +139,7 @@ public enum StatusPage {
         #"<!doctype html><html lang="\#(language.rawValue)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>\#(htmlEscaped(title))</title><style>\#(PageStyle.css)</style></head><body>"#
     }
 
+    /// The page's header and the stale-data banner under it (hidden while the data is current).
     static func header(text: PageText, data: PageDataStatus, switchTo: String, live: Bool = true) -> String {
         var html = #"<header class="top"><div class="brand"><span class="logo" aria-hidden="true"><i style="background:#E3000F"></i><i style="background:#FFC000"></i><i style="background:#00A651"></i></span>"#
         html += #"<div><h1><a href="/" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
@@ -147,6 +147,7 @@ public enum StatusPage {
         html += #"<span id="stale-pill" class="pill\#(data.stale ? " stale" : "")">\#(htmlEscaped(data.stale ? text.stale : text.current))</span>"#
         if live { html += #"<span id="live" class="pill live">\#(htmlEscaped(text.live))</span>"# }
         html += #"<a class="lang" href="\#(htmlEscaped(switchTo))">\#(htmlEscaped(text.otherLanguage))</a></div></header>"#
+        html += #"<div id="stale-banner" class="banner" role="alert"\#(data.stale ? "" : " hidden")>\#(htmlEscaped(text.staleBanner))</div>"#
         return html
     }
 

@@ -490,3 +490,23 @@ struct HTTPConfigurationTests {
         #expect(throws: ConfigurationError.self) { try DaemonConfiguration.load(yaml: "devices:\n  forget_after: soon\n") }
     }
 }
+
+@Suite("HTTP credentials")
+struct HTTPAuthMiddlewareTests {
+    @Test("a bearer token or Basic user:password, compared whole; another scheme, a wrong or partial credential is refused")
+    func accepts() {
+        let token = HTTPAuthMiddleware(auth: .init(token: "t0ken"))
+        #expect(token.accepts("Bearer t0ken"))
+        #expect(token.accepts("bearer  t0ken "))
+        for header in [nil, "", "Bearer", "Bearer t0ke", "Bearer t0kenX", "Basic dDBrZW4=", "Token t0ken"] {
+            #expect(!token.accepts(header), "\(header ?? "nil")")
+        }
+        let basic = HTTPAuthMiddleware(auth: .init(username: "ops", password: "pw:1"))
+        let right = Data("ops:pw:1".utf8).base64EncodedString()
+        #expect(basic.accepts("Basic \(right)"))
+        for header in ["Basic " + Data("ops:pw".utf8).base64EncodedString(), "Basic " + Data("ops:pw:12".utf8).base64EncodedString(),
+                       "Basic not-base64!", "Bearer \(right)", "Bearer t0ken"] {
+            #expect(!basic.accepts(header), "\(header)")
+        }
+    }
+}

@@ -6,11 +6,20 @@ import Hummingbird
 struct HTTPAuthMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let auth: DaemonConfiguration.HTTPAuth
+    /// The credentials as a request's are compared with, made once rather than per request.
+    private let token: [UInt8]?
+    private let basic: [UInt8]?
+
+    init(auth: DaemonConfiguration.HTTPAuth) {
+        self.auth = auth
+        token = auth.token.map { Array($0.utf8) }
+        basic = auth.basic.map { Array("\($0.username):\($0.password)".utf8) }
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard accepts(request.headers[.authorization]) else {
             var response = HTTPResponses.error(.unauthorized, "credentials required: Authorization: Bearer <token> or Basic")
-            response.headers[.wwwAuthenticate] = auth.basic != nil ? #"Basic realm="ampel""# : #"Bearer realm="ampel""#
+            response.headers[.wwwAuthenticate] = basic != nil ? #"Basic realm="ampel""# : #"Bearer realm="ampel""#
             return response
         }
         return try await next(request, context)
@@ -22,11 +31,11 @@ struct HTTPAuthMiddleware: RouterMiddleware {
         let value = header[header.index(after: space)...].trimmingCharacters(in: .whitespaces)
         switch scheme {
         case "bearer":
-            guard let token = auth.token else { return false }
-            return Self.equal(Array(value.utf8), Array(token.utf8))
+            guard let token else { return false }
+            return Self.equal(Array(value.utf8), token)
         case "basic":
-            guard let basic = auth.basic, let decoded = Data(base64Encoded: value) else { return false }
-            return Self.equal(Array(decoded), Array("\(basic.username):\(basic.password)".utf8))
+            guard let basic, let decoded = Data(base64Encoded: value) else { return false }
+            return Self.equal(Array(decoded), basic)
         default:
             return false
         }
