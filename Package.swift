@@ -115,7 +115,7 @@ let package = Package(
         // Benchmarks (run in release by scripts in Benchmarks/; never part of the tests).
         .executableTarget(
             name: "AmpelBenchmarks",
-            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData"],
+            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon"],
             swiftSettings: strict
         ),
 

@@ -1,4 +1,6 @@
 import AmpelGeo
+// `timespec` belongs to CDispatch once AmpelDaemon (through swift-nio) is linked in.
+import CDispatch
 import Foundation
 
 /// `AmpelBenchmarks geo [--points N] [--scan-points N] [--out DIR]`: the position lookup, measured.

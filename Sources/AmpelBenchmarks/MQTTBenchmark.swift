@@ -1,4 +1,6 @@
 import AmpelMQTT
+// `timespec` belongs to CDispatch once AmpelDaemon (through swift-nio) is linked in.
+import CDispatch
 import Synchronization
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@
  * prctl) or reaches only with magic numbers (scheduling classes). One small reviewed place,
  * the way swift-nio keeps CNIOLinux; every function is a no-op or a portable fallback elsewhere. */
 #include <stddef.h>
+#include <stdint.h>
 
 /* Names the calling thread (15 bytes at most on Linux), so that it shows up in top -H, gdb and
  * /proc/<pid>/task/<tid>/comm. */
@@ -39,4 +40,11 @@ void ampel_wake_close(int read_fd, int write_fd);
  * `timeout_ms` passed, and consumes every pending wake-up. Returns poll's result (-1 with errno
  * set); *readable tells whether the socket has data, an error or a hang-up to read. */
 int ampel_wake_poll(int socket, int want_read, int want_write, int wake_fd, int timeout_ms, int *readable);
+
+/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) with the CPU's own instruction (SSE4.2
+ * `crc32` on x86-64). ampel_crc32c_available() tells whether this CPU has it (0 elsewhere);
+ * ampel_crc32c() must not be called otherwise. `crc` goes in and comes out without the initial
+ * and final inversion, which the caller applies. */
+int ampel_crc32c_available(void);
+uint32_t ampel_crc32c(uint32_t crc, const void *data, size_t length);
 #endif
