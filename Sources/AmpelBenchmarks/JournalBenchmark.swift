@@ -49,7 +49,9 @@ enum JournalBenchmark {
                 }
             }
             let (t, h) = (median(table), median(instruction))
-            print("| \(size) | \(format(t)) | \(format(h)) | \(format(t / h))x |\(sink == 1 ? "" : "")")
+            print("| \(size) | \(format(t)) | \(format(h)) | \(format(t / h))x |")
+            // Read, so the optimizer keeps every checksum it adds up.
+            if sink == 0x5EED_5EED { print("(checksums: \(sink))") }
         }
     }
 

@@ -14,7 +14,7 @@ public enum StatusPage {
         let text = PageText(model.language)
         let lang = model.language.rawValue
         var html = head(title: text.title, language: model.language)
-        html += header(text: text, data: model.data, switchTo: "?lang=" + (model.language == .de ? "en" : "de"))
+        html += header(text: text, data: model.data)
         html += #"<main class="layout">"#
 
         html += #"<section class="card map-card" aria-labelledby="h-map"><h2 id="h-map">\#(htmlEscaped(text.map))</h2>"#
@@ -139,8 +139,10 @@ public enum StatusPage {
         #"<!doctype html><html lang="\#(language.rawValue)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>\#(htmlEscaped(title))</title><style>\#(PageStyle.css)</style></head><body>"#
     }
 
-    /// The page's header and the stale-data banner under it (hidden while the data is current).
-    static func header(text: PageText, data: PageDataStatus, switchTo: String, live: Bool = true) -> String {
+    /// The page's header, with the link to the same page in the other language, and the
+    /// stale-data banner under it (hidden while the data is current).
+    static func header(text: PageText, data: PageDataStatus, live: Bool = true) -> String {
+        let switchTo = "?lang=" + (text.language == .de ? "en" : "de")
         var html = #"<header class="top"><div class="brand"><span class="logo" aria-hidden="true"><i style="background:#E3000F"></i><i style="background:#FFC000"></i><i style="background:#00A651"></i></span>"#
         html += #"<div><h1><a href="/" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
         html += #"<span class="pill">\#(htmlEscaped(text.dataDate)) <b id="data-date">\#(htmlEscaped(data.dataDate ?? "–"))</b></span>"#

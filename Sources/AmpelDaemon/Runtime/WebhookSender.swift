@@ -164,15 +164,13 @@ final class WebhookSender: Sendable {
     /// The backoff before a retry; with `untilFinish`, ``finish()`` (or having finished) ends it.
     private func pause(_ delay: Duration, untilFinish: Bool) async -> PauseEnd {
         let retry = self.retry
-        guard untilFinish else {
+        @Sendable func sleep() async -> PauseEnd {
             do { try await retry.sleep(delay) } catch { return .cancelled }
             return .elapsed
         }
+        guard untilFinish else { return await sleep() }
         return await withTaskGroup(of: PauseEnd.self) { group in
-            group.addTask {
-                do { try await retry.sleep(delay) } catch { return .cancelled }
-                return .elapsed
-            }
+            group.addTask { await sleep() }
             group.addTask { await self.finishing() ? .finished : .cancelled }
             let first = await group.next() ?? .cancelled
             group.cancelAll()
