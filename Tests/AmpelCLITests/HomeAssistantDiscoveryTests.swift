@@ -20,7 +20,7 @@ struct HomeAssistantDiscoveryTests {
 
     typealias Record = RunCrashTests.Collector.Record
 
-    /// What the broker retains under `homeassistant/#` and `ampel/#` now: a fresh subscription
+    /// What the broker retains under `topics` now: a fresh subscription
     /// gets every retained message of its filters before the retained sentinel of the last one.
     static func retained(_ broker: MosquittoBroker, topics: [String] = ["homeassistant/#", "ampel/#"]) async throws -> [Record] {
         let sentinel = "test/ha-sentinel"

@@ -109,8 +109,7 @@ import Testing
         try await lamp.expect(#"{"pattern":"red","reason":null,"leds":["red"],"blink":false,"periodMs":0}"#)
         try await RunCrashTests.send(broker, [("bob", RunCrashTests.altoetting)], tst: 200)
         try await lamp.expect(#"{"pattern":"green","reason":null,"leds":["green"],"blink":false,"periodMs":0}"#)
-        let state = try await MosquittoBroker.runTool(
-            "/usr/bin/mosquitto_sub", ["-h", broker.host, "-p", "\(broker.port)", "-t", "ampel/device/bob/state", "-C", "1", "-W", "30"])
+        let state = try await RunHTTPTests.retained(broker, "ampel/device/bob/state")
         #expect(state.contains(#""texts":"ampel/rules/bavaria/green/"#) && !state.contains(#""rules":"#),
                 "the default state names its texts' topic instead of carrying them: \(state)")
         #expect(try await lamp.terminateAndWait() == 0)

@@ -85,7 +85,7 @@ struct RunClusterTests {
         return result
     }
 
-    @Test("3 nats-server nodes: node 1, the daemon's, is killed while QoS 1 fixes stream in through node 3; the daemon is on node 2 within seconds, no fix, alert or retained state lost, none doubled; node 1 comes back with the retained states")
+    @Test("3 nats-server nodes: node 1, the daemon's, is killed while QoS 1 fixes stream in through node 3; the daemon is on node 2 or 3 within seconds, no fix, alert or retained state lost, none doubled; node 1 comes back with the retained states")
     func failoverOnNatsCluster() async throws {
         try #require(NatsCluster.isInstalled, "nats-server is installed by scripts/install-deps.sh")
         let cluster = try await NatsCluster.start()
@@ -112,10 +112,7 @@ struct RunClusterTests {
         #expect(daemon.stderr.contains("MQTT 3.1.1: alerts go without message expiry"), "the start says what 3.1.1 lacks")
 
         let keys = (0..<30).map { "dev\($0)" }
-        let send = { @Sendable (place: (Double, Double), tst: Int) in
-            _ = try await RunCrashTests.send(host: node3.host, port: node3.mqttPort, options: ["-V", "mqttv311"], keys.map { ($0, place) }, tst: tst)
-        }
-        try await send(RunCrashTests.muenchen, 100)
+        try await RunCrashTests.send(host: node3.host, port: node3.mqttPort, options: ["-V", "mqttv311"], keys.map { ($0, RunCrashTests.muenchen) }, tst: 100)
         try await collector.awaitStates(keys, tst: 100)
 
         // Round 2 streams in through node 3 while node 1 dies. A publish that falls into the
@@ -197,15 +194,7 @@ struct RunClusterTests {
         // applies the cluster's retained messages as they are replicated to it, so a node may
         // still serve an older state for a moment after the collector on node 2 saw the newest.
         for node in [node2, node3] {
-            let states = try await withTimeout(.seconds(90), "\(node.name) serving the newest retained states") {
-                while true {
-                    if let states = try? await Self.retained(node, "ampel/device/+/state", count: keys.count),
-                       states.values.allSatisfy({ $0.contains("\"tst\":300") }) { return states }
-                    // A node catching up refuses at once: no busy loop, and none left behind a timeout.
-                    try Task.checkCancellation()
-                    await threadSleep(for: .milliseconds(500))
-                }
-            }
+            let states = try await Self.awaitRetainedStates(node, keys, tst: 300)
             #expect(Set(states.keys) == Set(keys.map { "ampel/device/\($0)/state" }), "\(node.name)")
             let phases = try await Self.retained(node, "ampel/district/+/phase", count: 96)
             #expect(phases["ampel/district/09162/phase"] == "red", "\(node.name)")
@@ -213,16 +202,22 @@ struct RunClusterTests {
         }
         // Node 1 comes back, catches up and serves the same retained states.
         try await node1.restart()
-        let healed = try await withTimeout(.seconds(90), "node 1 serving the retained states") {
+        let healed = try await Self.awaitRetainedStates(node1, keys, tst: 300)
+        #expect(healed.count == keys.count)
+    }
+
+    /// Until `node` serves the retained state of each of `keys` at `tst`: each node applies the
+    /// cluster's retained messages as they are replicated to it, and one catching up refuses
+    /// at once (polled every 0.5 s, no busy loop, none left behind a timeout).
+    static func awaitRetainedStates(_ node: NatsCluster.Node, _ keys: [String], tst: Int) async throws -> [String: String] {
+        try await withTimeout(.seconds(90), "\(node.name) serving every retained state at tst \(tst)") {
             while true {
-                if let states = try? await Self.retained(node1, "ampel/device/+/state", count: keys.count),
-                   states.values.allSatisfy({ $0.contains("\"tst\":300") }) { return states }
-                // A node catching up refuses at once: no busy loop, and none left behind a timeout.
+                if let states = try? await retained(node, "ampel/device/+/state", count: keys.count),
+                   states.count == keys.count, states.values.allSatisfy({ $0.contains("\"tst\":\(tst)") }) { return states }
                 try Task.checkCancellation()
                 await threadSleep(for: .milliseconds(500))
             }
         }
-        #expect(healed.count == keys.count)
     }
 
     @Test("two partitioned instances on the cluster: each device handled by exactly one, district topics from one, one instance's Last Will leaves the other online")
@@ -286,13 +281,15 @@ struct RunClusterTests {
         let reconnects = [a, b].map { $0.stderr.components(separatedBy: "reconnected: publishing online").count - 1 }
         for (key, phase) in zip(fleetA + fleetB, Array(repeating: "red", count: 10) + Array(repeating: "green", count: 10)) {
             let states = collector.records().filter { $0.topic == "ampel/device/\(key)/state" }
-            #expect(states.count >= 1 && states.count <= 1 + reconnects.reduce(0, +),
+            let own = reconnects[fleetA.contains(key) ? 0 : 1]
+            #expect(states.count >= 1 && states.count <= 1 + own,
                     "\(key): one state, from one instance: \(states.count), reconnects \(reconnects)")
             #expect(states.allSatisfy { $0.payload.contains("\"phase\":\"\(phase)\"") })
         }
         // The districts once: 96 phases from fleet-a's start (and each reconnect), none from fleet-b.
         let phases = collector.records().filter { $0.topic.hasPrefix("ampel/district/") }
-        #expect(phases.count == 96 * (1 + reconnects[0]), "\(phases.count) district phases, reconnects \(reconnects)")
+        // (A reconnect already logged may not have delivered its 96 yet.)
+        #expect((96...96 * (1 + reconnects[0])).contains(phases.count), "\(phases.count) district phases, reconnects \(reconnects)")
         #expect(Set(phases.map(\.topic)).count == 96)
 
         // fleet-b dies: its Will says offline on its own bridge; fleet-a stays online.

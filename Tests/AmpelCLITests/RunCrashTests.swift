@@ -198,11 +198,11 @@ struct RunCrashTests {
                     records.contains { $0.topic.hasSuffix("/alert") && $0.payload.contains(#""dataDate":"\#(next)""#) }
                 }
                 if delay > .zero { await threadSleep(for: delay) }
+                try await scene.kill()
             case .beforeHandingOver:
-                break  // it dies by itself
+                try await scene.awaitCrash()  // it dies by itself
             }
             // The records up to the Last Will are all of the killed run's that reached the broker.
-            if case .beforeHandingOver = moment { try await scene.awaitCrash() } else { try await scene.kill() }
             var logs = [scene.daemon?.stderr ?? ""]
             let killedRun = collector.records(since: mark)
 

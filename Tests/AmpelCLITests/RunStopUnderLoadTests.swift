@@ -126,9 +126,10 @@ struct RunStopUnderLoadTests {
             let stream = try await Stream(broker, devices: devices, allowed: window)
             let pacer = Task {
                 while !Task.isCancelled {
-                    let handled = keys.map { (collector.latest[$0] ?? base) - base }.min() ?? 0
+                    let latest = collector.latest
+                    let handled = keys.map { (latest[$0] ?? base) - base }.min() ?? 0
                     stream.allow(through: handled + window)
-                    try? await collector.awaitStates(keys, tst: base + handled + 1)
+                    await collector.statesReached(keys, tst: base + handled + 1)
                 }
             }
             defer { pacer.cancel() }

@@ -326,6 +326,7 @@ struct WebhookSenderTests {
         policy.sleep = { _ in try await Task.sleep(for: .seconds(3600)) }
         let sender = WebhookSender(name: "back", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
+        defer { run.cancel() }
         sender.offer(.init(alertID: 1, payload: [1]))
         try await endpoint.awaitCalls(1)
         endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
