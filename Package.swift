@@ -140,7 +140,7 @@ let package = Package(
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelMQTT", "AmpelTestSupport"]),
+        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelMQTT", "AmpelTestSupport", "CAmpelLinux"]),
         // Test-only: a client process the MQTT tests can kill -9 (Last Will).
         .executableTarget(
             name: "ampel-mqtt-probe",

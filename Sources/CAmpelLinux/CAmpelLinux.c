@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -14,6 +15,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #endif
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -135,18 +138,80 @@ void ampel_wake_close(int read_fd, int write_fd) {
 }
 
 int ampel_wake_poll(int socket, int want_read, int want_write, int wake_fd, int timeout_ms, int *readable) {
+    /* Bytes already read ahead are data to read: only look, do not sleep. */
+    int ahead = want_read && ampel_read_ahead_pending(socket);
+    if (ahead) timeout_ms = 0;
     struct pollfd fds[2] = {
         { .fd = socket, .events = (short)((want_read ? POLLIN : 0) | (want_write ? POLLOUT : 0)), .revents = 0 },
         { .fd = wake_fd, .events = POLLIN, .revents = 0 },
     };
     int count = poll(fds, 2, timeout_ms);
-    *readable = count > 0 && (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    *readable = ahead || (count > 0 && (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0);
+    if (ahead && count == 0) count = 1;
     if (count > 0 && (fds[1].revents & POLLIN)) {
         char buffer[64];
         while (read(wake_fd, buffer, sizeof buffer) > 0) {}
     }
     return count;
 }
+
+#ifdef __linux__
+/* Read-ahead for one socket per thread (see the header). The state is the thread's own, so no
+ * other thread's read ever sees it, and a descriptor number that another thread reuses after
+ * libmosquitto closed the socket is never served from it. */
+enum { read_ahead_capacity = 64 * 1024 };
+static __thread int read_ahead_fd = -1;
+static __thread unsigned char *read_ahead_bytes;
+static __thread size_t read_ahead_start, read_ahead_end;
+
+int ampel_read_ahead_attach(int socket) {
+    if (!read_ahead_bytes) {
+        read_ahead_bytes = malloc(read_ahead_capacity);
+        if (!read_ahead_bytes) return -1;
+    }
+    read_ahead_fd = socket;
+    read_ahead_start = read_ahead_end = 0;
+    return 0;
+}
+
+void ampel_read_ahead_detach(void) {
+    read_ahead_fd = -1;
+    read_ahead_start = read_ahead_end = 0;
+    free(read_ahead_bytes);
+    read_ahead_bytes = NULL;
+}
+
+int ampel_read_ahead_pending(int socket) {
+    return socket >= 0 && socket == read_ahead_fd && read_ahead_end > read_ahead_start;
+}
+
+/* Takes the place of the C library's read(2) for the whole process (libmosquitto's calls bind to
+ * it, as an executable's definition comes first in symbol lookup). Every descriptor but the
+ * calling thread's attached socket goes straight to the kernel, as before. For that socket, a
+ * read is served from bytes read ahead; when none are left, one recv fills the buffer (a request
+ * as large as the buffer goes straight into the caller's memory). A served read may be short, as
+ * a socket's may; errors, EAGAIN and the end of the stream pass through unchanged, and errno is
+ * touched only when the kernel sets it. */
+ssize_t read(int fd, void *destination, size_t count) {
+    if (fd != read_ahead_fd || fd < 0) return syscall(SYS_read, fd, destination, count);
+    if (read_ahead_end == read_ahead_start) {
+        if (count >= read_ahead_capacity) return recv(fd, destination, count, 0);
+        ssize_t got = recv(fd, read_ahead_bytes, read_ahead_capacity, 0);
+        if (got <= 0) return got;
+        read_ahead_start = 0;
+        read_ahead_end = (size_t)got;
+    }
+    size_t available = read_ahead_end - read_ahead_start;
+    size_t served = count < available ? count : available;
+    memcpy(destination, read_ahead_bytes + read_ahead_start, served);
+    read_ahead_start += served;
+    return (ssize_t)served;
+}
+#else
+int ampel_read_ahead_attach(int socket) { (void)socket; return 0; }
+void ampel_read_ahead_detach(void) {}
+int ampel_read_ahead_pending(int socket) { (void)socket; return 0; }
+#endif
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>

@@ -184,6 +184,13 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
                 rc, errno: connectErrno, host: broker.host, port: broker.port,
                 logLine: record.withLock { $0.lastLogError })
         }
+        // libmosquitto reads each packet in several small reads; on this thread they take what
+        // one recv brought in (`ampel_read_ahead_attach`). Attached before the first read of
+        // this connection, detached before the next connect, which may get the same descriptor.
+        if ampel_read_ahead_attach(mosquitto.socket) != 0 {
+            session.logger.debug("MQTT socket read-ahead unavailable; reading packet by packet")
+        }
+        defer { ampel_read_ahead_detach() }
         var loopRC = MosquittoResult.success
         var established = false
         var stopDeadline: ContinuousClock.Instant?

@@ -41,6 +41,18 @@ void ampel_wake_close(int read_fd, int write_fd);
  * set); *readable tells whether the socket has data, an error or a hang-up to read. */
 int ampel_wake_poll(int socket, int want_read, int want_write, int wake_fd, int timeout_ms, int *readable);
 
+/* Read-ahead for the MQTT socket. libmosquitto reads each packet with several small reads (the
+ * type byte, each byte of the length, the rest): about seven read calls per relayed fix, most of
+ * the network thread's kernel time. Attached to a socket, the calling thread's reads of it take
+ * what one recv brought in (up to 64 KiB) before they ask the kernel again; reads of every other
+ * descriptor, and every other thread's reads, go to the kernel as before. Attach after the
+ * connection is made and detach when it ends, on the thread that runs its loop: bytes read ahead
+ * and not yet taken are dropped with the connection, as the kernel's would be. */
+int ampel_read_ahead_attach(int socket);
+void ampel_read_ahead_detach(void);
+/* Whether bytes read ahead from `socket` wait to be read (so that a poll must not sleep). */
+int ampel_read_ahead_pending(int socket);
+
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) with the CPU's own instruction (SSE4.2
  * `crc32` on x86-64). ampel_crc32c_available() tells whether this CPU has it (0 elsewhere);
  * ampel_crc32c() must not be called otherwise. `crc` goes in and comes out without the initial
