@@ -162,62 +162,95 @@ extension Signal {
     /// `lon`, `tst`); with `texts`, without `title`, `rules` and `always` but naming the topic
     /// that holds them (``textsJSON()``) in `texts`.
     public func json(device: DeviceFields? = nil, texts: String? = nil) -> [UInt8] {
-        var json = JSONWriter(capacity: texts == nil ? 1536 : 384)
-        if texts == nil {
-            json.raw(#"{"always":"#)
-            json.strings(always)
-            json.raw(#","color":"#)
-        } else {
-            json.raw(#"{"color":"#)
+        StateJSON(self, texts: texts).json(device: device)
+    }
+
+    /// A signal's JSON in the three pieces between which a device state's own fields go (keys
+    /// sorted: `device` after `dataDate`, `lat` and `lon` after `lang`, `tst` last).
+    ///
+    /// Every device in one district and language shares these pieces, so the daemon renders
+    /// them once per district and data day and writes only the device's fields per fix: the
+    /// signal's numbers (incidence, the 14-day trend series) cost more to print than all of a
+    /// fix's own fields.
+    public struct StateJSON: Sendable {
+        /// From `{` through the `dataDate` value.
+        private let head: [UInt8]
+        /// From `,"district"` through the `lang` value.
+        private let middle: [UInt8]
+        /// From `,"measuredPhase"` through the `trend` value.
+        private let tail: [UInt8]
+
+        public init(_ signal: Signal, texts: String?) {
+            var json = JSONWriter(capacity: texts == nil ? 1536 : 384)
+            if texts == nil {
+                json.raw(#"{"always":"#)
+                json.strings(signal.always)
+                json.raw(#","color":"#)
+            } else {
+                json.raw(#"{"color":"#)
+            }
+            json.string(signal.color)
+            json.raw(#","dataDate":"#)
+            json.string(signal.dataDate)
+            head = json.bytes
+            json.removeAll()
+            json.raw(#","district":"#)
+            json.optional(signal.district) { $1.write(to: &$0) }
+            json.raw(#","incidence":"#)
+            json.number(signal.incidence)
+            json.raw(#","lang":"#)
+            json.string(signal.lang)
+            middle = json.bytes
+            json.removeAll()
+            json.raw(#","measuredPhase":"#)
+            json.string(signal.measuredPhase)
+            json.raw(#","phase":"#)
+            json.string(signal.phase)
+            json.raw(#","ruleSet":"#)
+            json.string(signal.ruleSet)
+            if texts == nil {
+                json.raw(#","rules":"#)
+                json.strings(signal.rules)
+            }
+            json.raw(#","since":"#)
+            json.string(signal.since)
+            json.raw(#","stale":"#)
+            json.bool(signal.stale)
+            if let texts {
+                json.raw(#","texts":"#)
+                json.string(texts)
+            } else {
+                json.raw(#","title":"#)
+                json.string(signal.title)
+            }
+            json.raw(#","trend":"#)
+            json.optional(signal.trend) { $1.write(to: &$0) }
+            tail = json.bytes
         }
-        json.string(color)
-        json.raw(#","dataDate":"#)
-        json.string(dataDate)
-        if let device {
-            json.raw(#","device":"#)
-            json.string(device.device)
+
+        /// The signal's JSON, or with `device` the device state's.
+        public func json(device: DeviceFields? = nil) -> [UInt8] {
+            var json = JSONWriter(capacity: head.count + middle.count + tail.count + (device.map { 80 + $0.device.utf8.count } ?? 1))
+            json.raw(head)
+            if let device {
+                json.raw(#","device":"#)
+                json.string(device.device)
+            }
+            json.raw(middle)
+            if let device {
+                json.raw(#","lat":"#)
+                json.number(device.lat)
+                json.raw(#","lon":"#)
+                json.number(device.lon)
+            }
+            json.raw(tail)
+            if let device {
+                json.raw(#","tst":"#)
+                json.number(device.tst)
+            }
+            json.raw("}")
+            return json.bytes
         }
-        json.raw(#","district":"#)
-        json.optional(district) { $1.write(to: &$0) }
-        json.raw(#","incidence":"#)
-        json.number(incidence)
-        json.raw(#","lang":"#)
-        json.string(lang)
-        if let device {
-            json.raw(#","lat":"#)
-            json.number(device.lat)
-            json.raw(#","lon":"#)
-            json.number(device.lon)
-        }
-        json.raw(#","measuredPhase":"#)
-        json.string(measuredPhase)
-        json.raw(#","phase":"#)
-        json.string(phase)
-        json.raw(#","ruleSet":"#)
-        json.string(ruleSet)
-        if texts == nil {
-            json.raw(#","rules":"#)
-            json.strings(rules)
-        }
-        json.raw(#","since":"#)
-        json.string(since)
-        json.raw(#","stale":"#)
-        json.bool(stale)
-        if let texts {
-            json.raw(#","texts":"#)
-            json.string(texts)
-        } else {
-            json.raw(#","title":"#)
-            json.string(title)
-        }
-        json.raw(#","trend":"#)
-        json.optional(trend) { $1.write(to: &$0) }
-        if let device {
-            json.raw(#","tst":"#)
-            json.number(device.tst)
-        }
-        json.raw("}")
-        return json.bytes
     }
 
     /// The payload of a texts topic: the phase's texts in one language, with what names them

@@ -279,6 +279,10 @@ public struct SignalEngine: Sendable {
     private var cardUsers: Set<String> = []
     /// The texts topic of each phase, by language and phase id; empty with texts in the states.
     private let textsTopics: [String: [String: String]]
+    /// The signal of each place and language under the data in force, with its state JSON,
+    /// as fixes ask for them; emptied when the data or its staleness changes. Bounded by the
+    /// geometry's districts (and `abroad`) times the languages.
+    private var signalCache: [SignalKey: ShownSignal] = [:]
 
     /// What each lamp was last told (absent before its first command) and last said about
     /// its availability (absent before it said anything), for the status view.
@@ -330,6 +334,7 @@ public struct SignalEngine: Sendable {
         case .data(let dataset, let stale):
             self.dataset = dataset
             self.stale = stale
+            signalCache.removeAll()
             guard started else { return [] }
             return evaluateAll(initial: false) + lamps(force: false) + nextReevaluationBatch()
         case .lampAvailability(let name, let online, let retained):
@@ -501,12 +506,13 @@ public struct SignalEngine: Sendable {
         let tst = fix.tst ?? receivedAt
         let messageLang = fix.lang ?? previous?.lang
         let language = self.language(device: key, messageLang: messageLang)
-        let signal: Signal
+        let here: ShownSignal
         do {
-            signal = try self.signal(at: place.district, language: language)
+            here = try shownSignal(at: place, language: language)
         } catch {
             return [.problem(error.message)]
         }
+        let signal = here.signal
         let inaccurate = settings.maxAccuracy.map { (fix.accuracy ?? 0) > $0 } ?? false
         // A coarse fix may say "still here", never "somewhere else": near a border its circle
         // covers both sides, and following it flipped the phase back and forth.
@@ -516,7 +522,7 @@ public struct SignalEngine: Sendable {
         var actions: [Action] = []
         // The signal the record takes: the fix's own, or the one last announced while a move
         // into another phase waits to be confirmed.
-        var shown = signal
+        var chosen = here
         let pendingKey = Array(key.utf8)
         if let previous, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
             let old = settings.maxFixAge.map { receivedAt - tst > Int($0.components.seconds) } ?? false
@@ -537,7 +543,7 @@ public struct SignalEngine: Sendable {
             } else {
                 pending[pendingKey] = entered
                 do {
-                    shown = try self.signal(at: previous.district.map { ($0.ags, $0.name) }, language: language)
+                    chosen = try shownSignal(at: previous.district.map { .district(ags: $0.ags, name: $0.name) } ?? .abroad, language: language)
                 } catch {
                     return actions + [.problem(error.message)]
                 }
@@ -547,6 +553,8 @@ public struct SignalEngine: Sendable {
             actions.append(.alertSuppressed(.dwell))
         }
         // The signal names the district as the data knows it (the geometry's name where the data does not).
+        let state = chosen.state
+        let shown = chosen.signal
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: tst, lang: messageLang,
                                   district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale,
                                   owntracks: fix.owntracks)
@@ -562,7 +570,7 @@ public struct SignalEngine: Sendable {
             actions += ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0)  // `acc` may be any finite distance
             actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
         }
-        if publishState { actions.append(.publish(deviceState(key, record, shown), kind: .deviceState)) }
+        if publishState { actions.append(.publish(deviceState(key, record, state), kind: .deviceState)) }
         if started {
             actions += lamps(force: false, device: key)
         }
@@ -598,9 +606,34 @@ public struct SignalEngine: Sendable {
     }
 
     func deviceState(_ key: String, _ record: DeviceRecord, _ signal: Signal) -> OutgoingMessage {
+        deviceState(key, record, Signal.StateJSON(signal, texts: textsTopic(signal)))
+    }
+
+    func deviceState(_ key: String, _ record: DeviceRecord, _ state: Signal.StateJSON) -> OutgoingMessage {
         let fields = Signal.DeviceFields(device: key, lat: record.lat, lon: record.lon, tst: record.tst)
-        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: signal.json(device: fields, texts: textsTopic(signal)),
-                               qos: 1, retain: true)
+        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: state.json(device: fields), qos: 1, retain: true)
+    }
+
+    /// What ``signalCache`` holds for a place and language.
+    struct SignalKey: Hashable {
+        var place: Place
+        var language: Language
+    }
+
+    /// A signal with the pieces of its state JSON.
+    struct ShownSignal {
+        var signal: Signal
+        var state: Signal.StateJSON
+    }
+
+    /// ``signal(at:language:)`` for a fix's place, from ``signalCache`` once asked for.
+    mutating func shownSignal(at place: Place, language: Language) throws(SignalError) -> ShownSignal {
+        let key = SignalKey(place: place, language: language)
+        if let cached = signalCache[key] { return cached }
+        let signal = try signal(at: place.district, language: language)
+        let shown = ShownSignal(signal: signal, state: Signal.StateJSON(signal, texts: textsTopic(signal)))
+        signalCache[key] = shown
+        return shown
     }
 
     func districtState(_ ags: String, _ signal: Signal) -> OutgoingMessage {
