@@ -1,4 +1,6 @@
 #define _GNU_SOURCE
+/* read(2) is defined below: glibc's fortified inline read must not be. */
+#undef _FORTIFY_SOURCE
 #include "CAmpelLinux.h"
 
 #include <errno.h>
@@ -191,9 +193,11 @@ int ampel_read_ahead_pending(int socket) {
  * read is served from bytes read ahead; when none are left, one recv fills the buffer (a request
  * as large as the buffer goes straight into the caller's memory). A served read may be short, as
  * a socket's may; errors, EAGAIN and the end of the stream pass through unchanged, and errno is
- * touched only when the kernel sets it. */
+ * touched only when the kernel sets it. Unlike glibc's, it is no thread cancellation point
+ * (nothing here cancels threads), and it takes the place of a sanitizer's read interceptor. */
 ssize_t read(int fd, void *destination, size_t count) {
     if (fd != read_ahead_fd || fd < 0) return syscall(SYS_read, fd, destination, count);
+    if (count == 0) return 0;
     if (read_ahead_end == read_ahead_start) {
         if (count >= read_ahead_capacity) return recv(fd, destination, count, 0);
         ssize_t got = recv(fd, read_ahead_bytes, read_ahead_capacity, 0);

@@ -95,6 +95,14 @@ struct ReadAheadTests {
         defer { close(socket); close(peer); close(other); close(otherPeer) }
         #expect(ampel_read_ahead_attach(socket) == 0)
 
+        // A read of nothing takes nothing from the kernel.
+        Self.send(peer, [4])
+        #expect(Self.read(socket, 0).result == 0)
+        var queued: Int32 = 0
+        _ = ioctl(socket, UInt(FIONREAD), &queued)
+        #expect(queued == 1)
+        #expect(Self.read(socket, 1).bytes == [4])
+
         // A read of another descriptor takes only what it asks for: the rest stays in the kernel.
         Self.send(otherPeer, [9, 8, 7])
         #expect(Self.read(other, 1).bytes == [9])

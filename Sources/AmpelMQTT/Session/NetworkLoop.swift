@@ -205,6 +205,9 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         }
         while loopRC == MosquittoResult.success {
             loopRC = loopOnce(timeoutMilliseconds: 1000, &spare)
+            // libmosquitto closed the socket: its number may be the next descriptor this
+            // thread opens (the stop's linger reads a duplicate).
+            if mosquitto.socket < 0 { ampel_read_ahead_detach() }
             if !established, let connack = record.withLock({ $0.connack }), connack.reason == 0 {
                 established = true
                 mosquitto.setLogCallback(enabled: false)
