@@ -8,7 +8,7 @@
 //       sink:  takes the messages in and publishes nothing but the markers' states: the
 //              broker's floor, the work of taking fixes in that any target costs it.
 //   fleet load --port P --target daemon|twin|plain --qos Q --route FILE --devices N --count C
-//              --target-pid PID --broker-pid PID [--batch 500] [--window 4]
+//              --target-pid PID --broker-pid PID [--batch 500] [--window 4] [--interval-ms 0]
 //       Devices replay the route (one "lat lon" per line, ~1 km apart) from spread offsets,
 //       one point per fix. Every `batch` fixes a marker fix of a new device follows, whose
 //       output (a first sighting always publishes) says that everything before it was
@@ -160,6 +160,7 @@ static int load(int argc, char **argv) {
     int target_pid = atoi(arg(argc, argv, "--target-pid", "0"));
     int broker_pid = atoi(arg(argc, argv, "--broker-pid", "0"));
     const char *tag = arg(argc, argv, "--tag", "f");
+    double interval = atof(arg(argc, argv, "--interval-ms", "0")) / 1000.0;
     int daemon = strcmp(target, "daemon") == 0;
 
     // The route.
@@ -208,14 +209,27 @@ static int load(int argc, char **argv) {
     long base = (long)time(NULL) - 10 * (count / (devices > 0 ? devices : 1) + warm + 1);
     long markers = 0;
     char topic[256], payload[160];
+    // Paced: fix `i` of a phase (warm-up, then the measured run) is due `i / devices`
+    // intervals plus its device's share of one interval after the phase began.
+    double paced_start = now_seconds();
+    #define PACE(i)                                                                                  \
+        do {                                                                                         \
+            if (interval > 0) {                                                                      \
+                double due = paced_start + (double)((i) / devices) * interval                       \
+                             + (double)((i) % devices) * interval / (double)devices;                \
+                double wait = due - now_seconds();                                                   \
+                if (wait > 0) usleep((useconds_t)(wait * 1e6));                                      \
+            }                                                                                        \
+        } while (0)
     // Fix `i` of the run: device i % devices at its offset plus its round, one point per fix.
     #define FIX(i, round_base)                                                                       \
         do {                                                                                         \
             long device = (i) % devices, round = (i) / devices + (round_base);                      \
             size_t p = ((size_t)device * 7919u + (size_t)round) % points;                             \
             snprintf(topic, sizeof topic, "%s/f%s%ld", input, tag, device);                         \
+            long tst = interval > 0 ? (long)time(NULL) : base + round * 10;                           \
             int n = snprintf(payload, sizeof payload, "{\"lat\":%.6f,\"lon\":%.6f,\"tst\":%ld}",     \
-                             lat[p], lon[p], base + round * 10);                                       \
+                             lat[p], lon[p], tst);                                                     \
             rc = mosquitto_publish(publisher, NULL, topic, n, payload, qos, false);                  \
             if (rc != MOSQ_ERR_SUCCESS) die("publish", rc);                                         \
         } while (0)
@@ -242,6 +256,7 @@ static int load(int argc, char **argv) {
 
     // Warm-up: every device seen `warm` times (first sightings publish in every mode).
     for (long i = 0; i < devices * warm; i++) {
+        PACE(i);
         FIX(i, 0);
         if ((i + 1) % batch == 0) {
             MARK();
@@ -254,7 +269,9 @@ static int load(int argc, char **argv) {
     long bytes0 = atomic_load(&bytes_seen), messages0 = atomic_load(&messages_seen);
     long target0 = target_pid ? cpu_ticks(target_pid) : 0, broker0 = broker_pid ? cpu_ticks(broker_pid) : 0;
     double start = now_seconds();
+    paced_start = start;
     for (long i = 0; i < count; i++) {
+        PACE(i);
         FIX(i, warm);
         if ((i + 1) % batch == 0) {
             MARK();

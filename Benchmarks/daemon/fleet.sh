@@ -18,6 +18,14 @@
 # medians and ratios; raw lines in benchmarks-out/fleet/.
 #
 #   BIN_DIR=$(swift build -c release --static-swift-stdlib --show-bin-path) Benchmarks/daemon/fleet.sh
+#
+# In real time (the heartbeat shows): each device sends one fix per INTERVAL_MS, the daemon's
+# outputs.heartbeat as in the field (HEARTBEAT, default the daemon's 60 s), COUNT fixes after
+# one paced warm-up round. As fast as the target takes the fixes (INTERVAL_MS=0, the default),
+# no device's state gets a heartbeat old within the run.
+#
+#   INTERVAL_MS=10000 DEVICES=2000 COUNT=36000 QOS=1 TARGETS="every_fix on_change sink" RUNS=1 \
+#     Benchmarks/daemon/fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
@@ -34,6 +42,11 @@ DATE=${DATE:-2020-10-15}
 # (an MQTT 5 client takes the broker's receive maximum as its window; libmosquitto offers no
 # smaller one) and the relays' own (MQTT 3.1.1 has no receive maximum).
 INFLIGHT=${INFLIGHT:-1000}
+INTERVAL_MS=${INTERVAL_MS:-0}
+HEARTBEAT=${HEARTBEAT:-}
+QOS=${QOS:-0 1}
+TARGETS=${TARGETS:-every_fix twin plain on_change sink}
+STEP=${STEP:-1000}
 export BROKER_MAX_INFLIGHT=$INFLIGHT
 
 out=benchmarks-out/fleet
@@ -42,7 +55,7 @@ release_binaries "$out" ampel
 ampel=$bin/ampel
 fleet=$out/fleet
 cc -O2 -Wall -o "$fleet" Benchmarks/daemon/fleet.c -lmosquitto -lpthread
-python3 Benchmarks/daemon/route.py "$TRACKS" 1000 >"$out/route.txt"
+python3 Benchmarks/daemon/route.py "$TRACKS" "$STEP" >"$out/route.txt"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ampel-fleet-bench.XXXXXX")
 daemon_pid=""; relay_pid=""
@@ -60,6 +73,7 @@ broker=mqtt://127.0.0.1:$port
 
 start_daemon() { # MODE
   printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
+  if [ -n "$HEARTBEAT" ]; then sed -i "2a\\  heartbeat: $HEARTBEAT" "$tmp/$1.yaml"; fi
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   rm -rf "$tmp/state-$1"
   "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
@@ -102,53 +116,70 @@ measure() { # TARGET QOS
   local kind=daemon
   case $target in twin | plain | sink) kind=$target ;; esac
   "$fleet" load --port "$port" --target "$kind" --qos "$qos" --route "$out/route.txt" --devices "$DEVICES" --count "$COUNT" \
-    --target-pid "$pid" --broker-pid "$BROKER_PID" --tag "r$RANDOM" 2>>"$out/load.log" \
+    --target-pid "$pid" --broker-pid "$BROKER_PID" --tag "r$RANDOM" --interval-ms "$INTERVAL_MS" 2>>"$out/load.log" \
     | sed "s/target=$kind/target=$target/" | tee -a "$results"
   stop_pid "$daemon_pid" "$relay_pid"; daemon_pid=""; relay_pid=""
 }
 
-targets="every_fix twin plain on_change sink"
+targets=$TARGETS
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq 1 "$RUNS"); do
   order=$targets
   [ $((run % 2)) = 0 ] && order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
-  for qos in 0 1; do
+  for qos in $QOS; do
     for target in $order; do measure "$target" "$qos"; done
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size" "$load_before" "$load_after" <<'PY'
-import statistics, subprocess, sys, platform
-path, runs, devices, count, size, load_before, load_after = sys.argv[1:]
+python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size" "$load_before" "$load_after" "$INTERVAL_MS" "${HEARTBEAT:-60s}" "$STEP" <<'PY'
+import math, statistics, subprocess, sys, platform
+path, runs, devices, count, size, load_before, load_after, interval_ms, heartbeat, step = sys.argv[1:]
 rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(path) if line.startswith("mode=fleet")]
 def med(target, qos, key):
     values = [float(r[key]) for r in rows if r["target"] == target and r["qos"] == str(qos)]
     return statistics.median(values) if values else float("nan")
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+qoses = sorted({int(r["qos"]) for r in rows})
+targets = [t for t in ("every_fix", "twin", "plain", "on_change", "sink") if any(r["target"] == t for r in rows)]
+pace = ("as fast as the target takes them, tst 10 s apart" if interval_ms == "0"
+        else "in real time, one fix per device every %g s, heartbeat %s" % (float(interval_ms) / 1000, heartbeat))
 print()
 print("Machine: %s, %s cores, %s; mosquitto %s; load average %s before, %s after (1/5/15 min)" % (
     sh("lscpu | sed -n 's/^Model name: *//p'"), sh("nproc"), platform.platform(),
     sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1"), load_before, load_after))
-print("Command: `Benchmarks/daemon/fleet.sh` (RUNS=%s, medians; %s devices on the recorded tracks, ~1 km per fix, "
-      "%s fixes per measurement; twin payload %s bytes)" % (runs, devices, count, size))
+print("Command: `Benchmarks/daemon/fleet.sh` (RUNS=%s, medians; %s devices on the recorded tracks, one point per %s m "
+      "per fix, %s; %s fixes per measurement; twin payload %s bytes)" % (runs, devices, step, pace, count, size))
 print()
 print("| QoS | target | fixes/s | target CPU µs/fix | broker CPU µs/fix | messages/fix | bytes/fix |")
 print("|---|---|---|---|---|---|---|")
-for qos in (0, 1):
-    for t in ("every_fix", "twin", "plain", "on_change", "sink"):
+for qos in qoses:
+    for t in targets:
         print("| %d | %s | %.0f | %.1f | %.1f | %.3f | %.0f |" % (qos, t, med(t, qos, "rate"), med(t, qos, "target_cpu_us"),
               med(t, qos, "broker_cpu_us"), med(t, qos, "messages"), med(t, qos, "bytes")))
 print()
-for qos in (0, 1):
-    def ratio(a, b, key):
-        return med(a, qos, key) / med(b, qos, key) if med(b, qos, key) else float("inf")
-    print("QoS %d: every_fix/twin fixes/s %.2f (goal >= 0.95); on_change against every_fix: broker CPU per fix %.1fx lower, "
-          "bytes per fix %.1fx lower (goals >= 5); on_change/plain fixes/s %.2f (goal >= 1.5)" % (
-        qos, ratio("every_fix", "twin", "rate"), ratio("every_fix", "on_change", "broker_cpu_us"),
-        ratio("every_fix", "on_change", "bytes"), ratio("on_change", "plain", "rate")))
-    print("QoS %d: the broker's floor (sink: fixes in, nothing out) %.1f µs/fix: no output mode can lower the broker's CPU "
-          "per fix more than every_fix/floor = %.1fx; on_change is at %.2f of the floor" % (
-        qos, med("sink", qos, "broker_cpu_us"), ratio("every_fix", "sink", "broker_cpu_us"), ratio("on_change", "sink", "broker_cpu_us")))
+def ratio(qos, a, b, key):
+    top, bottom = med(a, qos, key), med(b, qos, key)
+    return top / bottom if bottom else float("inf")
+for qos in qoses:
+    parts = []
+    if "twin" in targets:
+        parts.append("every_fix/twin fixes/s %.2f (goal >= 0.95)" % ratio(qos, "every_fix", "twin", "rate"))
+    if "on_change" in targets:
+        parts.append("on_change against every_fix: broker CPU per fix %.1fx lower, bytes per fix %.1fx lower (goals >= 5)" % (
+            ratio(qos, "every_fix", "on_change", "broker_cpu_us"), ratio(qos, "every_fix", "on_change", "bytes")))
+    if "plain" in targets and "on_change" in targets:
+        parts.append("on_change/plain fixes/s %.2f (goal >= 1.5)" % ratio(qos, "on_change", "plain", "rate"))
+    print("QoS %d: %s" % (qos, "; ".join(parts)))
+    if "sink" in targets:
+        floor = med("sink", qos, "broker_cpu_us")
+        above = lambda t: med(t, qos, "broker_cpu_us") - floor
+        line = ("QoS %d: the broker's floor (sink: fixes in, nothing out) %.1f µs/fix: no output mode can lower the broker's "
+                "CPU per fix more than every_fix/floor = %.1fx" % (qos, floor, ratio(qos, "every_fix", "sink", "broker_cpu_us")))
+        if "on_change" in targets:
+            line += ("; on_change is at %.2f of the floor; above the floor (the broker's work for the target's output) "
+                     "every_fix %.1f, on_change %.1f µs/fix" % (ratio(qos, "on_change", "sink", "broker_cpu_us"),
+                                                               above("every_fix"), above("on_change")))
+        print(line)
 PY
