@@ -71,4 +71,56 @@ struct RunDeviceStateOutputTests {
         let status = try await collector.stop(daemon)
         #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
     }
+
+    @Test("a restart in another language or rule set brings parked devices' retained states into it and empties the old texts topics")
+    func restartInAnotherShape() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let arguments = ["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"]
+        let parked = ["p1", "p2"]
+        let stateTopics = Set(parked.map { "ampel/device/\($0)/state" })
+        /// Until each parked device's state since `mark` has `key` equal to `value`.
+        func awaitParked(_ collector: RunCrashTests.Collector, since mark: Int, _ key: String, _ value: String) async throws {
+            try await collector.wait("the parked devices' states with \(key) \(value)", since: mark) { records in
+                stateTopics.allSatisfy { topic in
+                    records.contains { $0.topic == topic && (RunCrashTests.Collector.field(key, $0.payload) as? String) == value }
+                }
+            }
+        }
+
+        // First run, in English: two devices report once and then stay silent.
+        let collector = try RunCrashTests.Collector(broker, topics: ["ampel/device/#", "ampel/bridge/state"])
+        defer { collector.stop() }
+        let first = try RunRecoveryTests.Daemon(arguments)
+        try await collector.awaitBridge()
+        try await first.awaitLog("subscribed")
+        try await Scene.publish(broker, parked.map { Scene.message($0, at: RunCrashTests.muenchen, tst: 100) })
+        try await collector.awaitStates(parked, tst: 100)
+        try await first.awaitLog("recorded the shape of the published device states")
+        #expect(try await collector.stop(first).exitCode == 0)
+
+        // In German: the parked devices' states follow without a fix.
+        var mark = collector.mark
+        let german = try RunRecoveryTests.Daemon(arguments, configuration: RunRecoveryTests.Daemon.replayConfiguration + "lang: de\n")
+        try await awaitParked(collector, since: mark, "lang", "de")
+        try await german.awaitLog("recorded the shape of the published device states")
+        #expect(try await collector.stop(german).exitCode == 0)
+
+        // Under another rule set: the states name it, and only its texts topics are retained.
+        mark = collector.mark
+        let initial = try RunRecoveryTests.Daemon(arguments + ["--rules", "bavaria-initial"],
+                                                  configuration: RunRecoveryTests.Daemon.replayConfiguration + "lang: de\n")
+        try await awaitParked(collector, since: mark, "ruleSet", "bavaria-initial")
+        try await initial.awaitLog("recorded the shape of the published device states")
+        let retained = try await HomeAssistantDiscoveryTests.retained(broker, topics: ["ampel/rules/#", "ampel/device/#"])
+        let texts = Set(retained.map(\.topic).filter { $0.hasPrefix("ampel/rules/") })
+        #expect(!texts.isEmpty && texts.allSatisfy { $0.hasPrefix("ampel/rules/bavaria-initial/") }, "\(texts.sorted())")
+        for record in retained where stateTopics.contains(record.topic) {
+            let phase = RunCrashTests.Collector.field("phase", record.payload) as? String ?? "?"
+            #expect(RunCrashTests.Collector.field("texts", record.payload) as? String == "ampel/rules/bavaria-initial/\(phase)/de")
+        }
+        #expect(try await collector.stop(initial).exitCode == 0)
+    }
 }

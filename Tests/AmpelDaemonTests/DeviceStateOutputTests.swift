@@ -113,6 +113,80 @@ struct DeviceStateOutputTests {
         #expect(states(restarted.event(.fix(fix(tst: 102), place: Fixtures.muenchen, receivedAt: 1002))).isEmpty)
     }
 
+    /// An engine restarted on `restored` with `settings` changed by `change`, the last run's
+    /// shape `published`; its start with the whole start walk.
+    func restart(_ restored: PersistedState, published: PublishedShape?, _ change: (inout SignalEngine.Settings) -> Void = { _ in })
+        -> (SignalEngine, [SignalEngine.Action]) {
+        var settings = Fixtures.settings(discovery: false)
+        change(&settings)
+        settings.publishedShape = published
+        settings.recoveryBatch = 1
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false, restored: restored)
+        let start = engine.followingReevaluation(engine.event(.start)).actions
+        return (engine, start)
+    }
+
+    func shapesRecorded(_ actions: [SignalEngine.Action]) -> [PublishedShape] {
+        actions.compactMap { action in if case .recordShape(let shape) = action { shape } else { nil } }
+    }
+
+    @Test("a start in another shape (language, rule set, texts) republishes every device's state, empties old texts topics, then records it; the same shape republishes nothing")
+    func restartInAnotherShape() throws {
+        var (engine, _) = engine()
+        for (index, key) in ["a", "b", "c"].enumerated() {
+            _ = engine.event(.fix(LocationFix(device: key, latitude: 48.137, longitude: 11.575, tst: 100 + index), place: Fixtures.muenchen,
+                                  receivedAt: 1000))
+        }
+        let restored = engine.persisted
+        let before = engine.currentShape
+        #expect(before.texts.contains("ampel/rules/\(Fixtures.ruleSet.id)/red/en"))
+        let states = { (actions: [SignalEngine.Action]) in Set(actions.published.map(\.topic).filter { $0.hasSuffix("/state") && $0.hasPrefix("ampel/device/") }) }
+        let all: Set = ["ampel/device/a/state", "ampel/device/b/state", "ampel/device/c/state"]
+
+        // The same shape: parked devices keep their states, nothing to record.
+        let (_, same) = restart(restored, published: before)
+        #expect(states(same).isEmpty)
+        #expect(shapesRecorded(same).isEmpty)
+
+        // Another default language: every device in German, without a fix; the record after the walk.
+        let (german, inGerman) = restart(restored, published: before) { $0.defaultLanguage = .de }
+        #expect(states(inGerman) == all)
+        for key in ["a", "b", "c"] {
+            #expect(try inGerman.json("ampel/device/\(key)/state")["lang"] as? String == "de")
+        }
+        #expect(shapesRecorded(inGerman) == [german.currentShape])
+        let lastState = try #require(inGerman.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/c/state" || m.topic == "ampel/device/a/state" || m.topic == "ampel/device/b/state" } else { false } })
+        let record = try #require(inGerman.firstIndex { if case .recordShape = $0 { true } else { false } })
+        #expect(record > lastState, "recorded after the states it records")
+        #expect(inGerman.on("ampel/device/a/alert").isEmpty, "no alert: the phase did not change")
+
+        // One device's configured language.
+        let (_, oneDevice) = restart(restored, published: before) { $0.devices = ["b": .init(lang: .de)] }
+        #expect(states(oneDevice) == all)
+        #expect(try oneDevice.json("ampel/device/b/state")["lang"] as? String == "de")
+
+        // Another rule set: the states name it, the old rule set's texts topics are emptied.
+        let initial = try RuleSetCatalog.bundled("bavaria-initial")
+        let (_, otherRules) = restart(restored, published: before) { $0.ruleSet = initial }
+        #expect(states(otherRules) == all)
+        #expect(try otherRules.json("ampel/device/a/state")["ruleSet"] as? String == "bavaria-initial")
+        let emptied = otherRules.published.filter { $0.payload.isEmpty && $0.retain }.map(\.topic)
+        #expect(Set(emptied) == Set(before.texts), "each old texts topic emptied once")
+
+        // Texts inline: the states carry them, no texts topic is left.
+        let (_, inline) = restart(restored, published: before) { $0.outputs.textsInState = true }
+        #expect(states(inline) == all)
+        #expect(try inline.json("ampel/device/a/state")["rules"] is [String])
+        #expect(Set(inline.published.filter { $0.payload.isEmpty && $0.retain }.map(\.topic)) == Set(before.texts))
+
+        // An earlier release (no record): every state once.
+        let (_, upgraded) = restart(restored, published: .unknown)
+        #expect(states(upgraded) == all)
+        // A first run: nothing to republish, recorded at once.
+        let (fresh, first) = restart(PersistedState(), published: .unknown)
+        #expect(shapesRecorded(first) == [fresh.currentShape])
+    }
+
     @Test("the texts topics: retained, one per phase and language of every bundled rule set, complete; states name theirs")
     func textsTopics() throws {
         for name in RuleSetCatalog.bundledNames {

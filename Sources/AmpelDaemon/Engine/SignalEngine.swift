@@ -104,6 +104,9 @@ public struct SignalEngine: Sendable {
         /// What earlier runs may have announced (``DiscoveryScopeFile``): what of it the
         /// current ``discovery`` does not announce is removed at start.
         public var announcedDiscovery: [DiscoveryScope]
+        /// The shape of the states the last run left retained (``PublishedShapeFile``); another
+        /// than this run's republishes every device state at start. `nil`: take it as this run's.
+        public var publishedShape: PublishedShape?
         /// Alerts to the OwnTracks apps of devices that report as `owntracks/<user>/<device>`;
         /// `nil` for none (`notify.owntracks: false`).
         public var owntracks: OwnTracksNotices?
@@ -136,7 +139,7 @@ public struct SignalEngine: Sendable {
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
-                    owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,
+                    publishedShape: PublishedShape? = nil, owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,
                     maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, minDwell: Dwell = .none, webhooks: [WebhookSettings] = [],
                     forgetAfter: Duration? = nil, outputs: DaemonConfiguration.OutputSettings = .init()) {
             self.webhooks = webhooks
@@ -151,6 +154,7 @@ public struct SignalEngine: Sendable {
             self.lamps = lamps
             self.discovery = discovery
             self.announcedDiscovery = announcedDiscovery
+            self.publishedShape = publishedShape
             self.owntracks = owntracks
             self.recoveryBatch = max(1, recoveryBatch)
             self.maxFixAge = maxFixAge
@@ -243,6 +247,9 @@ public struct SignalEngine: Sendable {
         /// once, before the publishes after it (`whenTaken` false), or once the broker has
         /// taken the publishes before it (`true`: the removals it records as done).
         case recordDiscovery([DiscoveryScope], whenTaken: Bool)
+        /// Keep `shape` as what is retained on the broker (``PublishedShapeFile``), once the
+        /// broker has taken the publishes before it.
+        case recordShape(PublishedShape)
         /// More device states of recovery `generation` are due: send
         /// ``Event/recoverDevices(generation:)`` once the inputs waiting now are handled.
         case continueRecovery(generation: Int)
@@ -269,6 +276,9 @@ public struct SignalEngine: Sendable {
     /// The device keys a re-evaluation after new data still has to look at, from `next` on.
     private var reevaluation: (generation: Int, keys: [String], next: Int, announce: Bool)?
     private var reevaluations = 0
+    /// This run's shape while the start's walk republishes every device state into it; the
+    /// walk that completes first records it.
+    private var shapePending: PublishedShape?
     /// Devices whose latest fixes lie in a phase not confirmed yet (``Settings/minDwell``,
     /// ``Settings/maxFixAge``), by the key's bytes as in ``DeviceTable``. Not persisted: a
     /// restart starts the dwell again with the next fix (decision 32).
@@ -323,6 +333,7 @@ public struct SignalEngine: Sendable {
         case .start:
             started = true
             var actions = retireDiscovery()
+            actions += retireShape()
             // Before the states that name them.
             actions += texts()
             actions += evaluateAll(initial: true, announce: true)
@@ -816,7 +827,7 @@ public struct SignalEngine: Sendable {
                 for names in retiringDevices { actions += names.removals(device: key).map { .publish($0, kind: .discovery) } }
                 if current.announce { actions += deviceDiscovery(key) }
             }
-            reevaluate(key, into: &actions)
+            reevaluate(key, into: &actions, republish: shapePending != nil)
         }
         current.next = end
         if end < current.keys.count {
@@ -824,6 +835,11 @@ public struct SignalEngine: Sendable {
             actions.append(.continueReevaluation(generation: current.generation))
         } else {
             reevaluation = nil
+            // Every walk covers every device: once one ends, each has its state in this run's shape.
+            if let shape = shapePending {
+                shapePending = nil
+                actions.append(.recordShape(shape))
+            }
             // Every walk covers every device: once one ends, no retired device entity is left.
             if !retiringDevices.isEmpty {
                 retiringDevices = []
@@ -845,9 +861,9 @@ public struct SignalEngine: Sendable {
     }
 
     /// Brings device `key` up to the data in force: an alert where its phase changed, its state
-    /// where phase, data day or staleness changed.
+    /// where phase, data day or staleness changed, or always with `republish`.
     @discardableResult
-    mutating func reevaluate(_ key: String, into actions: inout [Action]) -> Reevaluation {
+    mutating func reevaluate(_ key: String, into actions: inout [Action], republish: Bool = false) -> Reevaluation {
         guard var record = devices[key] else { return .noSignal }
         let language = self.language(device: key, messageLang: record.lang)
         let signal: Signal
@@ -858,14 +874,15 @@ public struct SignalEngine: Sendable {
             return .noSignal
         }
         let previousPhase = record.phase
-        guard previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale else {
-            return .unchanged(record, signal)
+        let changed = previousPhase != signal.phase || record.dataDate != signal.dataDate || record.stale != signal.stale
+        guard changed || republish else { return .unchanged(record, signal) }
+        if changed {
+            record.phase = signal.phase
+            record.dataDate = signal.dataDate
+            record.stale = signal.stale
+            devices[key] = record
+            actions.append(.persist(.device(key: key, record: record)))
         }
-        record.phase = signal.phase
-        record.dataDate = signal.dataDate
-        record.stale = signal.stale
-        devices[key] = record
-        actions.append(.persist(.device(key: key, record: record)))
         if previousPhase != signal.phase {
             actions += ownTracksCard(key, record)
             actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
@@ -923,6 +940,30 @@ public struct SignalEngine: Sendable {
         var actions: [Action] = both == announced ? [] : [.recordDiscovery(both, whenTaken: false)]
         actions += removals
         if retiringDevices.isEmpty { actions.append(.recordDiscovery(currentDiscovery, whenTaken: true)) }
+        return actions
+    }
+
+    /// This run's ``PublishedShape``.
+    var currentShape: PublishedShape {
+        PublishedShape(ruleSet: settings.ruleSet.id, textsInState: settings.outputs.textsInState, defaultLanguage: settings.defaultLanguage,
+                       deviceLanguages: settings.devices.compactMapValues(\.lang), texts: textsTopics.values.flatMap(\.values))
+    }
+
+    /// At start: empty retained payloads for the texts topics the last run retained and this one
+    /// does not, and, when the states' shape differs, every device's state again in the start's
+    /// walk (recorded when a walk completes; at once without devices).
+    mutating func retireShape() -> [Action] {
+        let current = currentShape
+        guard let before = settings.publishedShape, before != current else { return [] }
+        let kept = Set(current.texts)
+        var actions: [Action] = before.texts.filter { !kept.contains($0) }.map {
+            .publish(OutgoingMessage(topic: $0, text: "", qos: 1, retain: true), kind: .texts)
+        }
+        if before.fingerprint != current.fingerprint, devices.count > 0 {
+            shapePending = current
+        } else {
+            actions.append(.recordShape(current))
+        }
         return actions
     }
 

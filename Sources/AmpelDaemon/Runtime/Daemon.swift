@@ -24,6 +24,8 @@ public actor AmpelDaemon: Service {
     let saver: StateSaver
     /// What the runs may have announced to Home Assistant (``DiscoveryScopeFile``).
     let discoveryScopes: DiscoveryScopeFile
+    /// The shape of the states retained on the broker (``PublishedShapeFile``).
+    let publishedShapes: PublishedShapeFile
     let logger: Logger
     let now: @Sendable () -> Date
     let flushInterval: Duration
@@ -136,6 +138,7 @@ public actor AmpelDaemon: Service {
         self.store = StateStore(directory: configuration.stateDirectory)
         self.saver = StateSaver(store: store, logger: logger)
         discoveryScopes = DiscoveryScopeFile(directory: configuration.stateDirectory)
+        publishedShapes = PublishedShapeFile(directory: configuration.stateDirectory)
         self.logger = logger
         self.now = now
         self.flushInterval = flushInterval
@@ -150,7 +153,8 @@ public actor AmpelDaemon: Service {
     }
 
     /// The engine's settings from the configuration, and what earlier runs announced to Home Assistant.
-    static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet, announcedDiscovery: [DiscoveryScope] = []) -> SignalEngine.Settings {
+    static func settings(_ configuration: DaemonConfiguration, ruleSet: RuleSet, announcedDiscovery: [DiscoveryScope] = [],
+                         publishedShape: PublishedShape? = nil) -> SignalEngine.Settings {
         let topics = configuration.topics
         let homeAssistant = configuration.homeAssistant
         var settings = SignalEngine.Settings(
@@ -161,7 +165,7 @@ public actor AmpelDaemon: Service {
             lamps: configuration.lamps,
             discovery: homeAssistant.discovery
                 ? Discovery(prefix: homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet, devices: homeAssistant.devices) : nil,
-            announcedDiscovery: announcedDiscovery,
+            announcedDiscovery: announcedDiscovery, publishedShape: publishedShape,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
             minDwell: configuration.alerts.minDwell, webhooks: configuration.notify.webhooks, forgetAfter: configuration.forgetAfter,
@@ -224,7 +228,12 @@ public actor AmpelDaemon: Service {
             logger.warning("the record of what was announced to Home Assistant cannot be read; going by the state instead (nothing on a first run, else the configured prefix with devices)",
                            metadata: ["problem": "\(problem)"])
         }
-        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes), dataset: initial.dataset,
+        let published = publishedShapes.published()
+        if let problem = published.problem {
+            logger.warning("the record of the published states cannot be read; every device state goes out again", metadata: ["problem": "\(problem)"])
+        }
+        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes,
+                                                          publishedShape: published.shape), dataset: initial.dataset,
                                   stale: initial.stale, restored: restored)
         logger.info("starting", metadata: [
             "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
@@ -785,6 +794,8 @@ public actor AmpelDaemon: Service {
                 pace(then: .reevaluate(generation: generation))
             case .recordDiscovery(let scopes, let whenTaken):
                 recordDiscovery(scopes, whenTaken: whenTaken)
+            case .recordShape(let shape):
+                recordShape(shape)
             }
         }
     }
@@ -819,6 +830,25 @@ public actor AmpelDaemon: Service {
         probes.start { error in
             guard let error else { return write() }
             logger.notice("the removals of Home Assistant configs were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Writes the shape of the retained states once the broker has acknowledged a publish made
+    /// now, and so taken the states and emptied texts topics before it: a crash before then
+    /// leaves the old record, and the next start republishes again.
+    func recordShape(_ shape: PublishedShape) {
+        let file = publishedShapes
+        let logger = self.logger
+        probes.start { error in
+            if let error {
+                return logger.notice("the republished device states were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
+            }
+            do {
+                try file.save(shape)
+                logger.info("recorded the shape of the published device states")
+            } catch {
+                logger.warning("cannot record the shape of the published device states; the next start republishes them", metadata: ["error": "\(error)"])
+            }
         }
     }
 
