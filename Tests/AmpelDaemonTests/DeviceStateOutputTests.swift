@@ -71,6 +71,34 @@ struct DeviceStateOutputTests {
         #expect(states(engine.event(.fix(fix(tst: 102), place: Fixtures.altoetting, receivedAt: 1002))).isEmpty)
     }
 
+    @Test("on_change: a fix that comes before its device's batch of a walk publishes the new data day or staleness; the batch then finds nothing")
+    func fixBeforeItsBatch() throws {
+        var settings = Fixtures.settings(discovery: false)
+        settings.recoveryBatch = 1
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
+        _ = engine.followingReevaluation(engine.event(.start))
+        let keys = ["a", "b", "c"]
+        let fix = { (key: String, tst: Int) in LocationFix(device: key, latitude: 48.2264, longitude: 12.6770, tst: tst) }
+        for key in keys { _ = engine.event(.fix(fix(key, 100), place: Fixtures.altoetting, receivedAt: 1000)) }
+        let stateKeys = { (actions: [SignalEngine.Action]) in
+            actions.published.filter { $0.topic.hasPrefix("ampel/device/") && $0.topic.hasSuffix("/state") }.map { String($0.topic.split(separator: "/")[2]) }
+        }
+        for (step, data) in [(Fixtures.october, true), (Fixtures.november, true), (Fixtures.november, false)].enumerated() {
+            // The walk's first batch reaches one device; the others' fixes come before their batches.
+            let first = engine.event(.data(data.0, stale: data.1))
+            let reached = stateKeys(first)
+            #expect(reached.count == 1, "one device per batch")
+            let phaseBefore = engine.devices["a"]?.phase
+            var atFix: [String] = []
+            for key in keys { atFix += stateKeys(engine.event(.fix(fix(key, 101 + step), place: Fixtures.altoetting, receivedAt: 1001 + step))) }
+            #expect(Set(atFix) == Set(keys).subtracting(reached), "each device not yet reached publishes at its fix, within the heartbeat")
+            #expect(atFix.count == 2)
+            let rest = engine.followingReevaluation([first.last].compactMap { $0 }).actions.dropFirst()
+            #expect(stateKeys(Array(rest)).isEmpty, "the batches find nothing left")
+            #expect(engine.devices["a"]?.phase == phaseBefore, "Altötting keeps its phase: data day and staleness alone")
+        }
+    }
+
     @Test("on_change: the heartbeat republishes an unchanged device once its state is outputs.heartbeat old, never in between")
     func heartbeat() throws {
         var (engine, _) = engine(outputs: .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
