@@ -165,7 +165,7 @@ static void mqtt_start(void) {
         .credentials.username = strlen(CONFIG_AMPEL_BROKER_USERNAME) ? CONFIG_AMPEL_BROKER_USERNAME : NULL,
         .credentials.authentication.password =
             strlen(CONFIG_AMPEL_BROKER_PASSWORD) ? CONFIG_AMPEL_BROKER_PASSWORD : NULL,
-        .buffer.size = 4096, /* the device signal object with its rule texts fits */
+        .buffer.size = 4096, /* the device state fits, with its rule texts too (outputs.texts_in_state) */
     };
     mqtt = esp_mqtt_client_init(&config);
     esp_mqtt_client_register_event(mqtt, ESP_EVENT_ANY_ID, mqtt_event, NULL);
