@@ -277,3 +277,33 @@ struct DeviceStateOutputTests {
         #expect(json["texts"] == nil && json["title"] as? String == signal.title)
     }
 }
+
+@Suite("The record of the published states' shape")
+struct PublishedShapeFileTests {
+    @Test("saved and loaded; no file and a garbage file count as unknown, the latter with the reason; shapes differ by rule set, language, texts")
+    func file() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-shape-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = PublishedShapeFile(directory: dir)
+        #expect(file.published().shape == .unknown)
+        #expect(file.published().problem == nil)
+        let shape = PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["b": .de, "a": .en],
+                                   texts: ["ampel/rules/bavaria/red/en", "ampel/rules/bavaria/green/de"])
+        try file.save(shape)
+        #expect(file.published().shape == shape)
+        #expect(shape.texts == ["ampel/rules/bavaria/green/de", "ampel/rules/bavaria/red/en"])
+        #expect(shape == PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de],
+                                        texts: shape.texts), "the order of the device languages does not matter")
+        for other in [PublishedShape(ruleSet: "bavaria-initial", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(ruleSet: "bavaria", textsInState: true, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .de, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en], texts: shape.texts)] {
+            #expect(other.fingerprint != shape.fingerprint)
+        }
+        try Data("{\"shape\":".utf8).write(to: URL(fileURLWithPath: file.path))
+        let garbage = file.published()
+        #expect(garbage.shape == .unknown)
+        #expect(garbage.problem?.contains("outputs.json") == true)
+    }
+}

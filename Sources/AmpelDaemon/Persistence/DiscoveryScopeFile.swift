@@ -11,10 +11,11 @@ import Foundation
 /// configuration does, and must be on disk before the first config of a new scope goes out,
 /// not at the next snapshot.
 public struct DiscoveryScopeFile: Sendable {
-    public let path: String
+    private let record: StateDirectoryRecord<Content>
+    public var path: String { record.path }
 
     public init(directory: String) {
-        path = directory + "/homeassistant.json"
+        record = StateDirectoryRecord(directory: directory, name: "homeassistant.json", what: "a discovery scope file")
     }
 
     struct Content: Codable {
@@ -25,14 +26,8 @@ public struct DiscoveryScopeFile: Sendable {
     /// What the file holds, `nil` when there is none. A file that cannot be read counts as
     /// missing (the caller decides what to assume), with the reason.
     public func load() -> (scopes: [DiscoveryScope]?, problem: String?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return (nil, FileManager.default.fileExists(atPath: path) ? "cannot read \(path)" : nil)
-        }
-        do {
-            return (try JSONDecoder().decode(Content.self, from: data).announced, nil)
-        } catch {
-            return (nil, "\(path) is not a discovery scope file: \(error)")
-        }
+        let loaded = record.load()
+        return (loaded.content?.announced, loaded.problem)
     }
 
     /// What earlier runs may have announced. Without a file: nothing on a first run (an empty
@@ -46,6 +41,6 @@ public struct DiscoveryScopeFile: Sendable {
     }
 
     public func save(_ scopes: [DiscoveryScope]) throws {
-        try AtomicFile(path: path, mode: 0o644).write(Array(try AmpelJSON.data(Content(announced: scopes))))
+        try record.save(Content(announced: scopes))
     }
 }

@@ -8,10 +8,11 @@ import Foundation
 /// Written only once the broker has taken a walk that republished every state in the new
 /// shape: a crash before then leaves the old record, and the next start republishes again.
 public struct PublishedShapeFile: Sendable {
-    public let path: String
+    private let record: StateDirectoryRecord<Content>
+    public var path: String { record.path }
 
     public init(directory: String) {
-        path = directory + "/outputs.json"
+        record = StateDirectoryRecord(directory: directory, name: "outputs.json", what: "a record of the published states")
     }
 
     struct Content: Codable {
@@ -23,17 +24,11 @@ public struct PublishedShapeFile: Sendable {
     /// whose walk has no device to republish, or an earlier release's state directory) and, with
     /// the reason, for a file that cannot be read.
     public func published() -> (shape: PublishedShape, problem: String?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return (.unknown, FileManager.default.fileExists(atPath: path) ? "cannot read \(path)" : nil)
-        }
-        do {
-            return (try JSONDecoder().decode(Content.self, from: data).shape, nil)
-        } catch {
-            return (.unknown, "\(path) is not a record of the published states: \(error)")
-        }
+        let loaded = record.load()
+        return (loaded.content?.shape ?? .unknown, loaded.problem)
     }
 
     public func save(_ shape: PublishedShape) throws {
-        try AtomicFile(path: path, mode: 0o644).write(Array(try AmpelJSON.data(Content(shape: shape))))
+        try record.save(Content(shape: shape))
     }
 }
