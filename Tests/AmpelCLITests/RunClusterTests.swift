@@ -77,12 +77,7 @@ struct RunClusterTests {
         let output = try await MosquittoBroker.runTool(
             "/usr/bin/mosquitto_sub",
             ["-V", "mqttv311", "-h", node.host, "-p", "\(node.mqttPort)", "-t", filter, "-v", "--retained-only", "-C", "\(count)", "-W", "20"])
-        var result: [String: String] = [:]
-        for line in output.split(separator: "\n") {
-            guard let space = line.firstIndex(of: " ") else { continue }
-            result[String(line[..<space])] = String(line[line.index(after: space)...])
-        }
-        return result
+        return Dictionary(Scene.records(verbose: output).map { ($0.topic, $0.payload) }) { _, newer in newer }
     }
 
     @Test("3 nats-server nodes: node 1, the daemon's, is killed while QoS 1 fixes stream in through node 3; the daemon is on node 2 or 3 within seconds, no fix, alert or retained state lost, none doubled; node 1 comes back with the retained states")

@@ -197,6 +197,11 @@ final class Scene {
         let output = try await MosquittoBroker.runTool("/usr/bin/mosquitto_sub", [
             "-h", broker.host, "-p", "\(broker.port)", "-v", "--retained-only", "-C", "\(count)", "-W", "\(seconds)",
         ] + filters.flatMap { ["-t", $0] })
+        return Self.records(verbose: output)
+    }
+
+    /// The topic and payload of each line `mosquitto_sub -v` printed.
+    static func records(verbose output: String) -> [Collector.Record] {
         var records: [Collector.Record] = []
         for line in output.split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { continue }
