@@ -441,6 +441,18 @@ public final class MosquittoBroker: Sendable {
     }
 
     /// A TCP port on 127.0.0.1 that was free a moment ago.
+    /// `count` free loopback ports, all different: the kernel may hand out a port again as soon
+    /// as the probe that found it has closed it (a 3-node cluster once got the same port for one
+    /// node's routes and another's MQTT listener, which then could not bind).
+    public static func freeLoopbackPorts(_ count: Int) throws -> [Int] {
+        var ports: [Int] = []
+        while ports.count < count {
+            let port = try freeLoopbackPort()
+            if !ports.contains(port) { ports.append(port) }
+        }
+        return ports
+    }
+
     public static func freeLoopbackPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BrokerError(description: "socket() failed") }

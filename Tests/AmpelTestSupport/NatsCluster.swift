@@ -129,10 +129,24 @@ public final class NatsCluster: Sendable {
 
     /// Starts `count` nodes and returns once each has been reached by an MQTT client.
     public static func start(nodes count: Int = 3) async throws -> NatsCluster {
+        // A free port can be taken by another test between probing and binding: new ports then.
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try await startOnce(nodes: count)
+            } catch let error as NatsError where attempts < 3 && error.description.contains("address already in use") {
+                continue
+            }
+        }
+    }
+
+    private static func startOnce(nodes count: Int) async throws -> NatsCluster {
         let directory = try MosquittoBroker.makeTemporaryDirectory(prefix: "ampel-nats")
-        let ports = try (0..<count).map { _ in
-            (client: try MosquittoBroker.freeLoopbackPort(), route: try MosquittoBroker.freeLoopbackPort(),
-             mqtt: try MosquittoBroker.freeLoopbackPort())
+        let free = try MosquittoBroker.freeLoopbackPorts(3 * count)
+        var ports: [(client: Int, route: Int, mqtt: Int)] = []
+        for node in 0..<count {
+            ports.append((client: free[3 * node], route: free[3 * node + 1], mqtt: free[3 * node + 2]))
         }
         var nodes: [Node] = []
         for (index, port) in ports.enumerated() {
