@@ -87,8 +87,13 @@ struct RunStopUnderLoadTests {
         /// Until the broker has acknowledged `count` fixes or the stream is done.
         func awaitAcknowledged(_ count: Int) async throws {
             let progress = self.progress
-            try await withTimeout(.seconds(60), "\(count) fixes acknowledged") {
-                await progress.wait { $0.acknowledged >= count || $0.done }
+            do {
+                try await withTimeout(.seconds(60), "\(count) fixes acknowledged") {
+                    await progress.wait { $0.acknowledged >= count || $0.done }
+                }
+            } catch {
+                // Where the stream stood says whether the broker or the stream stopped.
+                throw TestTimeout(description: "\(error); the stream at \(progress.value), its client \(client.unanswered) publishes unanswered, on \(client.connectedBroker.map { "\($0)" } ?? "no broker")")
             }
         }
 
