@@ -117,6 +117,7 @@ struct RunDeviceStateOutputTests {
         let retained = try await HomeAssistantDiscoveryTests.retained(broker, topics: ["ampel/rules/#", "ampel/device/#"])
         let texts = Set(retained.map(\.topic).filter { $0.hasPrefix("ampel/rules/") })
         #expect(!texts.isEmpty && texts.allSatisfy { $0.hasPrefix("ampel/rules/bavaria-initial/") }, "\(texts.sorted())")
+        #expect(stateTopics.isSubset(of: Set(retained.map(\.topic))), "both parked devices' states are retained")
         for record in retained where stateTopics.contains(record.topic) {
             let phase = RunCrashTests.Collector.field("phase", record.payload) as? String ?? "?"
             #expect(RunCrashTests.Collector.field("texts", record.payload) as? String == "ampel/rules/bavaria-initial/\(phase)/de")

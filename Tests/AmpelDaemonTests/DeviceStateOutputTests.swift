@@ -199,7 +199,16 @@ struct DeviceStateOutputTests {
         #expect(states(otherRules) == all)
         #expect(try otherRules.json("ampel/device/a/state")["ruleSet"] as? String == "bavaria-initial")
         let emptied = otherRules.published.filter { $0.payload.isEmpty && $0.retain }.map(\.topic)
-        #expect(Set(emptied) == Set(before.texts), "each old texts topic emptied once")
+        #expect(emptied.sorted() == before.texts, "each old texts topic emptied once")
+        // A partitioned instance without the district topics leaves the shared texts topics to the one with them.
+        let (_, partition) = restart(restored, published: before) { $0.ruleSet = initial; $0.publishDistricts = false }
+        #expect(states(partition) == all)
+        #expect(partition.published.filter { $0.payload.isEmpty && $0.retain }.isEmpty)
+
+        // Another base topic: every state under it.
+        let (_, rebased) = restart(restored, published: before) { $0.topics = Topics(base: "signals") }
+        #expect(Set(rebased.published.map(\.topic).filter { $0.hasPrefix("signals/device/") && $0.hasSuffix("/state") })
+                == ["signals/device/a/state", "signals/device/b/state", "signals/device/c/state"])
 
         // Texts inline: the states carry them, no texts topic is left.
         let (_, inline) = restart(restored, published: before) { $0.outputs.textsInState = true }
@@ -288,17 +297,18 @@ struct PublishedShapeFileTests {
         let file = PublishedShapeFile(directory: dir)
         #expect(file.published().shape == .unknown)
         #expect(file.published().problem == nil)
-        let shape = PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["b": .de, "a": .en],
+        let shape = PublishedShape(base: "ampel", ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["b": .de, "a": .en],
                                    texts: ["ampel/rules/bavaria/red/en", "ampel/rules/bavaria/green/de"])
         try file.save(shape)
         #expect(file.published().shape == shape)
         #expect(shape.texts == ["ampel/rules/bavaria/green/de", "ampel/rules/bavaria/red/en"])
-        #expect(shape == PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de],
+        #expect(shape == PublishedShape(base: "ampel", ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de],
                                         texts: shape.texts), "the order of the device languages does not matter")
-        for other in [PublishedShape(ruleSet: "bavaria-initial", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
-                      PublishedShape(ruleSet: "bavaria", textsInState: true, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
-                      PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .de, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
-                      PublishedShape(ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en], texts: shape.texts)] {
+        for other in [PublishedShape(base: "ampel", ruleSet: "bavaria-initial", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(base: "ampel", ruleSet: "bavaria", textsInState: true, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(base: "ampel", ruleSet: "bavaria", textsInState: false, defaultLanguage: .de, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts),
+                      PublishedShape(base: "ampel", ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en], texts: shape.texts),
+                      PublishedShape(base: "signals", ruleSet: "bavaria", textsInState: false, defaultLanguage: .en, deviceLanguages: ["a": .en, "b": .de], texts: shape.texts)] {
             #expect(other.fingerprint != shape.fingerprint)
         }
         try Data("{\"shape\":".utf8).write(to: URL(fileURLWithPath: file.path))

@@ -851,7 +851,8 @@ public struct SignalEngine: Sendable {
 
     /// What ``reevaluate(_:into:)`` found.
     enum Reevaluation {
-        /// Phase, data day or staleness changed: the state (and an alert) are in the actions.
+        /// Phase, data day or staleness changed, or a republish was asked for: the state (and
+        /// an alert where the phase changed) are in the actions.
         case changed
         /// Nothing to publish: the record and its signal under the data in force, for a caller
         /// that republishes it.
@@ -945,20 +946,23 @@ public struct SignalEngine: Sendable {
 
     /// This run's ``PublishedShape``.
     var currentShape: PublishedShape {
-        PublishedShape(ruleSet: settings.ruleSet.id, textsInState: settings.outputs.textsInState, defaultLanguage: settings.defaultLanguage,
+        PublishedShape(base: settings.topics.base, ruleSet: settings.ruleSet.id, textsInState: settings.outputs.textsInState,
+                       defaultLanguage: settings.defaultLanguage,
                        deviceLanguages: settings.devices.compactMapValues(\.lang), texts: textsTopics.values.flatMap(\.values))
     }
 
     /// At start: empty retained payloads for the texts topics the last run retained and this one
     /// does not, and, when the states' shape differs, every device's state again in the start's
-    /// walk (recorded when a walk completes; at once without devices).
+    /// walk (recorded when a walk completes; at once without devices). Partitioned instances
+    /// share the texts topics under their one base topic: only the one with the district topics
+    /// (``Settings/publishDistricts``) empties them, so that another's states keep theirs.
     mutating func retireShape() -> [Action] {
         let current = currentShape
         guard let before = settings.publishedShape, before != current else { return [] }
         let kept = Set(current.texts)
-        var actions: [Action] = before.texts.filter { !kept.contains($0) }.map {
+        var actions: [Action] = settings.publishDistricts ? before.texts.filter { !kept.contains($0) }.map {
             .publish(OutgoingMessage(topic: $0, text: "", qos: 1, retain: true), kind: .texts)
-        }
+        } : []
         if before.fingerprint != current.fingerprint, devices.count > 0 {
             shapePending = current
         } else {

@@ -1,8 +1,8 @@
 import AmpelDomain
 
 /// What a run's device states look like apart from the data and the fixes: the format of the
-/// state JSON, the rule set, whether the texts are inline or on which retained texts topics, the
-/// default language and each configured device language.
+/// state JSON, the base topic they go under, the rule set, whether the texts are inline or on
+/// which retained texts topics, the default language and each configured device language.
 ///
 /// A device that sends nothing keeps the state an earlier run retained for it. When a start
 /// finds another shape than the last run left (``PublishedShapeFile``), its first device walk
@@ -28,10 +28,11 @@ public struct PublishedShape: Codable, Sendable, Hashable {
     /// release's, unknown, so every state goes out once.
     public static let unknown = PublishedShape(fingerprint: "", texts: [])
 
-    init(ruleSet: String, textsInState: Bool, defaultLanguage: Language, deviceLanguages: [String: Language], texts: [String]) {
+    init(base: String, ruleSet: String, textsInState: Bool, defaultLanguage: Language, deviceLanguages: [String: Language],
+         texts: [String]) {
         let devices = deviceLanguages.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.rawValue)" }
         // Keys cannot hold a newline (docs/topics.md, device keys), so the parts stay apart.
-        fingerprint = ["format=\(Self.stateFormat)", "ruleSet=\(ruleSet)", "texts=\(textsInState ? "inline" : "topics")",
+        fingerprint = ["format=\(Self.stateFormat)", "base=\(base)", "ruleSet=\(ruleSet)", "texts=\(textsInState ? "inline" : "topics")",
                        "lang=\(defaultLanguage.rawValue)", "devices:"].joined(separator: "\n") + "\n" + devices.joined(separator: "\n")
         self.texts = texts.sorted()
     }
