@@ -133,7 +133,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size" "$load_before" "$load_after" "$INTERVAL_MS" "${HEARTBEAT:-60s}" "$STEP" <<'PY'
-import math, statistics, subprocess, sys, platform
+import statistics, subprocess, sys, platform
 path, runs, devices, count, size, load_before, load_after, interval_ms, heartbeat, step = sys.argv[1:]
 rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(path) if line.startswith("mode=fleet")]
 def med(target, qos, key):

@@ -827,9 +827,16 @@ public actor AmpelDaemon: Service {
             }
         }
         guard whenTaken else { return write() }
+        onceBrokerTook(write, otherwise: "the removals of Home Assistant configs were not acknowledged; the next start sends them again")
+    }
+
+    /// Runs `body` once the broker has acknowledged a publish made now, and so taken every
+    /// publish handed over before it (one connection, in order); logs `otherwise` if it does not.
+    func onceBrokerTook(_ body: @escaping @Sendable () -> Void, otherwise: String) {
+        let logger = self.logger
         probes.start { error in
-            guard let error else { return write() }
-            logger.notice("the removals of Home Assistant configs were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
+            guard let error else { return body() }
+            logger.notice(Logger.Message(stringLiteral: otherwise), metadata: ["error": "\(error)"])
         }
     }
 
@@ -839,17 +846,14 @@ public actor AmpelDaemon: Service {
     func recordShape(_ shape: PublishedShape) {
         let file = publishedShapes
         let logger = self.logger
-        probes.start { error in
-            if let error {
-                return logger.notice("the republished device states were not acknowledged; the next start sends them again", metadata: ["error": "\(error)"])
-            }
+        onceBrokerTook({
             do {
                 try file.save(shape)
                 logger.info("recorded the shape of the published device states")
             } catch {
                 logger.warning("cannot record the shape of the published device states; the next start republishes them", metadata: ["error": "\(error)"])
             }
-        }
+        }, otherwise: "the republished device states were not acknowledged; the next start sends them again")
     }
 
     /// The announcements of the decision at `index` (its alert, and the OwnTracks transition
