@@ -43,7 +43,7 @@ let package = Package(
         .target(
             name: "AmpelDomain",
             dependencies: ["AmpelCore"],
-            resources: [.copy("Resources/rulesets")],
+            resources: [.copy("Resources/rulesets"), .copy("Resources/districts")],
             swiftSettings: strict
         ),
         // District geometry and the spatial index.

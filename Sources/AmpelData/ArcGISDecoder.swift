@@ -110,9 +110,9 @@ public struct ArcGISDecoder: Sendable {
 
     /// Joins pages into one dataset, rejecting duplicates and empty answers.
     ///
-    /// - Parameter minimumDistricts: how many districts with `prefix` the answer must hold
+    /// - Parameter minimumDistricts: how many districts of `region` the answer must hold
     ///   (the RKI reports 96 Bavarian districts); fewer means a partial answer.
-    public func dataset(from pages: [Page], source: String, minimumDistricts: Int = 96, prefix: String = "09") throws(DataError) -> Dataset {
+    public func dataset(from pages: [Page], source: String, minimumDistricts: Int = 96, region: Region = .bavaria) throws(DataError) -> Dataset {
         var districts: [String: DistrictIncidence] = [:]
         var date: Day?
         for page in pages {
@@ -132,16 +132,16 @@ public struct ArcGISDecoder: Sendable {
         guard let date, !districts.isEmpty else {
             throw DataError(.empty, "the answer holds no districts")
         }
-        let inRegion = districts.keys.filter { $0.hasPrefix(prefix) }.count
+        let inRegion = districts.keys.filter { region.contains(ags: $0) }.count
         if inRegion < minimumDistricts {
-            throw DataError(.missingDistricts, "the answer holds \(inRegion) districts with prefix \(prefix), expected at least \(minimumDistricts)")
+            throw DataError(.missingDistricts, "the answer holds \(inRegion) districts of \(region.name), expected at least \(minimumDistricts)")
         }
         return Dataset(date: date, source: source, districts: districts)
     }
 
     /// Decodes a complete, unpaged answer (a snapshot file).
-    public func dataset(_ data: Data, source: String, minimumDistricts: Int = 96, prefix: String = "09") throws(DataError) -> Dataset {
-        try dataset(from: [decodePage(data)], source: source, minimumDistricts: minimumDistricts, prefix: prefix)
+    public func dataset(_ data: Data, source: String, minimumDistricts: Int = 96, region: Region = .bavaria) throws(DataError) -> Dataset {
+        try dataset(from: [decodePage(data)], source: source, minimumDistricts: minimumDistricts, region: region)
     }
 
     static func short(_ error: any Error) -> String {

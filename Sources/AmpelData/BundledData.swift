@@ -80,7 +80,7 @@ public final class BundledData: Sendable {
 
     /// The courses of every bundled day under `ruleSet`, computed once per rule set.
     func courses(_ ruleSet: RuleSet, region: Region) -> [Day: [String: DistrictCourse]] {
-        let key = ruleSet.id + "|" + region.prefix
+        let key = ruleSet.id + "|" + region.prefixes.joined(separator: ",")
         if let known = courseCache.withLock({ $0[key].flatMap { $0.ruleSet == ruleSet ? $0.courses : nil } }) { return known }
         let history = historyStore.history
         let computed = ruleSet.courseHistory(over: history.days.map { history.dataset(on: $0) }, region: region)

@@ -21,6 +21,8 @@ public struct DataError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let outdated = Reason(rawValue: "outdated")
         public static let notAvailable = Reason(rawValue: "not-available")
         public static let io = Reason(rawValue: "io")
+        /// A publication held back as a possible wrong release (``ReleaseGuard``).
+        public static let implausible = Reason(rawValue: "implausible")
     }
 
     public let reason: Reason

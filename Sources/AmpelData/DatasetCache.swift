@@ -51,6 +51,8 @@ public struct DatasetCache: Sendable {
     public struct Entry: Sendable, Hashable {
         public let dataset: Dataset
         public let savedAt: Date
+        /// What identified the file the dataset came from, for the first conditional request after a restart.
+        public let validators: HTTPValidators?
     }
 
     // MARK: - File format
@@ -73,6 +75,9 @@ public struct DatasetCache: Sendable {
         var date: Day
         var source: String
         var districts: [Row]
+        /// `ETag` and `Last-Modified` of the file read (source `rki`); absent in older caches.
+        var etag: String?
+        var lastModified: String?
     }
 
     // MARK: - Reading
@@ -85,7 +90,8 @@ public struct DatasetCache: Sendable {
     public func load() throws(DataError) -> Entry? {
         let path = fileURL.path
         guard let file = try File.read(at: fileURL, what: "cache", format: Self.format, version: Self.version) else { return nil }
-        return Entry(dataset: try Self.dataset(of: file, in: "the cache file '\(path)'"), savedAt: file.savedAt)
+        let validators = file.etag == nil && file.lastModified == nil ? nil : HTTPValidators(etag: file.etag, lastModified: file.lastModified)
+        return Entry(dataset: try Self.dataset(of: file, in: "the cache file '\(path)'"), savedAt: file.savedAt, validators: validators)
     }
 
     /// The validated dataset a cache file (or an entry of the history file) holds.
@@ -151,8 +157,11 @@ public struct DatasetCache: Sendable {
     ///
     /// - Throws: ``DataError`` `io` when the directory or file cannot be written; the old
     ///   cache file is then unchanged.
-    public func save(_ dataset: Dataset, savedAt: Date = Date()) throws(DataError) {
-        let data = try Self.encoded(Self.file(of: dataset, savedAt: savedAt), what: "the dataset of \(dataset.date) for the cache")
+    public func save(_ dataset: Dataset, savedAt: Date = Date(), validators: HTTPValidators? = nil) throws(DataError) {
+        var file = Self.file(of: dataset, savedAt: savedAt)
+        file.etag = validators?.etag
+        file.lastModified = validators?.lastModified
+        let data = try Self.encoded(file, what: "the dataset of \(dataset.date) for the cache")
         try writeAtomically(data)
     }
 

@@ -17,10 +17,59 @@ public protocol IncidenceSource: Sendable {
     /// Up to `count` publications before `day`, oldest first, where the source knows its
     /// past (the bundled daily history); empty otherwise.
     func earlier(than day: Day, count: Int) -> [Dataset]
+    /// Asks for the publication unless it is still the one `validators` describe (a
+    /// conditional request); sources that cannot tell answer a whole publication each time.
+    func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer
 }
 
 extension IncidenceSource {
     public func earlier(than day: Day, count: Int) -> [Dataset] { [] }
+
+    public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
+        .publication(Publication(newest: try await fetch()))
+    }
+}
+
+/// What identifies one version of a published file: its `ETag` and `Last-Modified`, sent
+/// back as `If-None-Match` and `If-Modified-Since` so that an unchanged file costs a `304`.
+public struct HTTPValidators: Sendable, Hashable, Codable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String?, lastModified: String?) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Whether there is anything to send.
+    public var isEmpty: Bool { etag == nil && lastModified == nil }
+}
+
+/// One answer of a source: the newest day and, for a file that carries its past, the days
+/// before it.
+public struct Publication: Sendable, Hashable {
+    /// The newest day: the publication itself.
+    public var newest: Dataset
+    /// The days before ``newest`` the file holds (up to the history's length), oldest first.
+    public var earlier: [Dataset]
+    /// What identifies this version of the file, for the next conditional request.
+    public var validators: HTTPValidators?
+    /// Rows that belong to no district (`17000`, `u`) or to codes Ampel does not know.
+    public var skippedRows: Int
+
+    public init(newest: Dataset, earlier: [Dataset] = [], validators: HTTPValidators? = nil, skippedRows: Int = 0) {
+        self.newest = newest
+        self.earlier = earlier
+        self.validators = validators
+        self.skippedRows = skippedRows
+    }
+}
+
+/// What ``IncidenceSource/check(ifChanged:)`` found.
+public enum SourceAnswer: Sendable, Hashable {
+    /// The file is still the version the validators describe (`304 Not Modified`).
+    case notModified
+    case publication(Publication)
 }
 
 /// A snapshot of the RKI layer: one of the bundled days, or a user-supplied `f=json` file.
@@ -79,7 +128,7 @@ public struct SnapshotSource: IncidenceSource {
             }
             do {
                 return try ArcGISDecoder().dataset(data, source: "snapshot:\(url.lastPathComponent)",
-                                                   minimumDistricts: minimumDistricts, prefix: region.prefix)
+                                                   minimumDistricts: minimumDistricts, region: region)
             } catch {
                 throw DataError(error.reason, "snapshot file '\(url.path)': \(error.message)")
             }

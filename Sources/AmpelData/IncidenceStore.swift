@@ -13,6 +13,47 @@ public enum RefreshOutcome: Sendable, Hashable {
     case unchanged
     /// The answer was rejected; the data in force stays.
     case rejected(DataError)
+    /// The answer looks like a wrong release (``ReleaseGuard``): kept aside, not applied; it
+    /// is applied when the next check still shows it.
+    case held(DataError)
+}
+
+/// When a new publication is implausible enough to be held back for one check: most
+/// districts changing by more than ``factor`` from the day before at once, as a wrong release
+/// of the file would (the RKI published one on 2026-07-28).
+///
+/// A district jumps when `(max + 1) / (min + 1) > factor` of its value on the newest day and
+/// the day before (the `+ 1` keeps the low incidences of 2026, where 0.2 -> 1.4 is noise,
+/// from counting); the publication is held when more than ``share`` of the region's districts
+/// with both values jump.
+public struct ReleaseGuard: Sendable, Hashable {
+    public var factor: Double
+    public var share: Double
+
+    public init(factor: Double = 5, share: Double = 0.5) {
+        self.factor = factor
+        self.share = share
+    }
+
+    public static let standard = ReleaseGuard()
+    /// Never holds anything.
+    public static let off = ReleaseGuard(factor: .infinity, share: 1)
+
+    /// Why `newest` is implausible against `before`, or `nil` when it is not.
+    public func verdict(newest: Dataset, before: Dataset, region: Region) -> String? {
+        guard factor.isFinite, share < 1 else { return nil }
+        var compared = 0
+        var jumps: [(String, Double, Double)] = []
+        for entry in newest.districts(in: region) {
+            guard let old = before[entry.district.ags]?.incidence else { continue }
+            compared += 1
+            let high = max(old, entry.incidence), low = min(old, entry.incidence)
+            if (high + 1) / (low + 1) > factor { jumps.append((entry.district.ags, old, entry.incidence)) }
+        }
+        guard compared > 0, Double(jumps.count) > share * Double(compared) else { return nil }
+        let examples = jumps.prefix(3).map { "\($0.0) \($0.1) -> \($0.2)" }.joined(separator: ", ")
+        return "\(jumps.count) of \(compared) districts changed by more than a factor of \(factor.formatted()) from \(before.date) to \(newest.date) (\(examples)): held as a possibly wrong release until the next check still shows it"
+    }
 }
 
 /// Where the data in force came from at start-up.
@@ -39,6 +80,16 @@ public struct DataCounters: Sendable, Hashable {
     public var rejections: [DataError.Reason: Int] = [:]
     /// Cache files that could not be read or written.
     public var cacheErrors = 0
+    /// Checks the source answered `304 Not Modified`.
+    public var notModified = 0
+    /// Values of earlier days that a newer file revised, left as first read (counted per file).
+    public var revisions = 0
+    /// New files for the day in force with other values, applied.
+    public var corrections = 0
+    /// Publications held back as implausible (``ReleaseGuard``).
+    public var held = 0
+    /// Rows of no district (`17000`, `u`) skipped, over all files read.
+    public var skippedRows = 0
 
     public init() {}
 }
@@ -61,9 +112,16 @@ public struct DataStatus: Sendable, Hashable {
     /// Whether the source failed after its last success.
     public let failedSinceSuccess: Bool
     public let counters: DataCounters
+    /// The last time the source was asked, whatever the outcome.
+    public let lastCheck: Date?
+    /// Why the newest publication is held back, while it is.
+    public let held: DataError?
 
     public init(dataset: Dataset?, stale: Bool, source: String, origin: StartOrigin?, lastSuccess: Date?,
-                lastError: DataError?, lastErrorAt: Date?, failedSinceSuccess: Bool, counters: DataCounters) {
+                lastError: DataError?, lastErrorAt: Date?, failedSinceSuccess: Bool, counters: DataCounters,
+                lastCheck: Date? = nil, held: DataError? = nil) {
+        self.lastCheck = lastCheck
+        self.held = held
         self.dataset = dataset
         self.stale = stale
         self.source = source
@@ -103,6 +161,8 @@ public actor IncidenceStore {
     /// How many publications the trend and the day counts look at (``PublicationHistory/length``
     /// when there is a history file).
     public nonisolated let historyLength: Int
+    /// When a new publication is held back as implausible.
+    public nonisolated let releaseGuard: ReleaseGuard
 
     private let fallback: (@Sendable () throws(DataError) -> Dataset)?
     private let now: @Sendable () -> Date
@@ -117,6 +177,11 @@ public actor IncidenceStore {
     private var lastError: DataError?
     private var lastErrorAt: Date?
     private var failedSinceSuccess = false
+    private var lastCheck: Date?
+    /// What identifies the file in force, for conditional requests.
+    private var validators: HTTPValidators?
+    /// A publication held back by the ``releaseGuard``, and why.
+    private var held: (publication: Publication, error: DataError)?
     /// Whether the data in force is the fallback, which any valid answer of the source replaces.
     private var holdsFallback = false
     private var counters = DataCounters()
@@ -141,8 +206,10 @@ public actor IncidenceStore {
         now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "ampel.data"),
         history: PublicationHistory? = nil,
-        historyLength: Int = PublicationHistory.defaultLength
+        historyLength: Int = PublicationHistory.defaultLength,
+        releaseGuard: ReleaseGuard = .standard
     ) {
+        self.releaseGuard = releaseGuard
         self.source = source
         self.cache = cache
         self.history = history
@@ -193,6 +260,7 @@ public actor IncidenceStore {
             do {
                 if let entry = try cache.load() {
                     take(entry.dataset, keep: false)
+                    validators = entry.validators
                     return .cache
                 }
             } catch {
@@ -215,42 +283,124 @@ public actor IncidenceStore {
 
     /// Asks the source once and applies its answer; see the type's description.
     public func refresh() async -> RefreshOutcome {
-        let fresh: Dataset
+        let answer: SourceAnswer
+        // A held publication is asked about with its own validators: a `304` then says the
+        // file still shows it. Without data of its own (a stand-in), the store asks for the whole file.
+        let asked = held?.publication.validators ?? (holdsFallback || dataset == nil ? nil : validators)
         do {
-            fresh = try await source.fetch()
+            answer = try await source.check(ifChanged: asked)
         } catch {
             // A check cut short by shutting down says nothing about the source: not counted.
             if Task.isCancelled { return .rejected(error) }
             counters.checks += 1
+            lastCheck = now()
             record(error, what: "rejected the answer of \(source.name)")
             return .rejected(error)
         }
         counters.checks += 1
-        // Read the data in force only now: another refresh may have run while this one waited.
-        let previous = dataset
-        if let previous, !holdsFallback, fresh.date < previous.date {
-            let error = DataError(.outdated, "\(source.name) answered the publication of \(fresh.date), older than the \(previous.date) in force")
-            record(error, what: "rejected the answer of \(source.name)")
-            return .rejected(error)
+        lastCheck = now()
+        switch answer {
+        case .notModified:
+            counters.notModified += 1
+            if let held {
+                logger.notice("the held publication is still the newest: applying it", metadata: ["date": "\(held.publication.newest.date)"])
+                return apply(held.publication)
+            }
+            succeeded()
+            logger.debug("incidence data not modified", metadata: ["date": "\(dataset.map(\.date.iso) ?? "none")"])
+            return .unchanged
+        case .publication(let publication):
+            counters.skippedRows += publication.skippedRows
+            if let held, held.publication.newest == publication.newest {
+                logger.notice("the held publication is still the newest: applying it", metadata: ["date": "\(publication.newest.date)"])
+                return apply(publication)
+            }
+            if let previous = dataset, !holdsFallback, publication.newest.date < previous.date {
+                let error = DataError(.outdated, "\(source.name) answered the publication of \(publication.newest.date), older than the \(previous.date) in force")
+                record(error, what: "rejected the answer of \(source.name)")
+                return .rejected(error)
+            }
+            if let before = dayBefore(publication), let why = releaseGuard.verdict(newest: publication.newest, before: before, region: region) {
+                let error = DataError(.implausible, why)
+                held = (publication, error)
+                counters.held += 1
+                succeeded()
+                lastError = error
+                lastErrorAt = now()
+                logger.warning("held back a new publication", metadata: ["reason": "\(error.reason)", "error": "\(error.message)",
+                                                                          "inForce": "\(dataset.map(\.date.iso) ?? "none")"])
+                return .held(error)
+            }
+            return apply(publication)
         }
+    }
+
+    /// The source answered well: the data in force is trusted again.
+    private func succeeded() {
         lastSuccess = now()
         failedSinceSuccess = false
-        if let previous, !holdsFallback, fresh.date == previous.date {
+    }
+
+    /// The day before `publication`'s newest, as Ampel first read it where it has it.
+    private func dayBefore(_ publication: Publication) -> Dataset? {
+        let newest = publication.newest.date
+        let own = window.last { $0.date < newest }
+        let file = publication.earlier.last { $0.date < newest }
+        switch (own, file) {
+        case let (own?, file?): return file.date > own.date ? file : own
+        case let (own?, nil): return own
+        case let (nil, file?): return file
+        case (nil, nil): return holdsFallback ? nil : dataset.flatMap { $0.date < newest ? $0 : nil }
+        }
+    }
+
+    /// Puts `publication` in force: its newest day as first read, the days before it only
+    /// where Ampel has none of its own (later revisions are counted, not applied).
+    private func apply(_ publication: Publication) -> RefreshOutcome {
+        held = nil
+        succeeded()
+        let previous = dataset
+        let fresh = publication.newest
+        var revised = 0
+        var merged = window
+        for day in publication.earlier {
+            if let own = merged.first(where: { $0.date == day.date }) {
+                revised += day.districts.reduce(0) { count, entry in
+                    count + (own[entry.key].map { $0.incidence != entry.value.incidence } ?? false ? 1 : 0)
+                }
+            } else {
+                merged = PublicationHistory.adding(day, to: merged, length: .max)
+            }
+        }
+        counters.revisions += revised
+        let sameDay = previous.map { $0.date == fresh.date } ?? false
+        if sameDay, !holdsFallback, let previous, previous.districts == fresh.districts {
+            validators = publication.validators ?? validators
+            if revised > 0 || merged.count != window.count {
+                window = Array(merged.suffix(historyLength))
+                saveHistory()
+            }
             counters.unchanged += 1
-            logger.debug("incidence data unchanged", metadata: ["date": "\(fresh.date)"])
+            logger.debug("incidence data unchanged", metadata: ["date": "\(fresh.date)", "revisedEarlierValues": "\(revised)"])
             return .unchanged
         }
-        let current = take(fresh, keep: source.isLive)
+        if sameDay, !holdsFallback {
+            counters.corrections += 1
+            logger.notice("a corrected file for the day in force: applied", metadata: ["date": "\(fresh.date)"])
+        }
+        let current = take(fresh, keep: source.isLive, earlier: source.isLive ? merged : nil, length: historyLength)
         holdsFallback = false
+        validators = publication.validators
         counters.updates += 1
         let changed = current.districtsWithChangedPhase(since: previous, ruleSet: ruleSet, region: region)
         logger.info("new incidence data", metadata: [
             "date": "\(fresh.date)", "previous": "\(previous.map(\.date.iso) ?? "none")",
             "districts": "\(fresh.districts.count)", "changedPhase": "\(changed.count)",
+            "revisedEarlierValues": "\(revised)",
         ])
         if source.isLive, let cache {
             do {
-                try cache.save(fresh, savedAt: now())
+                try cache.save(fresh, savedAt: now(), validators: validators)
             } catch {
                 counters.cacheErrors += 1
                 logger.error("cannot write the cache", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
@@ -263,20 +413,26 @@ public actor IncidenceStore {
     /// window goes to the history file.
     /// - Returns: the dataset now in force (`fresh` with its courses).
     @discardableResult
-    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) -> Dataset {
+    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil, length: Int? = nil) -> Dataset {
         // The kept publications alone (what a restart reads back), or the whole past a fixed source knows.
-        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: earlier == nil ? historyLength : .max)
+        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: length ?? (earlier == nil ? historyLength : .max))
         let current = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
         dataset = current
         window = Array(walked.suffix(historyLength))
-        guard keep, let history else { return current }
+        guard keep else { return current }
+        saveHistory()
+        return current
+    }
+
+    /// Writes ``window`` to the history file, if there is one.
+    private func saveHistory() {
+        guard let history else { return }
         do {
             try history.save(window, savedAt: now())
         } catch {
             counters.cacheErrors += 1
             logger.error("cannot write the history", metadata: ["reason": "\(error.reason)", "error": "\(error.message)"])
         }
-        return current
     }
 
     /// Reads the history file into ``window``; an unreadable one is logged, counted and moved
@@ -331,7 +487,7 @@ public actor IncidenceStore {
     public func status(now: Date) -> DataStatus {
         DataStatus(dataset: dataset, stale: isStale(now: now), source: source.name, origin: origin,
                    lastSuccess: lastSuccess, lastError: lastError, lastErrorAt: lastErrorAt,
-                   failedSinceSuccess: failedSinceSuccess, counters: counters)
+                   failedSinceSuccess: failedSinceSuccess, counters: counters, lastCheck: lastCheck, held: held?.error)
     }
 
     /// The counters so far.

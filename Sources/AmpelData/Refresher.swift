@@ -11,6 +11,10 @@ public enum DataEvent: Sendable, Hashable {
     case published(previous: Dataset?, current: Dataset, changedDistricts: Set<String>)
     /// A check failed or its answer was rejected; the data in force stays.
     case failed(DataError)
+    /// A new publication looks like a wrong release and is held back until the next check.
+    case held(DataError)
+    /// The source answered the publication in force (or `304 Not Modified`).
+    case checked
     /// The data in force became stale (`true`) or fresh again (`false`): every signal's
     /// `stale` flag changes. Sent only on a change, after the event that caused it.
     case staleChanged(Bool)
@@ -71,8 +75,10 @@ public final class Refresher: Sendable {
             case .rejected(let error):
                 if Task.isCancelled { return }
                 continuation.yield(.failed(error))
+            case .held(let error):
+                continuation.yield(.held(error))
             case .unchanged:
-                break
+                continuation.yield(.checked)
             }
             let nowStale = await store.isStale(now: now())
             if nowStale != stale {

@@ -39,17 +39,34 @@ public struct District: Sendable, Hashable, Codable {
     public var stateCode: Substring { ags.prefix(2) }
 }
 
-/// A monitored region: the districts whose code starts with a prefix (`09`: Bavaria).
+/// A monitored region: the districts whose code starts with one of a list of prefixes
+/// (`09`: Bavaria), or all of Germany. A rule set names its region (`docs/rulesets.md`).
 public struct Region: Sendable, Hashable {
-    public let prefix: String
+    /// Code prefixes of 1 to 5 digits; empty for all of Germany.
+    public let prefixes: [String]
+    /// What to call the region, e.g. `Bayern`.
     public let name: String
 
-    public init(prefix: String, name: String) {
-        self.prefix = prefix
+    public init(prefixes: [String], name: String) {
+        self.prefixes = prefixes
         self.name = name
     }
 
-    public static let bavaria = Region(prefix: "09", name: "Bayern")
+    /// One prefix, e.g. `Region(prefix: "09", name: "Bayern")`.
+    public init(prefix: String, name: String) {
+        self.init(prefixes: [prefix], name: name)
+    }
 
-    public func contains(ags: String) -> Bool { ags.hasPrefix(prefix) }
+    public static let bavaria = Region(prefixes: ["09"], name: "Bayern")
+    public static let germany = Region(prefixes: [], name: "Deutschland")
+
+    /// Whether the region is all of Germany.
+    public var isGermany: Bool { prefixes.isEmpty }
+
+    public func contains(ags: String) -> Bool {
+        prefixes.isEmpty || prefixes.contains { ags.hasPrefix($0) }
+    }
+
+    /// How many districts of the maintained RKI dataset lie in the region (400 for Germany, 96 for Bavaria).
+    public var districtCount: Int { DistrictDirectory.germany.districts(in: self).count }
 }

@@ -34,6 +34,9 @@ public struct RuleSet: Sendable, Hashable {
     public let classifier: Classifier
     /// How long a measured phase must last before it is in force; ``DayCounts/immediate`` unless the file says otherwise.
     public let dayCounts: DayCounts
+    /// Where the rules apply: the districts whose topics, entities and map Ampel publishes;
+    /// a position elsewhere is `outside`. Bavaria unless the file names another region.
+    public let region: Region
 
     /// The rules of `phase`, if this set uses it.
     public func rules(for phase: PhaseID) -> PhaseRules? {
@@ -100,6 +103,40 @@ struct RuleSetFile: Codable {
     var delayDays: Int?
     var workingDaysOnly: Bool?
     var holidays: [Day]?
+    var region: RegionFile?
+}
+
+/// `"region": "germany"`, or `{"name": "Bayern", "prefixes": ["09"]}`.
+enum RegionFile: Codable {
+    case germany
+    case prefixes(name: String, prefixes: [String])
+
+    private enum Keys: String, CodingKey { case name, prefixes }
+
+    init(from decoder: any Decoder) throws {
+        if let single = try? decoder.singleValueContainer(), let word = try? single.decode(String.self) {
+            guard word == "germany" else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                        debugDescription: "region '\(word)' is unknown (\"germany\", or {\"name\", \"prefixes\"})"))
+            }
+            self = .germany
+            return
+        }
+        let keyed = try decoder.container(keyedBy: Keys.self)
+        self = .prefixes(name: try keyed.decode(String.self, forKey: .name), prefixes: try keyed.decode([String].self, forKey: .prefixes))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .germany:
+            var single = encoder.singleValueContainer()
+            try single.encode("germany")
+        case .prefixes(let name, let prefixes):
+            var keyed = encoder.container(keyedBy: Keys.self)
+            try keyed.encode(name, forKey: .name)
+            try keyed.encode(prefixes, forKey: .prefixes)
+        }
+    }
 }
 
 extension RuleSet {
@@ -199,6 +236,18 @@ extension RuleSet {
         if file.holidays?.isEmpty == false, file.workingDaysOnly != true {
             throw fail("holidays only apply with workingDaysOnly: true")
         }
+        let region: Region
+        switch file.region {
+        case nil: region = .bavaria
+        case .germany: region = .germany
+        case .prefixes(let name, let prefixes):
+            guard !prefixes.isEmpty else { throw fail("region \(name): no prefixes (all of Germany is \"region\": \"germany\")") }
+            for prefix in prefixes where !(1...5).contains(prefix.utf8.count) || !prefix.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+                throw fail("region \(name): prefix '\(prefix)' is not 1 to 5 digits of a district code")
+            }
+            region = Region(prefixes: prefixes, name: name)
+            guard region.districtCount > 0 else { throw fail("region \(name): no German district has a code starting with \(prefixes.joined(separator: ", "))") }
+        }
         return RuleSet(
             id: setID,
             name: try text(file.name, "name"),
@@ -213,7 +262,8 @@ extension RuleSet {
             ),
             classifier: classifier,
             dayCounts: DayCounts(enterAfterDays: enter, leaveAfterDays: leave, delayDays: delay,
-                                 workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? []))
+                                 workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? [])),
+            region: region
         )
     }
 }

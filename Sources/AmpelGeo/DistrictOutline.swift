@@ -33,6 +33,12 @@ public struct DistrictOutline: Sendable, Hashable {
     /// The outlines of the bundled main layer (VG250 for Bavaria) whose AGS starts with
     /// `prefix`, ordered by AGS; read from the bundle on each call.
     public static func bundled(prefix: String) throws(GeometryError) -> [DistrictOutline] {
+        try bundled(prefixes: [prefix])
+    }
+
+    /// The bundled outlines of the districts whose code starts with one of `prefixes` (all
+    /// of Germany when empty), each from the best layer that has it (VG250 in Bavaria, VG1000 elsewhere).
+    public static func bundled(prefixes: [String]) throws(GeometryError) -> [DistrictOutline] {
         guard let url = Bundle.module.url(forResource: "districts", withExtension: "ampelgeo", subdirectory: "geometry")
         else { throw .missingBundle }
         let data: Data
@@ -42,7 +48,10 @@ public struct DistrictOutline: Sendable, Hashable {
             throw .corruptBundle("cannot read \(url.path): \(error)")
         }
         return try PackedReader.read(data)
-            .filter { $0.layer == .primary && $0.ags.hasPrefix(prefix) }
+            .filter { entry in
+                (entry.layer == .primary || entry.layer == .secondary)
+                    && (prefixes.isEmpty || prefixes.contains { entry.ags.hasPrefix($0) })
+            }
             .map { entry in
                 DistrictOutline(
                     ags: entry.ags, name: entry.name,

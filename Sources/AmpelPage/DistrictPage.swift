@@ -5,7 +5,7 @@ import AmpelDomain
 /// all rendered on the server.
 public enum DistrictPage {
     public static func render(_ model: DistrictPageModel) -> String {
-        let text = PageText(model.language)
+        let text = PageText(model.language, region: model.ruleSet.region)
         let district = model.district
         let lang = model.language.rawValue
         var html = StatusPage.head(title: district.name + " – Ampel", language: model.language)

@@ -1,5 +1,6 @@
 import AmpelGeo
 import Foundation
+import Synchronization
 
 /// The districts of a region as SVG path data: projected, simplified, in tenths of a unit.
 ///
@@ -54,18 +55,25 @@ public struct MapShapes: Sendable {
         }
     }
 
-    /// The bundled Bavarian districts (AGS `09…`), built on first use.
-    public static func bundled() throws(GeometryError) -> MapShapes {
-        try bundledResult.get()
+    /// The bundled districts whose code starts with one of `prefixes` (all of Germany when
+    /// empty; Bavaria, `09`, by default), built once per list of prefixes.
+    public static func bundled(prefixes: [String] = ["09"]) throws(GeometryError) -> MapShapes {
+        let key = prefixes.joined(separator: ",")
+        let result: Result<MapShapes, GeometryError> = built.withLock { cache in
+            if let known = cache[key] { return known }
+            let made: Result<MapShapes, GeometryError>
+            do throws(GeometryError) {
+                made = .success(MapShapes(outlines: try DistrictOutline.bundled(prefixes: prefixes)))
+            } catch {
+                made = .failure(error)
+            }
+            cache[key] = made
+            return made
+        }
+        return try result.get()
     }
 
-    private static let bundledResult: Result<MapShapes, GeometryError> = {
-        do throws(GeometryError) {
-            return .success(MapShapes(outlines: try DistrictOutline.bundled(prefix: "09")))
-        } catch {
-            return .failure(error)
-        }
-    }()
+    private static let built = Mutex<[String: Result<MapShapes, GeometryError>]>([:])
 
     /// The ring in integer tenths with consecutive duplicates (after rounding) removed.
     static func tenths(_ ring: [PlanePoint]) -> [(Int, Int)] {

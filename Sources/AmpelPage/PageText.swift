@@ -5,17 +5,29 @@ import Foundation
 /// The page's own words in German and English (the rules' texts come from the rule set).
 public struct PageText: Sendable {
     public let language: Language
+    /// The rule set's region, which the title and the map name.
+    public let region: Region
 
-    public init(_ language: Language) {
+    public init(_ language: Language, region: Region = .bavaria) {
         self.language = language
+        self.region = region
+    }
+
+    /// The region's name in the page's language (the rule set names it in German).
+    private var regionName: String {
+        switch region.name {
+        case "Bayern": t("Bayern", "Bavaria")
+        case "Deutschland": t("Deutschland", "Germany")
+        default: region.name
+        }
     }
 
     private func t(_ de: String, _ en: String) -> String { language == .de ? de : en }
 
-    public var title: String { t("Ampel – Lage in Bayern", "Ampel – status in Bavaria") }
+    public var title: String { t("Ampel – Lage in \(regionName)", "Ampel – status in \(regionName)") }
     public var tagline: String { t("Corona-Ampel je Landkreis, live aus dem Daemon", "Corona traffic light per district, live from the daemon") }
     public var map: String { t("Karte", "Map") }
-    public var mapLabel: String { t("Karte der bayerischen Landkreise, gefärbt nach Phase", "Map of the Bavarian districts, coloured by phase") }
+    public var mapLabel: String { t("Karte der Landkreise (\(regionName)), gefärbt nach Phase", "Map of the districts (\(regionName)), coloured by phase") }
     public var districts: String { t("Landkreise", "Districts") }
     public var district: String { t("Landkreis", "District") }
     public var name: String { t("Name", "Name") }

@@ -11,7 +11,7 @@ public enum StatusPage {
     public static let devicePageSize = 25
 
     public static func render(_ model: StatusPageModel, shapes: MapShapes) -> String {
-        let text = PageText(model.language)
+        let text = PageText(model.language, region: model.ruleSet.region)
         let lang = model.language.rawValue
         var html = head(title: text.title, language: model.language)
         html += header(text: text, data: model.data)

@@ -13,8 +13,8 @@ struct Check: AsyncParsableCommand {
     @Option(name: .long, help: "The district's five-digit code (AGS/RS), e.g. 09162 for SK München.")
     var district: String?
 
-    @Option(name: .long, help: "The monitored region as a code prefix (default 09: Bavaria); elsewhere the phase is 'outside'.")
-    var region: String = Region.bavaria.prefix
+    @Option(name: .long, help: "The monitored region as a code prefix, e.g. 09 for Bavaria (default: the rule set's region); elsewhere the phase is 'outside'.")
+    var region: String?
 
     @OptionGroup var data: DataOptions
     @OptionGroup var ruleSetOptions: RuleSetOptions
@@ -53,7 +53,7 @@ struct Check: AsyncParsableCommand {
         let language = languageOptions.language
         let loaded = try await data.dataset(ruleSet: ruleSet)
         let dataset = loaded.dataset
-        let region = Region(prefix: self.region, name: self.region == Region.bavaria.prefix ? Region.bavaria.name : self.region)
+        let region = self.region.map { Region(prefix: $0, name: $0 == "09" ? Region.bavaria.name : $0) } ?? ruleSet.region
         var place: (ags: String, name: String?)?
         if let lat, let lon {
             let index = try GeometryOptions.index(path: geometry)
@@ -64,12 +64,12 @@ struct Check: AsyncParsableCommand {
             }
         } else if let district {
             place = (district, nil)
-            let known = dataset[district] != nil || (try? BundledData.shared.snapshot())?[district] != nil
+            let known = dataset[district] != nil || DistrictDirectory.germany[district] != nil || (try? BundledData.shared.snapshot())?[district] != nil
             if !known {
                 throw CLIError("unknown district '\(district)': no such district in the data of \(dataset.date.iso) (\(dataset.source)) or the bundled snapshots; `ampel districts` lists the Bavarian ones")
             }
         }
-        let directory = (try? BundledData.shared.snapshot())?.districts.mapValues(\.district) ?? [:]
+        let directory = DistrictDirectory.germany.byCode.merging((try? BundledData.shared.snapshot())?.districts.mapValues(\.district) ?? [:]) { known, _ in known }
         let signal: Signal
         do {
             signal = try ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset, region: region,

@@ -5,7 +5,7 @@ import Foundation
 
 /// `ampel districts`: the monitored region's districts with incidence and phase.
 struct Districts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the 96 Bavarian districts with incidence and phase.")
+    static let configuration = CommandConfiguration(abstract: "List the districts of the rule set's region (the 96 Bavarian ones by default) with incidence and phase.")
 
     enum Sort: String, ExpressibleByArgument, CaseIterable { case incidence, name, trend }
 
@@ -66,7 +66,7 @@ struct Districts: AsyncParsableCommand {
         if let staleNote { FileHandle.standardError.write(Data("Warning: \(staleNote)\n".utf8)) }
         let language = languageOptions.language
         var rows: [(Row, PhaseRules, Trend?)] = []
-        for entry in dataset.districts(in: .bavaria) {
+        for entry in dataset.districts(in: ruleSet.region) {
             // The signal's own path: phase in force, measured phase, since and trend as `check` gives them.
             let signal: Signal
             do {

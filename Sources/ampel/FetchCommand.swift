@@ -27,8 +27,11 @@ struct Fetch: AsyncParsableCommand {
         static let cacheFailed: Int32 = 4
     }
 
-    @Option(name: .long, help: "The RKI ArcGIS query endpoint (default: the RKI's own service).")
-    var url: String = RKIClient.defaultURL
+    @Option(name: .long, help: "Live source: rki (the RKI's maintained dataset, its daily district CSV) or arcgis (the RKI's former ArcGIS layer, for mirrors that still serve it).")
+    var source: LiveSource = .rki
+
+    @Option(name: .long, help: "The district file (http(s):// or file://; default: the RKI's file on GitHub), or the ArcGIS query endpoint with --source arcgis.")
+    var url: String?
 
     @Option(name: .long, help: "The state directory holding the cache (default: $AMPEL_STATE_DIR, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
@@ -43,9 +46,7 @@ struct Fetch: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the summary as JSON.") var json = false
 
     func validate() throws {
-        guard RKIClient.isValidURL(url) else {
-            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
-        }
+        if let url { try source.validate(url: url) }
         guard timeout.isFinite, timeout > 0 else {
             throw ValidationError("--timeout must be a positive number of seconds, got \(timeout)")
         }
@@ -73,21 +74,17 @@ struct Fetch: AsyncParsableCommand {
         let ruleSet = try ruleSetOptions.load()
         let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
         let cache = DatasetCache(directory: directory)
-        let configuration = RKIClient.Configuration(
-            url: url,
-            timeout: .milliseconds(Int64(timeout * 1000)),
-            retry: RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8)))
+        let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
         let (outcome, status) = await withRKIHTTPClient { http in
-            let client = RKIClient(configuration: configuration, httpClient: http,
-                                   logger: cliLogger("ampel.data.rki", level: .notice))
+            let client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region, http: http)
             // The command prints rejections itself; the store's log adds only cache trouble.
-            let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, fallback: nil,
+            let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, region: ruleSet.region, fallback: nil,
                                        logger: cliLogger("ampel.data", level: .error), history: PublicationHistory(directory: directory))
             await store.start()
             let outcome = await store.refresh()
             return (outcome, await store.status(now: Date()))
         }
-        let region = Region.bavaria
+        let region = ruleSet.region
 
         switch outcome {
         case .rejected(let error):
@@ -101,6 +98,8 @@ struct Fetch: AsyncParsableCommand {
             let kept = status.dataset.map { " The cached data of \($0.date.iso) stays in force." } ?? ""
             printError("Error: \(unreachable ? "could not get the RKI data" : "the RKI answer was rejected") (\(error.reason)): \(error.message).\(kept)")
             throw ExitCode(unreachable ? Exit.unreachable : Exit.rejected)
+        case .held(let error):
+            printError("Warning: the new publication was held back (\(error.reason)): \(error.message). `ampel fetch` again applies it if the file still shows it.")
         case .updated, .unchanged:
             break
         }

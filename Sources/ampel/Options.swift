@@ -52,6 +52,44 @@ struct RuleSetOptions: ParsableArguments {
     }
 }
 
+/// The live sources, for `fetch` and `--source` of `check` and `districts`.
+enum LiveSource: String, ExpressibleByArgument, CaseIterable {
+    /// The RKI's maintained dataset: its daily district CSV.
+    case rki
+    /// The RKI's former ArcGIS layer `RKI_Landkreisdaten` (closed since 2023), for mirrors.
+    case arcgis
+
+    func validate(url: String) throws {
+        switch self {
+        case .rki:
+            guard RKIDatasetClient.isValidURL(url) else {
+                throw ValidationError("--url must be an http(s):// URL or a file:// path of the RKI district file, got '\(url)'")
+            }
+        case .arcgis:
+            guard DataHTTP.isValidURL(url) else {
+                throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
+            }
+        }
+    }
+
+    /// The client for `url` (the source's default without one).
+    func client(url: String?, timeout: Double, retry: RetryPolicy, region: Region, http: HTTPClient) -> any IncidenceSource {
+        let logger = cliLogger("ampel.data.\(rawValue)", level: .notice)
+        switch self {
+        case .rki:
+            return RKIDatasetClient(
+                configuration: .init(url: url ?? RKIDatasetClient.defaultURL, region: region,
+                                     stallTimeout: .milliseconds(Int64(timeout * 1000)), retry: retry),
+                httpClient: http, logger: logger)
+        case .arcgis:
+            return ArcGISClient(
+                configuration: .init(url: url ?? ArcGISClient.defaultURL, timeout: .milliseconds(Int64(timeout * 1000)), retry: retry,
+                                     minimumDistricts: region.districtCount, region: region),
+                httpClient: http, logger: logger)
+        }
+    }
+}
+
 /// Which incidence data to use: `--source`, `--date`, `--url`, `--snapshot`, `--timeout`.
 struct DataOptions: ParsableArguments {
     enum Source: String, ExpressibleByArgument, CaseIterable {
@@ -61,17 +99,21 @@ struct DataOptions: ParsableArguments {
         case snapshot
         /// The bundled RKI daily values.
         case history
-        /// The live RKI ArcGIS service (or `--url`).
+        /// The RKI's maintained dataset, live (or `--url`).
         case rki
+        /// The RKI's former ArcGIS layer (`--url` of a mirror).
+        case arcgis
+
+        var live: LiveSource? { LiveSource(rawValue: rawValue) }
     }
 
-    @Option(name: .long, help: "Data source: bundled (snapshots and daily history), snapshot, history, rki (live; default with --url).")
+    @Option(name: .long, help: "Data source: bundled (snapshots and daily history), snapshot, history, rki (live: the RKI's maintained dataset; default with --url), arcgis (a mirror of the former ArcGIS layer).")
     var source: Source?
 
     @Option(name: .long, help: "Publication day YYYY-MM-DD: the latest data published on or before it (default: the latest).")
     var date: String?
 
-    @Option(name: .long, help: "The RKI ArcGIS query endpoint for --source rki (default: the RKI's own service).")
+    @Option(name: .long, help: "For --source rki: the district file, http(s):// or file:// (default: the RKI's file on GitHub); for --source arcgis: the query endpoint.")
     var url: String?
 
     @Option(name: .long, help: "A saved RKI answer (f=json) for --source snapshot, instead of the bundled days.")
@@ -93,6 +135,8 @@ struct DataOptions: ParsableArguments {
         var failure: String?
         /// When the cached data was written (set when `stale`).
         var cachedAt: Date?
+        /// The days before ``dataset`` the live file carried.
+        var earlier: [Dataset] = []
 
         /// One line for a person: what failed and what answers instead; `nil` when not stale.
         func staleNote(_ language: Language) -> String? {
@@ -111,17 +155,15 @@ struct DataOptions: ParsableArguments {
 
     func validate() throws {
         _ = try day()
-        if let url, !RKIClient.isValidURL(url) {
-            throw ValidationError("--url must be an http(s) URL such as http://127.0.0.1:8080/query, got '\(url)'")
-        }
-        if url != nil, effectiveSource != .rki {
-            throw ValidationError("--url needs --source rki")
+        if let url {
+            guard let live = effectiveSource.live else { throw ValidationError("--url needs --source rki or arcgis") }
+            try live.validate(url: url)
         }
         if snapshot != nil, effectiveSource != .snapshot {
             throw ValidationError("--snapshot FILE needs --source snapshot")
         }
-        if effectiveSource == .rki, date != nil {
-            throw ValidationError("--date does not apply to --source rki: the live service has only its latest publication")
+        if effectiveSource.live != nil, date != nil {
+            throw ValidationError("--date does not apply to a live source: it answers its newest day")
         }
         if effectiveSource == .snapshot, snapshot != nil, date != nil {
             throw ValidationError("--date does not apply to a --snapshot file: it holds one publication")
@@ -139,16 +181,6 @@ struct DataOptions: ParsableArguments {
         return day
     }
 
-    /// The RKI client for `--url` and `--timeout`, sending through `httpClient`.
-    func rkiClient(_ httpClient: HTTPClient) -> RKIClient {
-        RKIClient(
-            configuration: .init(
-                url: url ?? RKIClient.defaultURL,
-                timeout: .milliseconds(Int64(timeout * 1000)),
-                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))),
-            httpClient: httpClient,
-            logger: cliLogger("ampel.data.rki", level: .notice))
-    }
 
     /// The state directory: `--state-dir`, else `AMPEL_STATE_DIR`, `XDG_STATE_HOME/ampel`, `~/.local/state/ampel`.
     var stateDirectory: URL {
@@ -159,23 +191,27 @@ struct DataOptions: ParsableArguments {
     /// is at hand: the bundled daily history, or the publications `fetch` and `run` keep in
     /// the state directory for `--source rki`.
     func dataset(ruleSet: RuleSet) async throws -> Loaded {
-        var loaded = try await dataset()
+        var loaded = try await dataset(region: ruleSet.region)
         let current = loaded.dataset
         switch effectiveSource {
         case .bundled, .history:
             if current.source == "history" {
                 loaded.dataset = try BundledData.shared.history(on: current.date, ruleSet: ruleSet)
             }
-        case .rki:
-            let kept = (try? PublicationHistory(directory: stateDirectory).load()) ?? []
-            loaded.dataset = current.withCourses(window: kept, ruleSet: ruleSet, region: .bavaria)
+        case .rki, .arcgis:
+            // Ampel's own history first, the file's past days where it has none.
+            var kept = loaded.earlier
+            for own in (try? PublicationHistory(directory: stateDirectory).load()) ?? [] {
+                kept = PublicationHistory.adding(own, to: kept, length: .max)
+            }
+            loaded.dataset = current.withCourses(window: kept, ruleSet: ruleSet, region: ruleSet.region)
         case .snapshot:
             break
         }
         return loaded
     }
 
-    func dataset() async throws -> Loaded {
+    func dataset(region: Region) async throws -> Loaded {
         let day = try self.day()
         do {
             switch effectiveSource {
@@ -186,9 +222,15 @@ struct DataOptions: ParsableArguments {
                 }
                 return Loaded(dataset: try BundledData.shared.snapshot(on: day))
             case .history: return Loaded(dataset: try BundledData.shared.history(on: day))
-            case .rki:
+            case .rki, .arcgis:
+                let live = effectiveSource.live!
+                let retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))
                 do {
-                    return Loaded(dataset: try await withRKIHTTPClient { http throws(DataError) in try await rkiClient(http).fetch() })
+                    let answer = try await withRKIHTTPClient { http throws(DataError) in
+                        try await live.client(url: url, timeout: timeout, retry: retry, region: region, http: http).check(ifChanged: nil)
+                    }
+                    guard case .publication(let publication) = answer else { throw DataError(.malformed, "304 Not Modified without validators") }
+                    return Loaded(dataset: publication.newest, earlier: publication.earlier)
                 } catch let failure as DataError {
                     return try cached(after: failure)
                 }
@@ -237,7 +279,7 @@ enum GeometryOptions {
 
 /// Runs `body` with an HTTP client made for the RKI service, and shuts the client down.
 func withRKIHTTPClient<T: Sendable, E: Error>(_ body: (HTTPClient) async throws(E) -> T) async throws(E) -> T {
-    let http = RKIClient.makeHTTPClient()
+    let http = DataHTTP.makeHTTPClient()
     let result: Result<T, E>
     do throws(E) {
         result = .success(try await body(http))

@@ -84,7 +84,7 @@ extension DaemonConfiguration {
             switch name {
             case "--broker", "AMPEL_BROKER": broker = try Self.broker(value)
             case "--source", "AMPEL_SOURCE": data.source = try Self.dataSource(value)
-            case "--url", "AMPEL_URL": data.url = try Self.httpURL(value)
+            case "--url", "AMPEL_URL": data.url = try Self.dataURL(value)
             case "--date", "AMPEL_DATE": data.date = try Self.day(value)
             case "--state-dir", "AMPEL_STATE_DIR":
                 guard !value.isEmpty else { throw ConfigurationError.Problem("empty path") }

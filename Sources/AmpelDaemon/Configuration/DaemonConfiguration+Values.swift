@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelDomain
 import AmpelMQTT
 import Foundation
@@ -41,7 +42,7 @@ extension DaemonConfiguration {
 
     static func dataSource(_ text: String) throws(ConfigurationError.Problem) -> DataSource {
         guard let source = DataSource(rawValue: text.lowercased()) else {
-            throw .init("'\(text)' is not a data source (rki, snapshot, history)")
+            throw .init("'\(text)' is not a data source (rki, arcgis, snapshot, history)")
         }
         return source
     }
@@ -49,6 +50,25 @@ extension DaemonConfiguration {
     static func day(_ text: String) throws(ConfigurationError.Problem) -> Day {
         guard let day = Day(iso: text) else { throw .init("'\(text)' is not a day as YYYY-MM-DD") }
         return day
+    }
+
+    /// An `http(s)://` URL or a `file://` path, for `data.url`.
+    static func dataURL(_ text: String) throws(ConfigurationError.Problem) -> String {
+        if RKIDatasetClient.isValidURL(text) { return text }
+        throw .init("'\(text)' is not an http://, https:// or file:// URL")
+    }
+
+    /// `data.guard_factor`: a factor above 1, or `false` to hold nothing back.
+    static func guardFactor(_ text: String) throws(ConfigurationError.Problem) -> Double {
+        if text.lowercased() == "false" { return .infinity }
+        guard let value = Double(text), value.isFinite, value > 1 else { throw .init("'\(text)' is not a factor above 1 (or false)") }
+        return value
+    }
+
+    /// `data.guard_share`: the share of districts, above 0 and below 1.
+    static func guardShare(_ text: String) throws(ConfigurationError.Problem) -> Double {
+        guard let value = Double(text), value > 0, value < 1 else { throw .init("'\(text)' is not a share between 0 and 1 (e.g. 0.5)") }
+        return value
     }
 
     static func httpURL(_ text: String) throws(ConfigurationError.Problem) -> String {

@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelMQTT
 import AmpelDomain
 import Yams
@@ -133,9 +134,11 @@ extension DaemonConfiguration {
     }
 
     mutating func readData(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["source", "url", "date", "refresh", "max_age", "history"])
+        try m.allow(["source", "url", "date", "refresh", "max_age", "history", "guard_factor", "guard_share"])
         if let v = m["source"] { data.source = try v.convert(Self.dataSource) }
-        if let v = m["url"] { data.url = try v.convert(Self.httpURL) }
+        if let v = m["url"] { data.url = try v.convert(Self.dataURL) }
+        if let v = m["guard_factor"] { data.releaseGuard.factor = try v.convert(Self.guardFactor) }
+        if let v = m["guard_share"] { data.releaseGuard.share = try v.convert(Self.guardShare) }
         if let v = m["date"] { data.date = try v.convert(Self.day) }
         if let v = m["refresh"] { data.refresh = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
         if let v = m["max_age"] { data.maxAge = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }

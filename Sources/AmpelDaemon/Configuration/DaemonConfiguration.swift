@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelDomain
 import AmpelMQTT
 import Logging
@@ -77,13 +78,20 @@ public struct DaemonConfiguration: Sendable, Hashable {
     }
 
     public enum DataSource: String, Sendable, Hashable, CaseIterable {
-        case rki, snapshot, history
+        /// The RKI's maintained dataset, its daily district CSV (``RKIDatasetClient``).
+        case rki
+        /// The RKI's ArcGIS layer `RKI_Landkreisdaten` (closed since 2023), for mirrors that still serve it.
+        case arcgis
+        case snapshot, history
     }
 
     public struct DataSettings: Sendable, Hashable {
         public var source: DataSource = .snapshot
-        /// The RKI query URL (`rki` only); `nil` means the RKI's own service.
+        /// The district file (`rki`, also `file://`) or the ArcGIS query URL (`arcgis`);
+        /// `nil` means the source's own default.
         public var url: String?
+        /// When a new publication is held back as a possible wrong release (`rki`).
+        public var releaseGuard: ReleaseGuard = .standard
         /// For `snapshot` and `history`: the latest publication on or before this day.
         public var date: Day?
         /// Time between two checks for a new publication.

@@ -79,7 +79,7 @@ enum APIRoutes {
             // The engine's path for a fix: the index, then the rule set (`ampel check` takes it too).
             let district = context.locator.place(latitude: lat, longitude: lon).district
             do {
-                let signal = try ruleSet.signal(atDistrict: district?.ags, placeName: district?.name, dataset: dataset, region: .bavaria,
+                let signal = try ruleSet.signal(atDistrict: district?.ags, placeName: district?.name, dataset: dataset, region: ruleSet.region,
                                                 language: language, stale: snapshot.stale)
                 return HTTPResponses.json(signal.json())
             } catch {

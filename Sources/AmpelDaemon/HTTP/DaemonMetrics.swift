@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelCore
 import AmpelDomain
 import Foundation
@@ -69,6 +70,13 @@ public final class DaemonMetrics: Sendable {
             for (reason, value) in counters.alertsSuppressed { count("ampel_alerts_suppressed_total", [("reason", reason)], value) }
             count("ampel_data_refreshes_applied_total", [], counters.datasetsApplied)
             count("ampel_data_refresh_failures_total", [], counters.datasetsRejected)
+            count("ampel_data_checks_total", [], counters.data.checks)
+            count("ampel_data_not_modified_total", [], counters.data.notModified)
+            count("ampel_data_revisions_ignored_total", [], counters.data.revisions)
+            count("ampel_data_corrections_total", [], counters.data.corrections)
+            count("ampel_data_held_total", [], counters.data.held)
+            count("ampel_data_skipped_rows_total", [], counters.data.skippedRows)
+            for (reason, value) in counters.data.rejections { count("ampel_data_rejections_total", [("reason", reason.rawValue)], value) }
             count("ampel_mqtt_reconnects_total", [], counters.reconnects)
             count("ampel_devices_forgotten_total", [], counters.forgotten)
         }

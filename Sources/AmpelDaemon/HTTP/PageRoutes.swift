@@ -23,7 +23,7 @@ enum PageRoutes {
             guard let ruleSet = snapshot.ruleSet else { return notReady() }
             let shapes: MapShapes
             do {
-                shapes = try MapShapes.bundled()
+                shapes = try MapShapes.bundled(prefixes: ruleSet.region.prefixes)
             } catch {
                 throw APIError(.internalServerError, "the bundled geometry is unreadable: \(error)")
             }

@@ -103,6 +103,8 @@ public final class StatusView: Sendable {
         public var publishedByKind: [String: Int] = [:]
         public var errors = RecentErrors()
         public var readiness = Readiness()
+        /// The data in force with its source's account (`/readyz`).
+        public var feed: FeedState?
         /// Seconds since 1970 of the hand-over.
         public var at = 0
 

@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelDomain
 import Foundation
 
@@ -19,6 +20,10 @@ public struct BridgeInfo: Sendable, Hashable {
     /// ISO 8601 time of the last fetch attempt, `null` before the first.
     public var lastFetch: String?
     public var lastError: String?
+    /// ISO 8601 time the live source was last asked (a `304` too); `null` for fixed data.
+    public var lastCheck: String?
+    /// Why the newest publication is held back as a possible wrong release; `null` when none is.
+    public var held: String?
     public var stale: Bool
     public var devices: Int
     public var counters: Counters
@@ -38,6 +43,8 @@ public struct BridgeInfo: Sendable, Hashable {
         self.lastFetch = lastFetch
         self.lastError = lastError
         self.stale = stale
+        self.lastCheck = nil
+        self.held = nil
         self.devices = devices
         self.counters = counters
     }
@@ -53,6 +60,10 @@ public struct BridgeInfo: Sendable, Hashable {
         json.string(dataDate)
         json.raw(#","devices":"#)
         json.number(devices)
+        json.raw(#","held":"#)
+        json.string(held)
+        json.raw(#","lastCheck":"#)
+        json.string(lastCheck)
         json.raw(#","lastError":"#)
         json.string(lastError)
         json.raw(#","lastFetch":"#)
@@ -118,6 +129,8 @@ public struct Counters: Sendable, Hashable {
     public var publishFailures = 0
     public var datasetsApplied = 0
     public var datasetsRejected = 0
+    /// What the live source's data layer counted (`dataNotModified`, `dataRevisions`, ...); zero for fixed data.
+    public var data = DataCounters()
     /// Broker connections regained after the first (each one republishes every retained topic).
     public var reconnects = 0
     /// Reconnects that went to another broker of the list than the connection before (also in
@@ -167,6 +180,23 @@ public struct Counters: Sendable, Hashable {
         json.number(alertsResent)
         json.raw(#","alertsSuppressed":"#)
         table(alertsSuppressed)
+        // The data layer's counts: `dataX` sorts before `datasets…` (an upper-case letter is below `s`).
+        json.raw(#","dataChecks":"#)
+        json.number(data.checks)
+        json.raw(#","dataCorrections":"#)
+        json.number(data.corrections)
+        json.raw(#","dataHeld":"#)
+        json.number(data.held)
+        json.raw(#","dataNotModified":"#)
+        json.number(data.notModified)
+        json.raw(#","dataRevisions":"#)
+        json.number(data.revisions)
+        json.raw(#","dataSkippedRows":"#)
+        json.number(data.skippedRows)
+        json.raw(#","dataUnchanged":"#)
+        json.number(data.unchanged)
+        json.raw(#","dataUpdates":"#)
+        json.number(data.updates)
         json.raw(#","datasetsApplied":"#)
         json.number(datasetsApplied)
         json.raw(#","datasetsRejected":"#)

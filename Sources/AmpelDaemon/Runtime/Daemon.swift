@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelCore
 import AmpelDomain
 import AmpelMQTT
@@ -158,7 +159,7 @@ public actor AmpelDaemon: Service {
         let topics = configuration.topics
         let homeAssistant = configuration.homeAssistant
         var settings = SignalEngine.Settings(
-            ruleSet: ruleSet, region: .bavaria, topics: topics, defaultLanguage: configuration.language,
+            ruleSet: ruleSet, region: ruleSet.region, topics: topics, defaultLanguage: configuration.language,
             devices: configuration.devices,
             // Message expiry exists only in MQTT 5: decided here once, so every later step passes it on unchecked.
             alertExpiry: configuration.mqtt.protocolVersion == .v311 ? nil : configuration.alerts.expiry,
@@ -954,6 +955,7 @@ public actor AmpelDaemon: Service {
     func liveCounters() -> Counters {
         var counters = self.counters
         counters.intakePaused = gate.pauses
+        counters.data = feedState?.status?.counters ?? DataCounters()
         counters.webhooks = webhooks.stats
         return counters
     }
@@ -966,7 +968,10 @@ public actor AmpelDaemon: Service {
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)
-        return info.json()
+        var withData = info
+        withData.lastCheck = feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }
+        withData.held = feedState.status?.held
+        return withData.json()
     }
 
     /// Hands the status over to the HTTP readers (``StatusView``): values only, so this copies
@@ -1001,6 +1006,7 @@ public actor AmpelDaemon: Service {
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: publishedByKind.map { ("\($0.key)", $0.value) })
         snapshot.errors = recentErrors
         snapshot.readiness = StatusView.Readiness(dataLoaded: feedState != nil, connected: false, subscribed: subscribed)
+        snapshot.feed = feedState
         snapshot.at = Int(now().timeIntervalSince1970)
         status.publish(snapshot)
     }

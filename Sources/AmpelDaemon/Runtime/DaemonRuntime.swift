@@ -125,7 +125,7 @@ public enum DaemonRuntime {
             switch configuration.data.source {
             case .snapshot: _ = try BundledData.shared.snapshot(on: configuration.data.date)
             case .history: _ = try BundledData.shared.history(on: configuration.data.date)
-            case .rki: break
+            case .rki, .arcgis: break
             }
         } catch {
             throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")

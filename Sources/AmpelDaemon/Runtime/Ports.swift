@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelDomain
 import AmpelMQTT
 import Foundation
@@ -78,12 +79,33 @@ public struct FeedState: Sendable, Hashable {
     public var lastFetch: Date?
     /// Why the last fetch failed, `nil` after a success.
     public var lastError: String?
+    /// What the data layer counted, when it was last asked, and a publication it holds back.
+    public var status: FeedStatus?
 
-    public init(dataset: Dataset, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil) {
+    public init(dataset: Dataset, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil, status: FeedStatus? = nil) {
+        self.status = status
         self.dataset = dataset
         self.stale = stale
         self.lastFetch = lastFetch
         self.lastError = lastError
+    }
+}
+
+/// The data layer's own account of a live source, for `bridge/info`, `/readyz` and `/metrics`.
+public struct FeedStatus: Sendable, Hashable {
+    public var counters: DataCounters
+    /// When the source was last asked, whatever came back.
+    public var lastCheck: Date?
+    /// When the source last answered well (new, unchanged or not modified).
+    public var lastSuccess: Date?
+    /// Why a new publication is held back, while it is.
+    public var held: String?
+
+    public init(counters: DataCounters, lastCheck: Date?, lastSuccess: Date?, held: String?) {
+        self.counters = counters
+        self.lastCheck = lastCheck
+        self.lastSuccess = lastSuccess
+        self.held = held
     }
 }
 

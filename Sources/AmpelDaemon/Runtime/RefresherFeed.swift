@@ -28,16 +28,24 @@ public final class RefresherFeed: DatasetFeed {
         var history: PublicationHistory?
         switch data.source {
         case .rki:
-            source = RKIClient(configuration: RKIClient.Configuration(url: data.url ?? RKIClient.defaultURL))
-            cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
-            history = PublicationHistory(directory: URL(fileURLWithPath: configuration.stateDirectory), length: data.history)
+            source = RKIDatasetClient(configuration: .init(url: data.url ?? RKIDatasetClient.defaultURL, windowDays: data.history,
+                                                           region: ruleSet.region))
+        case .arcgis:
+            source = ArcGISClient(configuration: ArcGISClient.Configuration(url: data.url ?? ArcGISClient.defaultURL,
+                                                                            minimumDistricts: ruleSet.region.districtCount,
+                                                                            region: ruleSet.region))
         case .snapshot:
             source = SnapshotSource(day: data.date)
         case .history:
             source = HistorySource(day: data.date)
         }
-        let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: .bavaria,
-                                   maximumAge: data.maxAge, history: history, historyLength: data.history)
+        if source.isLive {
+            cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
+            history = PublicationHistory(directory: URL(fileURLWithPath: configuration.stateDirectory), length: data.history)
+        }
+        let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: ruleSet.region,
+                                   maximumAge: data.maxAge, history: history, historyLength: data.history,
+                                   releaseGuard: data.releaseGuard)
         return RefresherFeed(store: store, interval: data.refresh)
     }
 
@@ -45,8 +53,10 @@ public final class RefresherFeed: DatasetFeed {
         let status = await store.status(now: now())
         guard let dataset = status.dataset else { return nil }
         let lastFetch = [status.lastSuccess, status.lastErrorAt].compactMap { $0 }.max()
+        let feed = store.source.isLive
+            ? FeedStatus(counters: status.counters, lastCheck: status.lastCheck, lastSuccess: status.lastSuccess, held: status.held?.message) : nil
         return FeedState(dataset: dataset, stale: status.stale, lastFetch: lastFetch,
-                         lastError: status.failedSinceSuccess ? status.lastError?.message : nil)
+                         lastError: status.failedSinceSuccess ? status.lastError?.message : nil, status: feed)
     }
 
     public func initial() async throws -> FeedState {

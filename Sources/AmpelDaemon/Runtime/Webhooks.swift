@@ -149,7 +149,7 @@ struct WebhookRequest: Sendable {
             return .failed(reason: "'\(webhook.url)' is not a usable URL", retryable: false)
         } catch {
             if Task.isCancelled { return .failed(reason: "cancelled at stop", retryable: false) }
-            return .failed(reason: "cannot reach \(RKIClient.hostOf(webhook.url)): \(RKIClient.cause(of: error))", retryable: true)
+            return .failed(reason: "cannot reach \(DataHTTP.hostOf(webhook.url)): \(DataHTTP.cause(of: error))", retryable: true)
         }
     }
 }

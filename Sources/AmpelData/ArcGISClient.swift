@@ -14,13 +14,13 @@ import NIOHTTP1
 /// retried with exponential backoff and jitter (``RetryPolicy``).
 ///
 /// ```swift
-/// let client = RKIClient(configuration: .init(url: "http://127.0.0.1:8080/query"))
+/// let client = ArcGISClient(configuration: .init(url: "http://127.0.0.1:8080/query"))
 /// let dataset = try await client.fetch()
 /// ```
 ///
 /// > Note: The client uses `HTTPClient.shared` unless given another; a client you pass in
 /// > stays yours to shut down.
-public struct RKIClient: IncidenceSource {
+public struct ArcGISClient: IncidenceSource {
     /// Where and how to ask.
     public struct Configuration: Sendable {
         /// The layer's `query` endpoint; mirrors and tests give their own.
@@ -47,13 +47,13 @@ public struct RKIClient: IncidenceSource {
         public var region: Region
 
         public init(
-            url: String = RKIClient.defaultURL,
+            url: String = ArcGISClient.defaultURL,
             pageSize: Int = 1000,
             maxPages: Int = 50,
             timeout: Duration = .seconds(30),
             timeoutClock: any Clock<Duration> = ContinuousClock(),
             retry: RetryPolicy = .standard,
-            userAgent: String = RKIClient.defaultUserAgent,
+            userAgent: String = DataHTTP.userAgent,
             maxBodyBytes: Int = 32 << 20,
             minimumDistricts: Int = 96,
             region: Region = .bavaria
@@ -75,28 +75,9 @@ public struct RKIClient: IncidenceSource {
     public static let defaultURL =
         "https://services7.arcgis.com/mOBPykOjAyBO2ZKk/arcgis/rest/services/RKI_Landkreisdaten/FeatureServer/0/query"
 
-    /// The version sent in the `User-Agent`.
-    public static let version = "0.1.0"
-
-    /// `ampel/<version> (+<project page>)`: tells the RKI's operators who is asking.
-    public static let defaultUserAgent = "ampel/\(version) (Corona-Ampel daemon; Swift AsyncHTTPClient)"
-
     public let configuration: Configuration
     let httpClient: HTTPClient
     let logger: Logger
-
-    /// An `HTTPClient` suited to the RKI service: a refused or failed connection fails the
-    /// request at once (``RetryPolicy`` decides about retrying) instead of being retried
-    /// inside the client until the timeout, and a connection attempt may take 10 seconds.
-    ///
-    /// > Note: The caller owns it and must `shutdown()` it when done.
-    public static func makeHTTPClient() -> HTTPClient {
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: .seconds(10)))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }
 
     /// - Parameters:
     ///   - httpClient: the client to send requests with. `HTTPClient.shared` needs no
@@ -111,14 +92,7 @@ public struct RKIClient: IncidenceSource {
         self.logger = logger
     }
 
-    /// Whether `url` is an absolute `http` or `https` URL with a host, as ``Configuration/url`` must be.
-    public static func isValidURL(_ url: String) -> Bool {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-              let host = parsed.host, !host.isEmpty else { return false }
-        return scheme == "http" || scheme == "https"
-    }
-
-    public var name: String { "rki" }
+    public var name: String { "arcgis" }
     public var isLive: Bool { true }
 
     /// The URL of the page starting at `offset`.
@@ -154,7 +128,7 @@ public struct RKIClient: IncidenceSource {
             pages.append(page)
             guard page.exceededTransferLimit else {
                 let dataset = try decoder.dataset(from: pages, source: name, minimumDistricts: configuration.minimumDistricts,
-                                                  prefix: configuration.region.prefix)
+                                                  region: configuration.region)
                 logger.debug("fetched RKI data", metadata: [
                     "date": "\(dataset.date)", "districts": "\(dataset.districts.count)", "pages": "\(pages.count)",
                 ])
@@ -174,36 +148,9 @@ public struct RKIClient: IncidenceSource {
 
     /// One page, with retries.
     func get(_ url: String, page: Int) async throws(DataError) -> Data {
-        let policy = configuration.retry
-        var attempt = 1
-        while true {
-            let failure: Failure
-            do {
-                return try await attemptGet(url)
-            } catch {
-                failure = error
-            }
-            guard failure.retryable, attempt < policy.maxAttempts, !Task.isCancelled else {
-                throw failure.error
-            }
-            let delay = policy.delay(beforeRetry: attempt)
-            logger.notice("RKI request failed, retrying", metadata: [
-                "reason": "\(failure.error.reason)", "error": "\(failure.error.message)", "page": "\(page + 1)",
-                "attempt": "\(attempt)", "retryIn": "\(delay)",
-            ])
-            do {
-                try await policy.sleep(delay)
-            } catch {
-                throw failure.error
-            }
-            attempt += 1
+        try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI request for page \(page + 1)") { () async throws(DataHTTP.Failure) -> Data in
+            try await attemptGet(url)
         }
-    }
-
-    /// Why one attempt failed and whether trying again may help.
-    struct Failure: Error {
-        let error: DataError
-        let retryable: Bool
     }
 
     private struct StatusError: Error {
@@ -214,7 +161,7 @@ public struct RKIClient: IncidenceSource {
     private struct TimedOut: Error {}
 
     /// One request, bounded by ``Configuration/timeout`` from sending to the last body byte.
-    func attemptGet(_ url: String) async throws(Failure) -> Data {
+    func attemptGet(_ url: String) async throws(DataHTTP.Failure) -> Data {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         request.headers.add(name: "User-Agent", value: configuration.userAgent)
@@ -247,52 +194,25 @@ public struct RKIClient: IncidenceSource {
             }
         } catch let status as StatusError {
             let retryable = status.code == 408 || status.code == 429 || status.code >= 500
-            throw Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
+            throw DataHTTP.Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
+            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(DataHTTP.hostOf(url)) within \(timeout)"), retryable: true)
         } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
-            throw Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) URL"), retryable: false)
+            throw DataHTTP.Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) URL"), retryable: false)
         } catch is TimedOut {
-            throw Failure(error: DataError(.timeout, "no complete answer from \(Self.hostOf(url)) within \(timeout)"), retryable: true)
+            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(DataHTTP.hostOf(url)) within \(timeout)"), retryable: true)
         } catch is CancellationError {
-            throw Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+            throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
         } catch is NIOTooManyBytesError {
-            throw Failure(error: DataError(.malformed, "the answer is larger than \(maxBody) bytes"), retryable: false)
+            throw DataHTTP.Failure(error: DataError(.malformed, "the answer is larger than \(maxBody) bytes"), retryable: false)
         } catch {
             if Task.isCancelled {
-                throw Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+                throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
             }
-            throw Failure(error: DataError(.network, "cannot reach \(Self.hostOf(url)): \(Self.cause(of: error))"), retryable: true)
+            throw DataHTTP.Failure(error: DataError(.network, "cannot reach \(DataHTTP.hostOf(url)): \(DataHTTP.cause(of: error))"), retryable: true)
         }
     }
 
-    /// What went wrong on the network, in the system's words: `connection refused`, `network
-    /// is unreachable`, …
-    ///
-    /// NIO describes a failed connect by the event that reported it (`connection reset (error
-    /// set): Connection refused) (errno: 111)`), which reads as a reset; the `errno` is the cause.
-    public static func cause(of error: any Error) -> String {
-        if let io = error as? IOError {
-            return String(cString: strerror(io.errnoCode)).lowercased()
-        }
-        if let channel = error as? ChannelError, case .connectTimeout(let timeout) = channel {
-            return "no connection within \(timeout)"
-        }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout: return "no connection within the time allowed"
-            case .remoteConnectionClosed: return "the server closed the connection before answering"
-            default: return "\(client)"
-            }
-        }
-        return "\(error)"
-    }
-
-    /// `host[:port]` of `url`, for messages; the whole URL if it has no host.
-    public static func hostOf(_ url: String) -> String {
-        guard let parsed = URL(string: url), let host = parsed.host else { return url }
-        return parsed.port.map { "\(host):\($0)" } ?? host
-    }
 }
 
 extension Duration {

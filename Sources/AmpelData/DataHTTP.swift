@@ -1,0 +1,106 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+
+/// What the live sources share: their HTTP client, the `User-Agent`, the retry loop and the
+/// words for a failed connection.
+public enum DataHTTP {
+    /// The version sent in the `User-Agent`.
+    public static let version = "0.2.0"
+
+    /// `ampel/<version> (...)`: tells the data's operators who is asking.
+    public static let userAgent = "ampel/\(version) (Corona-Ampel daemon; Swift AsyncHTTPClient)"
+
+    /// An `HTTPClient` suited to the data sources: a refused or failed connection fails the
+    /// request at once (``RetryPolicy`` decides about retrying) instead of being retried
+    /// inside the client until the timeout, and a connection attempt may take 10 seconds.
+    ///
+    /// > Note: The caller owns it and must `shutdown()` it when done.
+    public static func makeHTTPClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            timeout: .init(connect: .seconds(10)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// Whether `url` is an absolute `http` or `https` URL with a host.
+    public static func isValidURL(_ url: String) -> Bool {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+              let host = parsed.host, !host.isEmpty else { return false }
+        return scheme == "http" || scheme == "https"
+    }
+
+    /// Why one attempt failed and whether trying again may help.
+    struct Failure: Error {
+        let error: DataError
+        let retryable: Bool
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or `policy` allows no more tries;
+    /// each retry is logged with its pause.
+    static func retrying<T>(_ policy: RetryPolicy, logger: Logger, what: String,
+                            _ attempt: () async throws(Failure) -> T) async throws(DataError) -> T {
+        var number = 1
+        while true {
+            let failure: Failure
+            do {
+                return try await attempt()
+            } catch {
+                failure = error
+            }
+            guard failure.retryable, number < policy.maxAttempts, !Task.isCancelled else {
+                throw failure.error
+            }
+            let delay = policy.delay(beforeRetry: number)
+            logger.notice("\(what) failed, retrying", metadata: [
+                "reason": "\(failure.error.reason)", "error": "\(failure.error.message)",
+                "attempt": "\(number)", "retryIn": "\(delay)",
+            ])
+            do {
+                try await policy.sleep(delay)
+            } catch {
+                throw failure.error
+            }
+            number += 1
+        }
+    }
+
+    /// What went wrong on the network, in the system's words: `connection refused`, `network
+    /// is unreachable`, …
+    ///
+    /// NIO describes a failed connect by the event that reported it (`connection reset (error
+    /// set): Connection refused) (errno: 111)`), which reads as a reset; the `errno` is the cause.
+    public static func cause(of error: any Error) -> String {
+        if let io = error as? IOError {
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        if let channel = error as? ChannelError, case .connectTimeout(let timeout) = channel {
+            return "no connection within \(timeout)"
+        }
+        if let resolution = error as? NIOConnectionError {
+            if resolution.dnsAAAAError != nil || resolution.dnsAError != nil, resolution.connectionErrors.isEmpty {
+                return "unknown host \(resolution.host)"
+            }
+            if let first = resolution.connectionErrors.first {
+                return cause(of: first.error)
+            }
+        }
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout: return "no connection within the time allowed"
+            case .remoteConnectionClosed: return "the server closed the connection before answering"
+            default: return "\(client)"
+            }
+        }
+        return "\(error)"
+    }
+
+    /// `host[:port]` of `url`, for messages; the whole URL if it has no host.
+    public static func hostOf(_ url: String) -> String {
+        guard let parsed = URL(string: url), let host = parsed.host else { return url }
+        return parsed.port.map { "\(host):\($0)" } ?? host
+    }
+}

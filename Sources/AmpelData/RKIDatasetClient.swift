@@ -1,0 +1,251 @@
+import AmpelDomain
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The live source `rki`: the RKI's maintained open dataset "COVID-19_7-Tage-Inzidenz_in_Deutschland",
+/// its district file `COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv` (CC BY 4.0, updated daily).
+///
+/// Every check is a conditional GET (`If-None-Match` with the last `ETag`, `If-Modified-Since`
+/// with the last `Last-Modified`): an unchanged file costs a `304` and no parsing. A changed
+/// file is parsed by ``RKIDistrictCSV`` while it streams, so the client never holds the
+/// file, only the last ``Configuration/windowDays`` days. A stalled body (no byte for
+/// ``Configuration/stallTimeout``) and a download longer than ``Configuration/timeout`` fail;
+/// transient failures are retried (``RetryPolicy``). `file://` URLs are read the same way,
+/// the file's size and modification time standing in for an `ETag`.
+///
+/// ```swift
+/// let client = RKIDatasetClient(configuration: .init(region: ruleSet.region))
+/// let answer = try await client.check(ifChanged: lastValidators)
+/// ```
+public struct RKIDatasetClient: IncidenceSource {
+    /// Where and how to ask.
+    public struct Configuration: Sendable {
+        /// The district file: GitHub's raw file by default; a mirror (Zenodo, a file on the
+        /// local network, a test server) or a `file://` path.
+        public var url: String
+        /// How many days up to the newest one are kept (the history's length).
+        public var windowDays: Int
+        /// The districts that must all have a row on the newest day.
+        public var region: Region
+        /// How long the body may send nothing before the download is given up.
+        public var stallTimeout: Duration
+        /// How long one whole download may take.
+        public var timeout: Duration
+        /// The clock of both timeouts; tests pass one they control.
+        public var clock: any Clock<Duration>
+        /// How failed requests are retried.
+        public var retry: RetryPolicy
+        public var userAgent: String
+        /// The largest body accepted, in bytes (the file grows by about 18 KB a day).
+        public var maxBodyBytes: Int
+
+        public init(
+            url: String = RKIDatasetClient.defaultURL,
+            windowDays: Int = PublicationHistory.defaultLength,
+            region: Region = .bavaria,
+            stallTimeout: Duration = .seconds(30),
+            timeout: Duration = .seconds(600),
+            clock: any Clock<Duration> = ContinuousClock(),
+            retry: RetryPolicy = .standard,
+            userAgent: String = DataHTTP.userAgent,
+            maxBodyBytes: Int = 1 << 30
+        ) {
+            self.url = url
+            self.windowDays = max(1, windowDays)
+            self.region = region
+            self.stallTimeout = stallTimeout
+            self.timeout = timeout
+            self.clock = clock
+            self.retry = retry
+            self.userAgent = userAgent
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    /// The district file on the `main` branch of the RKI's GitHub repository.
+    public static let defaultURL =
+        "https://raw.githubusercontent.com/robert-koch-institut/COVID-19_7-Tage-Inzidenz_in_Deutschland/main/COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv"
+
+    public let configuration: Configuration
+    let httpClient: HTTPClient
+    let logger: Logger
+
+    /// - Parameter httpClient: prefer ``DataHTTP/makeHTTPClient()`` (its owner shuts it down).
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
+                logger: Logger = Logger(label: "ampel.data.rki")) {
+        self.configuration = configuration
+        self.httpClient = httpClient
+        self.logger = logger
+    }
+
+    /// Whether `url` is an `http(s)` URL with a host or a `file://` path.
+    public static func isValidURL(_ url: String) -> Bool {
+        DataHTTP.isValidURL(url) || fileURL(url) != nil
+    }
+
+    static func fileURL(_ url: String) -> URL? {
+        guard url.lowercased().hasPrefix("file://"), let parsed = URL(string: url), parsed.isFileURL, !parsed.path.isEmpty else { return nil }
+        return parsed
+    }
+
+    public var name: String { "rki" }
+    public var isLive: Bool { true }
+
+    /// The newest day of the file, whatever its validators.
+    public func fetch() async throws(DataError) -> Dataset {
+        guard case .publication(let publication) = try await check(ifChanged: nil) else {
+            throw DataError(.malformed, "the server answered 304 Not Modified to a request without validators")
+        }
+        return publication.newest
+    }
+
+    /// The file, unless it is still the version `validators` describe.
+    public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
+        if let file = Self.fileURL(configuration.url) {
+            return try readFile(file, ifChanged: validators)
+        }
+        return try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI download") { () async throws(DataHTTP.Failure) -> SourceAnswer in
+            try await attempt(validators)
+        }
+    }
+
+    /// The table as a publication: the newest day and the days before it.
+    func publication(_ table: RKIDistrictCSV.Table, validators: HTTPValidators?) -> Publication {
+        if table.skippedRows > 0 {
+            logger.debug("skipped rows of no district", metadata: [
+                "rows": "\(table.skippedRows)", "codes": "\(table.skippedCodes.joined(separator: ","))",
+            ])
+        }
+        return Publication(newest: table.datasets[table.datasets.count - 1], earlier: Array(table.datasets.dropLast()),
+                           validators: validators, skippedRows: table.skippedRows)
+    }
+
+    // MARK: - file://
+
+    func readFile(_ url: URL, ifChanged validators: HTTPValidators?) throws(DataError) -> SourceAnswer {
+        let path = url.path
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw DataError(.io, "cannot read '\(path)': \(String(cString: strerror(errno)))")
+        }
+        let version = HTTPValidators(etag: "\"\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\"", lastModified: nil)
+        if let validators, validators.etag == version.etag { return .notModified }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw DataError(.io, "cannot open '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { try? handle.close() }
+        var reader = RKIDistrictCSV(windowDays: configuration.windowDays)
+        do {
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try reader.consume(chunk)
+            }
+        } catch let error as DataError {
+            throw DataError(error.reason, "'\(path)': \(error.message)")
+        } catch {
+            throw DataError(.io, "cannot read '\(path)': \(error.localizedDescription)")
+        }
+        do {
+            return .publication(publication(try reader.finish(region: configuration.region), validators: version))
+        } catch {
+            throw DataError(error.reason, "'\(path)': \(error.message)")
+        }
+    }
+
+    // MARK: - HTTP
+
+    private struct StatusError: Error {
+        let code: UInt
+        let reason: String
+    }
+
+    private struct Stalled: Error {}
+    private struct TimedOut: Error {}
+
+    /// Counts arriving body chunks, for the stall watchdog.
+    private final class Progress: Sendable {
+        let chunks = Atomic<Int>(0)
+    }
+
+    /// One download, bounded by the stall timeout and the whole timeout.
+    func attempt(_ validators: HTTPValidators?) async throws(DataHTTP.Failure) -> SourceAnswer {
+        var request = HTTPClientRequest(url: configuration.url)
+        request.method = .GET
+        request.headers.add(name: "User-Agent", value: configuration.userAgent)
+        request.headers.add(name: "Accept", value: "text/csv, text/plain;q=0.9, */*;q=0.5")
+        if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
+        if let modified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: modified) }
+        let prepared = request
+        let client = httpClient
+        let configuration = self.configuration
+        let progress = Progress()
+        let host = DataHTTP.hostOf(configuration.url)
+        do {
+            return try await withThrowingTaskGroup(of: SourceAnswer.self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, timeout: .nanoseconds(configuration.timeout.nanoseconds))
+                    if response.status == .notModified { return .notModified }
+                    guard (200..<300).contains(response.status.code) else {
+                        _ = try? await response.body.collect(upTo: 1 << 20)
+                        throw StatusError(code: response.status.code, reason: response.status.reasonPhrase)
+                    }
+                    let received = HTTPValidators(etag: response.headers.first(name: "ETag"),
+                                                  lastModified: response.headers.first(name: "Last-Modified"))
+                    var reader = RKIDistrictCSV(windowDays: configuration.windowDays)
+                    var bytes = 0
+                    for try await buffer in response.body {
+                        progress.chunks.add(1, ordering: .relaxed)
+                        bytes += buffer.readableBytes
+                        guard bytes <= configuration.maxBodyBytes else { throw NIOTooManyBytesError(maxBytes: configuration.maxBodyBytes) }
+                        try reader.consume(buffer)
+                    }
+                    let table = try reader.finish(region: configuration.region)
+                    return .publication(self.publication(table, validators: received.isEmpty ? nil : received))
+                }
+                group.addTask {
+                    // No progress over a whole stall period: the body has stopped.
+                    var seen = -1
+                    while true {
+                        try await configuration.clock.sleep(for: configuration.stallTimeout)
+                        let now = progress.chunks.load(ordering: .relaxed)
+                        if now == seen { throw Stalled() }
+                        seen = now
+                    }
+                }
+                group.addTask {
+                    try await configuration.clock.sleep(for: configuration.timeout)
+                    throw TimedOut()
+                }
+                defer { group.cancelAll() }
+                guard let answer = try await group.next() else { throw CancellationError() }
+                return answer
+            }
+        } catch let error as DataError {
+            // The file arrived but is not valid: asking again at once will not help.
+            throw DataHTTP.Failure(error: error, retryable: false)
+        } catch let status as StatusError {
+            let retryable = status.code == 408 || status.code == 429 || status.code >= 500
+            throw DataHTTP.Failure(error: DataError(.http, "\(host) answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
+        } catch is Stalled {
+            throw DataHTTP.Failure(error: DataError(.timeout, "the download from \(host) stalled: no data for \(configuration.stallTimeout)"), retryable: true)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(host) within \(configuration.timeout)"), retryable: true)
+        } catch is TimedOut {
+            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(host) within \(configuration.timeout)"), retryable: true)
+        } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
+            throw DataHTTP.Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) or file:// URL"), retryable: false)
+        } catch is NIOTooManyBytesError {
+            throw DataHTTP.Failure(error: DataError(.malformed, "the file is larger than \(configuration.maxBodyBytes) bytes"), retryable: false)
+        } catch is CancellationError {
+            throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+        } catch {
+            if Task.isCancelled {
+                throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+            }
+            throw DataHTTP.Failure(error: DataError(.network, "cannot reach \(host): \(DataHTTP.cause(of: error))"), retryable: true)
+        }
+    }
+}
