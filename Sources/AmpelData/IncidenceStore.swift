@@ -341,17 +341,13 @@ public actor IncidenceStore {
         failedSinceSuccess = false
     }
 
-    /// The day before `publication`'s newest, as Ampel first read it where it has it.
+    /// The day before `publication`'s newest, as Ampel first read it where it has it; `nil`
+    /// when neither Ampel nor the file has that day (weeks apart, values say nothing of a release).
     private func dayBefore(_ publication: Publication) -> Dataset? {
-        let newest = publication.newest.date
-        let own = window.last { $0.date < newest }
-        let file = publication.earlier.last { $0.date < newest }
-        switch (own, file) {
-        case let (own?, file?): return file.date > own.date ? file : own
-        case let (own?, nil): return own
-        case let (nil, file?): return file
-        case (nil, nil): return holdsFallback ? nil : dataset.flatMap { $0.date < newest ? $0 : nil }
-        }
+        let wanted = Day(daysSinceEpoch: publication.newest.date.daysSinceEpoch - 1)
+        return window.last { $0.date == wanted }
+            ?? (holdsFallback ? nil : dataset.flatMap { $0.date == wanted ? $0 : nil })
+            ?? publication.earlier.last { $0.date == wanted }
     }
 
     /// Puts `publication` in force: its newest day as first read, the days before it only

@@ -112,7 +112,7 @@ import Testing
     @Test func checkAndDistrictsReadTheLiveSource() async throws {
         try await withServer(serving: "2020-11-23") { server in
             let raw = try rawBavarianIncidences(day: "2020-11-23")
-            let check = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--json"])
+            let check = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--json"])
             #expect(check.status == 0, "\(check.stderr)")
             let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
             #expect((signal["incidence"] as? NSNumber)?.doubleValue == raw["09162"])
@@ -120,7 +120,7 @@ import Testing
             #expect(signal["phase"] as? String == expectedPhase(raw["09162"]!))
 
             // --url alone implies --source rki.
-            let districts = try await runAmpel(["districts", "--url", server.queryURL, "--json"])
+            let districts = try await runAmpel(["districts", "--source", "arcgis", "--url", server.queryURL, "--json"])
             #expect(districts.status == 0, "\(districts.stderr)")
             let rows = try #require(try JSONSerialization.jsonObject(with: Data(districts.stdout.utf8)) as? [[String: Any]])
             #expect(rows.count == 96)
@@ -134,7 +134,7 @@ import Testing
             let empty = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: empty) }
             server.inject(.renamedField(from: "cases7_per_100k", to: "inzidenz"))
-            let broken = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--state-dir", empty.path])
+            let broken = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", empty.path])
             #expect(broken.status == 1)
             #expect(broken.stderr.contains("cases7_per_100k"), "\(broken.stderr)")
             #expect(broken.stderr.contains("no cached data"), "\(broken.stderr)")

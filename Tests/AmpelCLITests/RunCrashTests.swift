@@ -168,7 +168,7 @@ struct RunCrashTests {
         var options = Scene.Options()
         options.topics = ["ampel/device/+/alert", "ampel/device/+/state", "ampel/district/+/alert", "ampel/district/+/phase",
                           "ampel/bridge/state", "ampel/bridge/info"]
-        (options.http, options.source, options.date, options.arguments) = (true, "rki", nil, ["--refresh", "1"])
+        (options.http, options.source, options.date, options.arguments) = (true, "arcgis", nil, ["--refresh", "1"])
         try await Scene.run(options) { scene in
             let (server, collector) = (try #require(scene.server), scene.collector)
             try server.serve(contentsOf: RecordedRKI.url(day: day))

@@ -50,7 +50,7 @@ struct RunRecoveryTests {
         // Nothing listens on the service's port: only the cache or the bundled data can start it.
         let port = try MosquittoBroker.freeLoopbackPort()
         var options = Scene.Options()
-        (options.source, options.date, options.arguments) = ("rki", nil, ["--url", "http://127.0.0.1:\(port)/query"])
+        (options.source, options.date, options.arguments) = ("arcgis", nil, ["--url", "http://127.0.0.1:\(port)/query"])
         try await Scene.run(options) { scene in
             let dir = scene.state
             let garbage = Data(#"{"format":"ampel-incidence-cache","version":1,"districts":["#.utf8)

@@ -19,7 +19,7 @@ final class Scene {
         /// Whether the configuration begins with ``Daemon/replayConfiguration``: false only for
         /// a test of `alerts.max_fix_age` itself.
         var replay = true
-        /// `--source`; `rki` with ``http`` reads the scene's server (`--url`).
+        /// `--source`; `arcgis` with ``http`` reads the scene's server (`--url`).
         var source = "snapshot"
         /// `--date`, none when nil.
         var date: String? = "2020-10-15"
@@ -118,7 +118,7 @@ final class Scene {
     var arguments: [String] {
         var arguments = ["--broker", broker.url, "--state-dir", state.path, "--source", options.source]
         if let date = options.date { arguments += ["--date", date] }
-        if options.source == "rki", let server, !options.arguments.contains("--url") { arguments += ["--url", server.queryURL] }
+        if options.source == "arcgis", let server, !options.arguments.contains("--url") { arguments += ["--url", server.queryURL] }
         return arguments + ["--log-level", "info"] + options.arguments
     }
 

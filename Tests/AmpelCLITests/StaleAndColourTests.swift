@@ -10,12 +10,12 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         try await withServer(serving: "2020-11-23") { server in
-            let fetched = try await runAmpel(["fetch", "--url", server.queryURL, "--state-dir", dir.path])
+            let fetched = try await runAmpel(["fetch", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
             #expect(fetched.status == 0, "\(fetched.stderr)")
             // From now on the service fails (404 is not retried, so the test does not wait for backoff).
             server.inject(.status(404), times: 100)
 
-            let check = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL,
+            let check = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
                                             "--state-dir", dir.path, "--json"])
             #expect(check.status == 0, "\(check.stderr)")
             let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")
@@ -24,7 +24,7 @@ import Testing
             #expect(signal["phase"] as? String == expectedPhase(try rawBavarianIncidences(day: "2020-11-23")["09162"]!))
             #expect(check.stderr.contains("Warning: Stale: the RKI service failed (") && check.stderr.contains("HTTP 404"), "\(check.stderr)")
 
-            let human = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL, "--state-dir", dir.path])
+            let human = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
             #expect(human.status == 0, "\(human.stderr)")
             #expect(human.stdout.contains("Data of 2020-11-23 (stale)"), "\(human.stdout)")
             #expect(human.stdout.contains("Stale: the RKI service failed"), "\(human.stdout)")
@@ -34,18 +34,18 @@ import Testing
             var environment = ProcessInfo.processInfo.environment
             environment["AMPEL_STATE_DIR"] = dir.path
             environment["NO_COLOR"] = "1"
-            let districts = try await AmpelBinary.run(["districts", "--source", "rki", "--url", server.queryURL, "--json"], environment: environment)
+            let districts = try await AmpelBinary.run(["districts", "--source", "arcgis", "--url", server.queryURL, "--json"], environment: environment)
             #expect(districts.exitCode == 0, "\(districts.stderrText)")
             let rows = try #require(try JSONSerialization.jsonObject(with: districts.stdout) as? [[String: Any]])
             #expect(rows.count == 96)
             #expect(rows.allSatisfy { $0["stale"] as? Bool == true && $0["dataDate"] as? String == "2020-11-23" })
-            let table = try await AmpelBinary.run(["districts", "--source", "rki", "--url", server.queryURL], environment: environment)
+            let table = try await AmpelBinary.run(["districts", "--source", "arcgis", "--url", server.queryURL], environment: environment)
             #expect(table.exitCode == 0)
             #expect(table.stdoutText.contains("STALE") && table.stdoutText.contains("Stale: the RKI service failed"), "\(table.stdoutText)")
 
             // With the service back the answer is fresh again.
             server.clearFaults()
-            let fresh = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", server.queryURL,
+            let fresh = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
                                             "--state-dir", dir.path, "--json"])
             let freshSignal = try #require(try JSONSerialization.jsonObject(with: Data(fresh.stdout.utf8)) as? [String: Any])
             #expect(freshSignal["stale"] as? Bool == false)
@@ -57,7 +57,7 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let port = try MosquittoBroker.freeLoopbackPort()
-        let out = try await runAmpel(["check", "--district", "09162", "--source", "rki", "--url", "http://127.0.0.1:\(port)/query",
+        let out = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", "http://127.0.0.1:\(port)/query",
                                       "--state-dir", dir.path])
         #expect(out.status == 1)
         #expect(out.stderr.contains("cannot reach 127.0.0.1:\(port): connection refused"), "\(out.stderr)")

@@ -281,10 +281,10 @@ struct EndToEndTests {
             device: car
         """
         let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml,
-                                             flags: .init(source: "rki", url: server.queryURL, refresh: "1"))
+                                             flags: .init(source: "arcgis", url: server.queryURL, refresh: "1"))
         defer { daemon.requestStop() }
         // The first fetch replaces the bundled stand-in with 2020-10-15.
-        try await recorder.json("ampel/bridge/info") { $0["dataDate"] as? String == "2020-10-15" && $0["source"] as? String == "rki" }
+        try await recorder.json("ampel/bridge/info") { $0["dataDate"] as? String == "2020-10-15" && $0["source"] as? String == "arcgis" }
         try await recorder.text("ampel/district/09162/phase", equals: "red")
         try await recorder.text("wled/city/col", equals: "#E3000F")
         let devices = try await Devices.connect(broker)

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// The live client against a real HTTP server on a loopback port.
-@Suite struct RKIClientTests {
+@Suite struct ArcGISClientTests {
     @Test func fetchesAllPagesOfTheRecordedAnswer() async throws {
         try await withServer(serving: "2020-11-05", maxRecordCount: 100) { server in
             let dataset = try await makeClient(server).fetch()
@@ -14,7 +14,7 @@ import Testing
             #expect(requests.count == 5)
             #expect(requests.map { $0.query["resultOffset"] } == ["0", "100", "200", "300", "400"])
             #expect(dataset.date == day("2020-11-05"))
-            #expect(dataset.source == "rki")
+            #expect(dataset.source == "arcgis")
             #expect(dataset.districts.count == 412)
             let raw = try rawBavarianIncidences(day: "2020-11-05")
             #expect(raw.count == 96)
@@ -47,7 +47,7 @@ import Testing
                 == ["RS", "GEN", "BEZ", "county", "EWZ", "BL", "BL_ID", "last_update", "cases7_per_100k", "cases7_bl_per_100k"])
             let agent = try #require(request.userAgent)
             #expect(agent.hasPrefix("ampel/"))
-            #expect(agent == RKIClient.defaultUserAgent)
+            #expect(agent == DataHTTP.userAgent)
         }
     }
 
@@ -155,7 +155,7 @@ import Testing
         // The real clock with a short timeout: the answer's head arrives, its body never ends.
         try await withServer { server in
             server.inject(.stalledBody)
-            let client = RKIClient(configuration: .init(url: server.queryURL, timeout: .milliseconds(500), retry: .none),
+            let client = ArcGISClient(configuration: .init(url: server.queryURL, timeout: .milliseconds(500), retry: .none),
                                    logger: quietLogger)
             let error = await #expect(throws: DataError.self) { try await client.fetch() }
             #expect(error?.reason == .timeout)
@@ -206,8 +206,8 @@ import Testing
         let server = try await HTTPFixtureServer.start()
         let url = server.queryURL
         try await server.shutdown()
-        let http = RKIClient.makeHTTPClient()
-        let client = RKIClient(configuration: .init(url: url, timeoutClock: TestClock(), retry: .none), httpClient: http,
+        let http = DataHTTP.makeHTTPClient()
+        let client = ArcGISClient(configuration: .init(url: url, timeoutClock: TestClock(), retry: .none), httpClient: http,
                                logger: quietLogger)
         let error = await #expect(throws: DataError.self) { try await client.fetch() }
         try await http.shutdown()
@@ -216,12 +216,12 @@ import Testing
     }
 
     @Test func onlyHTTPURLsWithAHostAreUsable() {
-        #expect(RKIClient.isValidURL(RKIClient.defaultURL))
-        #expect(RKIClient.isValidURL("http://127.0.0.1:8080/query"))
-        #expect(!RKIClient.isValidURL("ftp://127.0.0.1/query"))
-        #expect(!RKIClient.isValidURL("127.0.0.1:8080/query"))
-        #expect(!RKIClient.isValidURL("http:///query"))
-        #expect(!RKIClient.isValidURL(""))
+        #expect(DataHTTP.isValidURL(ArcGISClient.defaultURL))
+        #expect(DataHTTP.isValidURL("http://127.0.0.1:8080/query"))
+        #expect(!DataHTTP.isValidURL("ftp://127.0.0.1/query"))
+        #expect(!DataHTTP.isValidURL("127.0.0.1:8080/query"))
+        #expect(!DataHTTP.isValidURL("http:///query"))
+        #expect(!DataHTTP.isValidURL(""))
     }
 
     @Test func backoffIsExponentialCappedAndJittered() {

@@ -134,8 +134,8 @@ let quietLogger: Logger = {
 func makeClient(
     _ server: HTTPFixtureServer, pageSize: Int = 1000, timeout: Duration = .seconds(30),
     timeoutClock: TestClock = TestClock(), attempts: Int = 1, sleeps: SleepRecorder = SleepRecorder()
-) -> RKIClient {
-    RKIClient(
+) -> ArcGISClient {
+    ArcGISClient(
         configuration: .init(
             url: server.queryURL, pageSize: pageSize, timeout: timeout, timeoutClock: timeoutClock,
             retry: RetryPolicy(maxAttempts: attempts, baseDelay: .seconds(2), maxDelay: .seconds(60), jitter: 0.5, sleep: sleeps.sleep)),

@@ -200,7 +200,7 @@ import Testing
                 return
             }
             #expect(current.date == day("2020-11-05"))
-            #expect(current.source == "rki")
+            #expect(current.source == "arcgis")
             #expect(try cache.load()?.dataset == current)
             // From now on older answers are outdated again.
             try server.serve(contentsOf: RecordedRKI.url(day: "2020-10-15"))
@@ -330,7 +330,7 @@ import Testing
             _ = await store.refresh()
             let status = await store.status(now: clock.date)
             #expect(status.dataset?.date == day("2020-11-05"))
-            #expect(status.source == "rki")
+            #expect(status.source == "arcgis")
             #expect(status.stale == false)
             #expect(status.lastSuccess == clock.date)
             #expect(status.lastError == nil)

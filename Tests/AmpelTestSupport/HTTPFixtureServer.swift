@@ -15,6 +15,11 @@ import Synchronization
 /// It is a webhook receiver too: a POST to any other path is answered `200` (unless a fault
 /// is queued), and recorded with its headers and body in ``delivered``.
 ///
+/// It serves a plain file as well (``serveFile(_:at:etag:lastModified:)``), the way the RKI's
+/// GitHub dataset is downloaded: `ETag` and `Last-Modified`, `304 Not Modified` on a
+/// conditional GET that matches, the body streamed in 64 KiB writes as the client reads, and
+/// the body faults ``Fault/truncatedBody``, ``Fault/connectionCut``, ``Fault/stalledBody``.
+///
 /// ```swift
 /// let server = try await HTTPFixtureServer.start()
 /// try server.serve(contentsOf: RecordedRKI.url(day: "2020-11-05"))
@@ -34,10 +39,12 @@ public final class HTTPFixtureServer: Sendable {
         /// HTTP 200 with an ArcGIS error body `{"error": {"code": ..., "message": ...}}`.
         case arcgisError(code: Int, message: String)
         /// The first half of the page, framed as the complete body (a cut proxy response).
+        /// A served file is cut mid-row: right after the first comma past its middle.
         case truncatedBody
         /// The full length announced, half the body sent, then the connection closed.
         case connectionCut
-        /// The full length announced, half the body sent, then nothing more (the connection stays open).
+        /// The full length announced, half the body sent, then nothing more (the connection
+        /// stays open until the client closes it or the server stops); see ``stalledBodies``.
         case stalledBody
         /// Every feature's attribute `from` renamed to `to`.
         case renamedField(from: String, to: String)
@@ -70,6 +77,18 @@ public final class HTTPFixtureServer: Sendable {
         var faults: [(fault: Fault?, remaining: Int)] = []
         var requests: [Request] = []
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var file: ServedFile?
+        var fileOK = 0
+        var fileNotModified = 0
+    }
+
+    /// The file served by ``serveFile(_:at:etag:lastModified:)``: one buffer that every answer
+    /// slices (slices share the storage, so a 45 MB file is not copied per request).
+    struct ServedFile {
+        let path: String
+        let body: ByteBuffer
+        let etag: String
+        let lastModified: Date?
     }
 
     /// The largest page the server sends, whatever the client asks for.
@@ -79,6 +98,7 @@ public final class HTTPFixtureServer: Sendable {
 
     private let state = Mutex(State())
     private let posts = Watched<[Request]>([])
+    private let stalls = Watched<Int>(0)
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
@@ -156,6 +176,64 @@ public final class HTTPFixtureServer: Sendable {
         try serve(Data(contentsOf: url))
     }
 
+    /// Serves `data` at `path` from now on, to GET (and HEAD), replacing any file served before.
+    ///
+    /// Answers `200` with `Content-Type: text/csv`, `ETag: "<etag>"` and, when given,
+    /// `Last-Modified`; `304 Not Modified` (no body) when `If-None-Match` names the current ETag
+    /// (or is `*`), or, without `If-None-Match`, when `If-Modified-Since` is at or after
+    /// `lastModified`. Queued faults apply as to any request: statuses, ``Fault/stall`` and
+    /// ``Fault/raw(status:body:)`` come first; the body faults only act on a `200`; the
+    /// ArcGIS-only faults (renamed fields, attributes, ...) are used up without effect.
+    ///
+    /// - Parameters:
+    ///   - path: the URL path, e.g. `/COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv`.
+    ///   - etag: the entity tag without quotes; `nil` derives one from the content, so another
+    ///     content gets another tag and the same content the same tag.
+    ///   - lastModified: the `Last-Modified` time (whole seconds count); `nil` sends none.
+    public func serveFile(_ data: Data, at path: String = "/landkreise.csv", etag: String? = nil, lastModified: Date? = nil) {
+        let file = ServedFile(path: path, body: ByteBuffer(bytes: data), etag: etag ?? Self.contentTag(data),
+                              lastModified: lastModified)
+        state.withLock { $0.file = file }
+    }
+
+    /// Serves the file at `url` (read once, now) like ``serveFile(_:at:etag:lastModified:)``.
+    public func serveFile(contentsOf url: URL, at path: String = "/landkreise.csv", etag: String? = nil,
+                          lastModified: Date? = nil) throws {
+        serveFile(try Data(contentsOf: url, options: .mappedIfSafe), at: path, etag: etag, lastModified: lastModified)
+    }
+
+    /// Stops serving the file: its path answers `404` again.
+    public func stopServingFile() {
+        state.withLock { $0.file = nil }
+    }
+
+    /// The served file's URL, `http://127.0.0.1:<port>/landkreise.csv` (or the path given to
+    /// ``serveFile(_:at:etag:lastModified:)``).
+    public var fileURL: String { baseURL + (state.withLock { $0.file?.path } ?? "/landkreise.csv") }
+
+    /// The served file's ETag without quotes (as the `ETag` header carries it, quoted); `nil`
+    /// when no file is served.
+    public var fileETag: String? { state.withLock { $0.file?.etag } }
+
+    /// How many `200` answers carried the file (whole, or part of it under a body fault).
+    public var fileOKCount: Int { state.withLock { $0.fileOK } }
+
+    /// How many requests for the file were answered `304 Not Modified`.
+    public var fileNotModifiedCount: Int { state.withLock { $0.fileNotModified } }
+
+    /// How many answers are stalled mid-body (``Fault/stalledBody``): headers and part of the
+    /// body sent and flushed, the rest withheld. Counted once that part has left the server.
+    public var stalledBodies: Int { stalls.value }
+
+    /// Returns once at least `count` answers stalled mid-body (``stalledBodies``).
+    public func waitForStalledBodies(_ count: Int) async {
+        await stalls.wait { $0 >= count }
+    }
+
+    func noteStalledBody() {
+        stalls.update { $0 += 1 }
+    }
+
     /// Lets `times` requests fail with `fault`, after any faults already queued and after
     /// `after` normal answers (so that, say, only the third page of an answer fails).
     public func inject(_ fault: Fault, times: Int = 1, after: Int = 0) {
@@ -205,6 +283,18 @@ public final class HTTPFixtureServer: Sendable {
         case respond(status: Int, contentType: String, body: [UInt8])
         case cut(status: Int, contentType: String, body: [UInt8], close: Bool)
         case stall
+        /// `body` written in chunks as the client reads, then `end`; `headers` frame it.
+        case stream(status: Int, headers: HTTPHeaders, body: ByteBuffer, end: StreamEnd)
+    }
+
+    /// What follows the last byte of a streamed body.
+    enum StreamEnd {
+        /// The end of the message (the connection kept or closed as the request asked).
+        case complete
+        /// The connection closed, whatever was announced.
+        case close
+        /// Nothing: the connection stays open, the message unfinished.
+        case hold
     }
 
     func handle(method: String, uri: String, headers: [String: String], body: [UInt8]) -> Action {
@@ -215,7 +305,7 @@ public final class HTTPFixtureServer: Sendable {
         }
         let request = Request(method: method, path: components?.path ?? uri, query: query, userAgent: headers["user-agent"],
                               headers: headers, body: body)
-        let (fault, answer, features, ready) = state.withLock { state in
+        let (fault, answer, features, file, ready) = state.withLock { state in
             state.requests.append(request)
             let count = state.requests.count
             let ready = state.waiters.filter { $0.count <= count }.map(\.continuation)
@@ -226,14 +316,104 @@ public final class HTTPFixtureServer: Sendable {
                 state.faults[0].remaining -= 1
                 if state.faults[0].remaining <= 0 { state.faults.removeFirst() }
             }
-            return (fault, state.answer, state.features, ready)
+            return (fault, state.answer, state.features, state.file, ready)
         }
         for continuation in ready { continuation.resume() }
-        let action = action(for: request, fault: fault, answer: answer, features: features)
+        let action: Action
+        if let file, request.path == file.path, request.method == "GET" || request.method == "HEAD",
+           !Self.isEarlyFault(fault) {
+            action = fileAction(for: request, fault: fault, file: file)
+        } else {
+            action = self.action(for: request, fault: fault, answer: answer, features: features)
+        }
         if method == "POST", !request.path.hasSuffix("/query"), case .respond(200, _, _) = action {
             posts.update { $0.append(request) }
         }
         return action
+    }
+
+    /// The faults that replace any answer, before the path is looked at.
+    static func isEarlyFault(_ fault: Fault?) -> Bool {
+        switch fault {
+        case .status?, .stall?, .arcgisError?, .raw?: return true
+        default: return false
+        }
+    }
+
+    /// The answer to a GET or HEAD of the served file.
+    func fileAction(for request: Request, fault: Fault?, file: ServedFile) -> Action {
+        var headers = HTTPHeaders()
+        headers.add(name: "ETag", value: "\"\(file.etag)\"")
+        if let lastModified = file.lastModified {
+            headers.add(name: "Last-Modified", value: HTTPDate.format(lastModified))
+        }
+        if Self.isNotModified(request.headers, file: file) {
+            state.withLock { $0.fileNotModified += 1 }
+            return .stream(status: 304, headers: headers, body: ByteBuffer(), end: .complete)
+        }
+        state.withLock { $0.fileOK += 1 }
+        headers.add(name: "Content-Type", value: "text/csv")
+        let size = file.body.readableBytes
+        var body = file.body
+        var end = StreamEnd.complete
+        switch fault {
+        case .truncatedBody?:
+            body = file.body.getSlice(at: file.body.readerIndex, length: Self.midRowCut(file.body)) ?? ByteBuffer()
+        case .connectionCut?:
+            body = file.body.getSlice(at: file.body.readerIndex, length: size / 2) ?? ByteBuffer()
+            end = .close
+        case .stalledBody?:
+            body = file.body.getSlice(at: file.body.readerIndex, length: size / 2) ?? ByteBuffer()
+            end = .hold
+        default:
+            break
+        }
+        // A truncated body is framed as complete; a cut or stalled one announces the whole file.
+        headers.add(name: "Content-Length", value: String(end == .complete ? body.readableBytes : size))
+        if request.method == "HEAD" { body = ByteBuffer() }
+        return .stream(status: 200, headers: headers, body: body, end: end)
+    }
+
+    /// Whether a conditional request is answered `304`: `If-None-Match` decides when present
+    /// (RFC 9110, 13.2.2), else `If-Modified-Since` against `Last-Modified`.
+    static func isNotModified(_ headers: [String: String], file: ServedFile) -> Bool {
+        if let match = headers["if-none-match"] {
+            return match.split(separator: ",").contains { tag in
+                var tag = tag.trimmingCharacters(in: .whitespaces)
+                if tag == "*" { return true }
+                if tag.hasPrefix("W/") { tag.removeFirst(2) }
+                return tag == "\"\(file.etag)\""
+            }
+        }
+        guard let since = headers["if-modified-since"].flatMap(HTTPDate.parse), let lastModified = file.lastModified else {
+            return false
+        }
+        return Int64(lastModified.timeIntervalSince1970.rounded(.down)) <= since
+    }
+
+    /// Where a served file is cut for ``Fault/truncatedBody``: just after the first comma past
+    /// the middle, so the last row stops mid-way (a cut at a line end would look complete).
+    static func midRowCut(_ body: ByteBuffer) -> Int {
+        let half = body.readableBytes / 2
+        return body.withUnsafeReadableBytes { bytes in
+            var index = half
+            while index < bytes.count {
+                if bytes[index] == UInt8(ascii: ",") { return index + 1 }
+                index += 1
+            }
+            return half
+        }
+    }
+
+    /// A tag from the content (FNV-1a 64 and the length): equal for equal bytes only, in practice.
+    static func contentTag(_ data: Data) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            for byte in bytes {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            }
+        }
+        return String(hash, radix: 16) + "-" + String(data.count, radix: 16)
     }
 
     func action(for request: Request, fault: Fault?, answer: JSONValue?, features: [JSONValue]) -> Action {
@@ -341,9 +521,24 @@ final class FixtureHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// The size of each write of a streamed body.
+    static let chunkSize = 64 * 1024
+
+    /// A body being streamed: what is left to send and what follows it.
+    private struct Outgoing {
+        var body: ByteBuffer
+        let end: HTTPFixtureServer.StreamEnd
+        let keepAlive: Bool
+        let server: HTTPFixtureServer
+        var lastWrite: EventLoopFuture<Void>?
+    }
+
     private let box: ServerBox
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    private var outgoing: Outgoing?
+    /// Set while ``pump(context:)`` runs: a write can report writability at once, re-entering it.
+    private var pumping = false
 
     init(box: ServerBox) {
         self.box = box
@@ -366,14 +561,31 @@ final class FixtureHandler: ChannelInboundHandler {
             for (name, value) in head.headers { headers[name.lowercased()] = value }
             let action = server.handle(method: head.method.rawValue, uri: head.uri, headers: headers, body: body)
             body = []
-            respond(action, keepAlive: head.isKeepAlive, version: head.version, context: context)
+            respond(action, keepAlive: head.isKeepAlive, version: head.version, server: server, context: context)
         }
     }
 
-    private func respond(_ action: HTTPFixtureServer.Action, keepAlive: Bool, version: HTTPVersion, context: ChannelHandlerContext) {
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { pump(context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        outgoing = nil
+        context.fireChannelInactive()
+    }
+
+    private func respond(_ action: HTTPFixtureServer.Action, keepAlive: Bool, version: HTTPVersion,
+                         server: HTTPFixtureServer, context: ChannelHandlerContext) {
         switch action {
         case .stall:
             return
+        case .stream(let status, var headers, let body, let end):
+            if end == .complete { headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close") }
+            let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers)
+            let written = context.writeAndFlush(wrapOutboundOut(.head(head)))
+            outgoing = Outgoing(body: body, end: end, keepAlive: keepAlive, server: server, lastWrite: written)
+            pump(context: context)
         case .respond(let status, let contentType, let body):
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: contentType)
@@ -401,8 +613,72 @@ final class FixtureHandler: ChannelInboundHandler {
             if close {
                 let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
                 sent.whenComplete { _ in loopBound.value.close(promise: nil) }
+            } else {
+                sent.whenSuccess { server.noteStalledBody() }
             }
         }
+    }
+
+    /// Writes chunks of the outgoing body while the channel takes them; the rest goes when it
+    /// becomes writable again (``channelWritabilityChanged(context:)``), so a slow client
+    /// holds back the server instead of the whole file piling up in memory.
+    private func pump(context: ChannelHandlerContext) {
+        guard !pumping else { return }
+        pumping = true
+        defer { pumping = false }
+        while context.channel.isActive, context.channel.isWritable, var current = outgoing, current.body.readableBytes > 0 {
+            let chunk = current.body.readSlice(length: min(Self.chunkSize, current.body.readableBytes))!
+            outgoing = current
+            outgoing?.lastWrite = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))))
+        }
+        guard let current = outgoing, current.body.readableBytes == 0 else { return }
+        outgoing = nil
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        switch current.end {
+        case .complete:
+            let ended = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+            if !current.keepAlive {
+                ended.whenComplete { _ in loopBound.value.close(promise: nil) }
+            }
+        case .close:
+            // Closing at once would drop writes still queued; close after the last one left.
+            let last = current.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()
+            last.whenComplete { _ in loopBound.value.close(promise: nil) }
+        case .hold:
+            let server = current.server
+            let last = current.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()
+            last.whenSuccess { server.noteStalledBody() }
+        }
+    }
+}
+
+/// HTTP dates (IMF-fixdate, RFC 9110 5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`, in UTC.
+enum HTTPDate {
+    static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// `date` as an HTTP date (fractions of a second dropped).
+    static func format(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
+        let time = Int(seconds - Int64(days) * 86_400)
+        let (year, month, day) = CivilDay.civil(days)
+        // 1970-01-01 was a Thursday.
+        let weekday = weekdays[((days % 7) + 7 + 4) % 7]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+        return "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+
+    /// Seconds since 1970 of an IMF-fixdate; `nil` for anything else.
+    static func parse(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]),
+              let month = months.firstIndex(where: { $0 == parts[2] }) else { return nil }
+        let clock = parts[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3, (1...CivilDay.daysIn(month: month + 1, year: year)).contains(day),
+              (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0...60).contains(clock[2]) else { return nil }
+        let days = Int64(CivilDay.days(year: year, month: month + 1, day: day))
+        return days * 86_400 + Int64(clock[0] * 3600 + clock[1] * 60 + clock[2])
     }
 }
 
