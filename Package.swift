@@ -115,7 +115,8 @@ let package = Package(
         // Benchmarks (run in release by scripts in Benchmarks/; never part of the tests).
         .executableTarget(
             name: "AmpelBenchmarks",
-            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon"],
+            // AmpelTestSupport: the RKI district file generator, shared with the tests.
+            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelTestSupport"],
             swiftSettings: strict
         ),
 

@@ -11,6 +11,8 @@ case "daemon":
     await DaemonBenchmark.main(Array(arguments.dropFirst()))
 case "journal":
     JournalBenchmark.main(Array(arguments.dropFirst()))
+case "rki":
+    RKIBenchmark.main(Array(arguments.dropFirst()))
 default:
-    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, geo, daemon, journal); see Benchmarks/<area>/run.sh")
+    print("usage: AmpelBenchmarks <area> [arguments] (areas: mqtt, geo, daemon, journal, rki); see Benchmarks/<area>/run.sh")
 }
