@@ -19,7 +19,8 @@ final class Scene {
         /// Whether the configuration begins with ``Daemon/replayConfiguration``: false only for
         /// a test of `alerts.max_fix_age` itself.
         var replay = true
-        /// `--source`; `arcgis` with ``http`` reads the scene's server (`--url`).
+        /// `--source`; `arcgis` and `rki` with ``http`` read the scene's server (`--url`: its
+        /// query endpoint, its district file).
         var source = "snapshot"
         /// `--date`, none when nil.
         var date: String? = "2020-10-15"
@@ -118,7 +119,10 @@ final class Scene {
     var arguments: [String] {
         var arguments = ["--broker", broker.url, "--state-dir", state.path, "--source", options.source]
         if let date = options.date { arguments += ["--date", date] }
-        if options.source == "arcgis", let server, !options.arguments.contains("--url") { arguments += ["--url", server.queryURL] }
+        if let server, !options.arguments.contains("--url") {
+            if options.source == "arcgis" { arguments += ["--url", server.queryURL] }
+            if options.source == "rki" { arguments += ["--url", server.fileURL] }
+        }
         return arguments + ["--log-level", "info"] + options.arguments
     }
 
