@@ -1,3 +1,4 @@
+import AmpelDomain
 import AsyncHTTPClient
 import Foundation
 import Logging
@@ -8,7 +9,7 @@ import NIOPosix
 /// words for a failed connection.
 public enum DataHTTP {
     /// The version sent in the `User-Agent`.
-    public static let version = "0.2.0"
+    public static let version = AmpelVersion.current
 
     /// `ampel/<version> (...)`: tells the data's operators who is asking.
     public static let userAgent = "ampel/\(version) (Corona-Ampel daemon; Swift AsyncHTTPClient)"

@@ -16,6 +16,7 @@ struct Fetch: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 new or unchanged data (cached); 2 the service could not be reached \
             (HTTP error, timeout, network); 3 the answer was rejected (invalid, incomplete, \
+            held back as a possible wrong release, \
             older than the cache); 4 the data is valid but the cache could not be written; \
             1 any other error; 64 a bad flag.
             """)
@@ -99,7 +100,16 @@ struct Fetch: AsyncParsableCommand {
             printError("Error: \(unreachable ? "could not get the RKI data" : "the RKI answer was rejected") (\(error.reason)): \(error.message).\(kept)")
             throw ExitCode(unreachable ? Exit.unreachable : Exit.rejected)
         case .held(let error):
-            printError("Warning: the new publication was held back (\(error.reason)): \(error.message). `ampel fetch` again applies it if the file still shows it.")
+            // One run cannot see the file twice; the daemon applies it at its next check if it persists.
+            if json {
+                print(try AmpelJSON.string(Summary(
+                    status: "held", date: status.dataset?.date.iso, source: status.dataset?.source,
+                    districts: nil, region: region.name, regionDistricts: nil, phases: nil, changedDistricts: nil,
+                    cache: cache.fileURL.path, cacheError: nil, reason: error.reason.rawValue, message: error.message)))
+            }
+            let kept = status.dataset.map { " The cached data of \($0.date.iso) stays in force." } ?? ""
+            printError("Error: the new publication looks like a wrong release and was not cached (\(error.reason)): \(error.message).\(kept) `ampel run` applies it when its next check still shows it.")
+            throw ExitCode(Exit.rejected)
         case .updated, .unchanged:
             break
         }

@@ -26,7 +26,7 @@ struct LanguageOptions: ParsableArguments {
 
 /// `--rules NAME|PATH`: a bundled rule set or a JSON file.
 struct RuleSetOptions: ParsableArguments {
-    @Option(name: .long, help: "Rule set: a bundled name (bavaria, bavaria-initial) or the path of a JSON file.")
+    @Option(name: .long, help: "Rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021) or the path of a JSON file.")
     var rules: String = RuleSetCatalog.defaultName
 
     func load() throws -> RuleSet {

@@ -22,10 +22,10 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Broker URL: mqtt://host:port, or mqtts://host:port for TLS.")
     var broker: String?
 
-    @Option(name: .long, help: "Incidence data: rki (live), snapshot or history (bundled).")
+    @Option(name: .long, help: "Incidence data: rki (live: the RKI's maintained dataset, its daily district CSV), arcgis (a mirror of the former ArcGIS layer), snapshot or history (bundled).")
     var source: String?
 
-    @Option(name: .long, help: "The RKI query URL for --source rki (a mirror or a test server).")
+    @Option(name: .long, help: "For --source rki: the district file, http(s):// or file:// (default: the RKI's file on GitHub); for --source arcgis: the query endpoint of a mirror.")
     var url: String?
 
     @Option(name: .long, help: "For snapshot and history: the latest publication on or before this day (YYYY-MM-DD).")

@@ -99,3 +99,60 @@ import Testing
         return phases
     }
 }
+
+/// A Germany-wide rule set on the Germany-wide file: every district is in the region.
+@Suite struct GermanyWideTests {
+    static func file() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-landkreise-\(UUID().uuidString).csv")
+        try RKIDistrictFile(from: "2021-07-25", to: "2021-08-21").write(to: url)
+        return url
+    }
+
+    @Test("districts and check follow the rule set's region: 400 districts under notbremse-2021, Berlin outside under bavaria")
+    func regionOfTheRuleSet() async throws {
+        let url = try Self.file()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let source = ["--source", "rki", "--url", url.absoluteString]
+        let germany = try await AmpelBinary.run(["districts", "--rules", "notbremse-2021", "--json"] + source)
+        #expect(germany.exitCode == 0, "\(String(decoding: germany.stderr, as: UTF8.self))")
+        let rows = try #require(JSONSerialization.jsonObject(with: germany.stdout) as? [[String: Any]])
+        #expect(rows.count == 400)
+        let bavaria = try await AmpelBinary.run(["districts", "--json"] + source)
+        #expect(try #require(JSONSerialization.jsonObject(with: bavaria.stdout) as? [[String: Any]]).count == 96)
+
+        // Berlin, Alexanderplatz.
+        let berlin = ["check", "--lat", "52.5219", "--lon", "13.4132", "--json"] + source
+        let inGermany = try await AmpelBinary.run(berlin + ["--rules", "notbremse-2021"])
+        let signal = try #require(JSONSerialization.jsonObject(with: inGermany.stdout) as? [String: Any])
+        #expect((signal["district"] as? [String: Any])?["ags"] as? String == "11000")
+        #expect(["red", "darkred"].contains(signal["phase"] as? String ?? ""), "\(signal)")
+        let outside = try #require(JSONSerialization.jsonObject(with: try await AmpelBinary.run(berlin).stdout) as? [String: Any])
+        #expect(outside["phase"] as? String == "outside")
+    }
+
+    @Test("the daemon with notbremse-2021 publishes all 400 district phases")
+    func daemonPublishesGermany() async throws {
+        var options = Scene.Options()
+        options.source = "rki"
+        options.date = nil
+        options.http = true
+        options.topics = ["ampel/district/+/phase"]
+        options.arguments = ["--rules", "notbremse-2021"]
+        try await Scene.run(options) { scene in
+            let server = try #require(scene.server)
+            server.serveFile(try RKIDistrictFile(from: "2021-07-25", to: "2021-08-21").render())
+            try await scene.start()
+            // The stand-in of 2020 comes first (Berlin in twelve Bezirke, Eisenach); its districts
+            // the file does not have are emptied, the file's 400 stay.
+            try await scene.collector.wait("400 district phases") { records in
+                var phases: [String: String] = [:]
+                for record in records where record.topic.hasPrefix("ampel/district/") { phases[record.topic] = record.payload }
+                // `mosquitto_sub -v` prints an emptied topic's payload as `(null)`.
+                let live = phases.filter { $0.value != "(null)" }
+                return live.count == 400 && live["ampel/district/11000/phase"] != nil && live["ampel/district/11001/phase"] == nil
+            }
+            let retained = try await scene.retained(["ampel/district/11000/phase"], count: 1)
+            #expect(["red", "darkred"].contains(retained.first?.payload ?? ""))
+        }
+    }
+}

@@ -798,11 +798,28 @@ public struct SignalEngine: Sendable {
                                         kind: .districtPhase))
             }
         }
+        actions += clearVanishedDistricts()
         // Devices in batches, like a recovery: a new publication that changes 1,000,000 devices
         // must not hand the daemon 1,000,000 publishes at once, nor hold up live fixes behind
         // them. A device whose fix comes before its batch is evaluated against the new data
         // then, and its batch finds nothing left to do.
         startDeviceWalk(announce: announce)
+        return actions
+    }
+
+    /// The retained topics of districts this run published that the data in force no longer
+    /// has, emptied: the stand-in snapshot of 2020 has Berlin's twelve Bezirke and Eisenach,
+    /// the RKI's maintained dataset Berlin as one district, and a Germany-wide rule set would
+    /// otherwise leave thirteen districts with a phase nobody updates.
+    mutating func clearVanishedDistricts() -> [Action] {
+        let present = Set(dataset.districts(in: settings.region).map(\.district.ags))
+        var actions: [Action] = []
+        for ags in districtSignals.keys.sorted() where !present.contains(ags) {
+            districtSignals[ags] = nil
+            guard settings.publishDistricts else { continue }
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: [], qos: 1, retain: true), kind: .districtState))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), payload: [], qos: 1, retain: true), kind: .districtPhase))
+        }
         return actions
     }
 

@@ -14,7 +14,7 @@ import Synchronization
 /// `Service`: on graceful shutdown (SIGTERM, SIGINT) it stops the intake, handles what it
 /// already has, writes the state, publishes `offline` and disconnects.
 public actor AmpelDaemon: Service {
-    public static let version = "0.1.0"
+    public static let version = AmpelVersion.current
 
     let configuration: DaemonConfiguration
     let ruleSet: RuleSet
