@@ -14,7 +14,7 @@ scripts/install-deps.sh
 swift build --build-tests
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(AmpelCoreTests AmpelDomainTests AmpelLampTests AmpelMQTTTests AmpelDataTests AmpelGeoTests AmpelDaemonTests AmpelCLITests)
+  targets=(AmpelCoreTests AmpelDomainTests AmpelLampTests AmpelMQTTTests AmpelDataTests AmpelGeoTests AmpelPageTests AmpelDaemonTests AmpelCLITests)
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

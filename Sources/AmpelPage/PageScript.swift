@@ -99,7 +99,9 @@ function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.rep
  if(info.dataDate){const d=Date.parse(info.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
  fact(dl,cfg.text.state,info.stale?S.stale:S.current,info.stale?"state-off":"state-on");
  fact(dl,cfg.text.lastRefresh,info.lastFetch?new Date(info.lastFetch).toLocaleString(cfg.lang):S.never);
+ if(info.lastCheck)fact(dl,cfg.text.lastCheck,new Date(info.lastCheck).toLocaleString(cfg.lang));
  if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
+ if(info.held)fact(dl,cfg.text.held,info.held,"state-off");
  if(typeof info.devices==="number")fact(dl,cfg.text.devices,String(info.devices));
  const counters=el("div",{cls:"counters"});const c=info.counters||{};
  for(const k of Object.keys(c).sort()){const v=c[k];if(typeof v==="number")counters.append(el("span",{text:k+" "+v}));

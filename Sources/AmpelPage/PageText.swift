@@ -60,6 +60,8 @@ public struct PageText: Sendable {
     public var dataState: String { t("Zustand", "State") }
     public var blinking: String { t("blinkt", "blinking") }
     public var lastRefresh: String { t("Letzte Abfrage", "Last refresh") }
+    public var lastCheck: String { t("Zuletzt geprüft", "Last checked") }
+    public var held: String { t("Zurückgehalten", "Held back") }
     public var counters: String { t("Zähler", "Counters") }
     public var errors: String { t("Letzte Fehler", "Recent errors") }
     public var noErrors: String { t("Keine Fehler", "No errors") }

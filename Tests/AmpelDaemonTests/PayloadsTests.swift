@@ -1,4 +1,5 @@
 @testable import AmpelDaemon
+import AmpelData
 import AmpelDomain
 import Foundation
 import Testing
@@ -15,6 +16,8 @@ struct PayloadsTests {
             var alerts: Int, published: Int, publishFailures: Int, datasetsApplied: Int, datasetsRejected: Int, invalidLang: Int
             var reconnects: Int, republished: Int, alertsResent: Int, intakePaused: Int, outgoingWaits: Int, owntracksTransitions: Int
             var forgotten: Int, failovers: Int
+            var dataChecks: Int, dataCorrections: Int, dataHeld: Int, dataNotModified: Int, dataRevisions: Int
+            var dataSkippedRows: Int, dataUnchanged: Int, dataUpdates: Int
             var alertsSuppressed: [String: Int]
             var webhooks: [String: Webhook]
         }
@@ -47,7 +50,7 @@ struct PayloadsTests {
             enum CodingKeys: String, CodingKey { case at, movedTo, reason, rebuilt }
         }
         let info: BridgeInfo
-        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, lastFetch, lastError, stale, devices, counters, stateRecovered }
+        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, held, lastCheck, lastFetch, lastError, stale, devices, counters, stateRecovered }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(info.broker, forKey: .broker)
@@ -55,6 +58,8 @@ struct PayloadsTests {
             try c.encode(info.ruleSet, forKey: .ruleSet)
             try c.encode(info.source, forKey: .source)
             try c.encode(info.dataDate, forKey: .dataDate)
+            try c.encode(info.held, forKey: .held)
+            try c.encode(info.lastCheck, forKey: .lastCheck)
             try c.encode(info.lastFetch, forKey: .lastFetch)
             try c.encode(info.lastError, forKey: .lastError)
             try c.encode(info.stale, forKey: .stale)
@@ -64,7 +69,10 @@ struct PayloadsTests {
                                 publishFailures: k.publishFailures, datasetsApplied: k.datasetsApplied,
                                 datasetsRejected: k.datasetsRejected, invalidLang: k.invalidLang,
                                 reconnects: k.reconnects, republished: k.republished, alertsResent: k.alertsResent,
-                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, forgotten: k.forgotten, failovers: k.failovers, alertsSuppressed: k.alertsSuppressed,
+                                intakePaused: k.intakePaused, outgoingWaits: k.outgoingWaits, owntracksTransitions: k.owntracksTransitions, forgotten: k.forgotten, failovers: k.failovers,
+                                dataChecks: k.data.checks, dataCorrections: k.data.corrections, dataHeld: k.data.held,
+                                dataNotModified: k.data.notModified, dataRevisions: k.data.revisions, dataSkippedRows: k.data.skippedRows,
+                                dataUnchanged: k.data.unchanged, dataUpdates: k.data.updates, alertsSuppressed: k.alertsSuppressed,
                                 webhooks: k.webhooks.mapValues {
                                     Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
                                             failedAttempts: $0.failedAttempts, queued: $0.queued)
@@ -109,12 +117,22 @@ struct PayloadsTests {
         phone.queued = 3
         counters.webhooks = ["phone": phone, "0": WebhookCounters(), "Gotify \"home\"": phone]
         counters.owntracksTransitions = 14
-        let full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
+        counters.data.checks = 40
+        counters.data.corrections = 1
+        counters.data.held = 2
+        counters.data.notModified = 30
+        counters.data.revisions = 11_200
+        counters.data.skippedRows = 804
+        counters.data.unchanged = 3
+        counters.data.updates = 5
+        var full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
                               devices: 100_000, counters: counters,
                               stateRecovered: StateRecovery(movedTo: "/var/lib/ampel/state.json.corrupt-20261124T113000Z",
                                                             reason: #"/var/lib/ampel/state.json is not a valid state file: "x" \ ü"#,
                                                             at: "2026-11-24T11:30:00Z"))
+        full.lastCheck = "2020-11-05T10:25:00Z"
+        full.held = #"400 of 400 districts changed by more than a factor of 5 "x""#
         // A state file missing while the journal continues from it: nothing was moved; and what
         // the start read back from the broker, with and without the last run's device count.
         var missing = full
