@@ -1,6 +1,8 @@
 import AmpelGeo
 // `timespec` belongs to CDispatch once AmpelDaemon (through swift-nio) is linked in.
 import CDispatch
+// ... and to CoreFoundation once the test support (through Foundation) is linked in as well.
+import CoreFoundation
 import Foundation
 
 /// `AmpelBenchmarks geo [--points N] [--scan-points N] [--out DIR]`: the position lookup, measured.

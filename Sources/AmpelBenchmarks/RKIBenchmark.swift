@@ -57,7 +57,7 @@ enum RKIBenchmark {
         data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
             func runParser() -> Double {
                 seconds {
-                    var reader = RKIDistrictCSV(windowDays: window)
+                    let reader = RKIDistrictCSV(windowDays: window)
                     var start = 0
                     do {
                         while start < bytes.count {

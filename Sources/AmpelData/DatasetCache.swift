@@ -57,8 +57,8 @@ public struct DatasetCache: Sendable {
 
     // MARK: - File format
 
-    struct File: Codable, VersionedJSONFile {
-        struct Row: Codable {
+    struct File: Decodable, VersionedJSONFile {
+        struct Row: Decodable {
             var ags: String
             var name: String
             var shortName: String
@@ -158,34 +158,65 @@ public struct DatasetCache: Sendable {
     /// - Throws: ``DataError`` `io` when the directory or file cannot be written; the old
     ///   cache file is then unchanged.
     public func save(_ dataset: Dataset, savedAt: Date = Date(), validators: HTTPValidators? = nil) throws(DataError) {
-        var file = Self.file(of: dataset, savedAt: savedAt)
-        file.etag = validators?.etag
-        file.lastModified = validators?.lastModified
-        let data = try Self.encoded(file, what: "the dataset of \(dataset.date) for the cache")
-        try writeAtomically(data)
+        var json = JSONWriter(capacity: 160 * dataset.districts.count + 256)
+        Self.write(dataset, savedAt: savedAt, validators: validators, to: &json)
+        try writeAtomically(Data(json.bytes))
     }
 
-    /// `value` as the cache and history files hold it: JSON with ISO 8601 dates and sorted keys.
-    static func encoded(_ value: some Encodable, what: String) throws(DataError) -> Data {
-        do {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            encoder.outputFormatting = [.sortedKeys]
-            return try encoder.encode(value)
-        } catch {
-            throw DataError(.io, "cannot encode \(what): \(error)")
+    /// `dataset` in the cache file's form, keys sorted: written by hand, since `JSONEncoder`
+    /// built a tree of every value first (the history of 28 days of 400 districts: most of the
+    /// time and of the peak memory of taking in a new publication).
+    static func write(_ dataset: Dataset, savedAt: Date, validators: HTTPValidators?, to json: inout JSONWriter) {
+        json.raw(#"{"date":"#)
+        json.string(dataset.date.iso)
+        json.raw(#","districts":["#)
+        for (index, entry) in dataset.districts.values.sorted(by: { $0.district.ags < $1.district.ags }).enumerated() {
+            let district = entry.district
+            json.raw(index == 0 ? #"{"ags":"# : #",{"ags":"#)
+            json.string(district.ags)
+            json.raw(#","incidence":"#)
+            json.number(entry.incidence)
+            json.raw(#","kind":"#)
+            json.string(district.kind.rawValue)
+            json.raw(#","name":"#)
+            json.string(district.name)
+            json.raw(#","population":"#)
+            json.optional(district.population) { $0.number($1) }
+            json.raw(#","shortName":"#)
+            json.string(district.shortName)
+            json.raw(#","state":"#)
+            json.string(district.state)
+            json.raw(#","stateIncidence":"#)
+            json.number(entry.stateIncidence)
+            json.raw("}")
         }
+        json.raw("]")
+        if let etag = validators?.etag {
+            json.raw(#","etag":"#)
+            json.string(etag)
+        }
+        json.raw(#","format":"#)
+        json.string(format)
+        if let modified = validators?.lastModified {
+            json.raw(#","lastModified":"#)
+            json.string(modified)
+        }
+        json.raw(#","savedAt":"#)
+        json.string(iso8601(savedAt))
+        json.raw(#","source":"#)
+        json.string(dataset.source)
+        json.raw(#","version":"#)
+        json.number(version)
+        json.raw("}")
     }
 
-    /// A dataset in the cache's file form.
-    static func file(of dataset: Dataset, savedAt: Date) -> File {
-        let rows = dataset.districts.values.sorted { $0.district.ags < $1.district.ags }.map { entry in
-            File.Row(ags: entry.district.ags, name: entry.district.name, shortName: entry.district.shortName,
-                     kind: entry.district.kind, state: entry.district.state, population: entry.district.population,
-                     incidence: entry.incidence, stateIncidence: entry.stateIncidence)
-        }
-        return File(format: Self.format, version: Self.version, savedAt: savedAt, date: dataset.date,
-                    source: dataset.source, districts: rows)
+    /// `2026-11-24T11:30:00Z`, as `JSONDecoder`'s `.iso8601` reads it back.
+    static func iso8601(_ date: Date) -> String {
+        var time = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 
     /// Writes `data` to ``fileURL`` with ``AtomicFile`` (mode `0o644`: the data is public),

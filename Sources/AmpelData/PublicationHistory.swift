@@ -28,7 +28,7 @@ public struct PublicationHistory: Sendable {
 
     public var fileURL: URL { directory.appendingPathComponent(Self.fileName) }
 
-    struct File: Codable, VersionedJSONFile {
+    struct File: Decodable, VersionedJSONFile {
         var format: String
         var version: Int
         var publications: [DatasetCache.File]
@@ -61,9 +61,18 @@ public struct PublicationHistory: Sendable {
 
     /// Writes `window` atomically, creating the directory if needed.
     public func save(_ window: [Dataset], savedAt: Date = Date()) throws(DataError) {
-        let file = File(format: Self.format, version: Self.version,
-                        publications: window.map { DatasetCache.file(of: $0, savedAt: savedAt) })
-        try DatasetCache.writeAtomically(DatasetCache.encoded(file, what: "the history"), to: fileURL, in: directory)
+        var json = JSONWriter(capacity: 160 * window.reduce(0) { $0 + $1.districts.count } + 256)
+        json.raw(#"{"format":"#)
+        json.string(Self.format)
+        json.raw(#","publications":["#)
+        for (index, dataset) in window.enumerated() {
+            if index > 0 { json.raw(",") }
+            DatasetCache.write(dataset, savedAt: savedAt, validators: nil, to: &json)
+        }
+        json.raw(#"],"version":"#)
+        json.number(Self.version)
+        json.raw("}")
+        try DatasetCache.writeAtomically(Data(json.bytes), to: fileURL, in: directory)
     }
 
     /// Moves an unreadable history file aside (`incidence-history.json.corrupt-<UTC time>`).

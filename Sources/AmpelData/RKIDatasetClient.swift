@@ -138,7 +138,7 @@ public struct RKIDatasetClient: IncidenceSource {
             throw DataError(.io, "cannot open '\(path)': \(String(cString: strerror(errno)))")
         }
         defer { try? handle.close() }
-        var reader = RKIDistrictCSV(windowDays: configuration.windowDays)
+        let reader = RKIDistrictCSV(windowDays: configuration.windowDays)
         do {
             while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
                 try reader.consume(chunk)
@@ -194,7 +194,7 @@ public struct RKIDatasetClient: IncidenceSource {
                     }
                     let received = HTTPValidators(etag: response.headers.first(name: "ETag"),
                                                   lastModified: response.headers.first(name: "Last-Modified"))
-                    var reader = RKIDistrictCSV(windowDays: configuration.windowDays)
+                    let reader = RKIDistrictCSV(windowDays: configuration.windowDays)
                     var bytes = 0
                     for try await buffer in response.body {
                         progress.chunks.add(1, ordering: .relaxed)

@@ -5,7 +5,7 @@ import NIOCore
 /// Reads the RKI's district file `COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv` while it
 /// streams, in bounded memory, keeping only the newest days.
 ///
-/// The file (about a million rows, 45 MB, regenerated daily) has one row per district and
+/// The file (about a million rows, 40-45 MB, regenerated daily) has one row per district and
 /// reporting day: `Meldedatum,Landkreis_id,Bevoelkerung,Faelle_gesamt,Faelle_neu,
 /// Faelle_7-Tage,Inzidenz_7-Tage`. Every row is checked (a bad number anywhere, a duplicate
 /// district and day, a row with the wrong number of fields reject the whole file), but only
@@ -14,12 +14,18 @@ import NIOCore
 /// row order. The pseudo-districts `17000` and `u` belong to no district and are skipped and
 /// counted, as are codes the district directory does not know.
 ///
+/// One pass over the bytes finds the line end and the commas together; the storage is
+/// allocated once, for the directory's districts, so a row allocates nothing (the reader ran
+/// at 212 MB/s with per-row array updates, DESIGN 44).
+///
 /// ```swift
-/// var reader = RKIDistrictCSV(windowDays: 28)
-/// for chunk in body { try chunk.withUnsafeBytes { try reader.consume($0) } }
+/// let reader = RKIDistrictCSV(windowDays: 28)
+/// for chunk in body { try reader.consume(chunk) }
 /// let table = try reader.finish(region: .bavaria)
 /// ```
-public struct RKIDistrictCSV: Sendable {
+///
+/// > Note: A reader reads one file; it is not for sharing between tasks.
+public final class RKIDistrictCSV {
     /// The columns the file must have, by name; their order is taken from the header.
     public static let columns = ["Meldedatum", "Landkreis_id", "Bevoelkerung", "Faelle_gesamt", "Faelle_neu",
                                  "Faelle_7-Tage", "Inzidenz_7-Tage"]
@@ -42,37 +48,43 @@ public struct RKIDistrictCSV: Sendable {
     public let windowDays: Int
     private let directory: DistrictDirectory
     private let source: String
+    /// The directory's codes; a district's slot is its index here.
+    private let codes: [String]
 
-    // The byte-level state.
+    /// Code (0...99999) -> slot, -1 for none.
+    private let slotOfCode: UnsafeMutablePointer<Int16>
+    /// Per slot, `windowDays` entries, a day's entry at `day % windowDays`.
+    private let ring: UnsafeMutablePointer<Entry>
+    /// Per slot, `seenWords` words: a bit per day since ``baseDay``, for the duplicate check.
+    private var seen: UnsafeMutablePointer<UInt64>
+    private var seenWords: Int
+
     private var carry: [UInt8] = []
     private var lineNumber = 0
-    private var sawBOMCheck = false
-    private var fieldIndex: [Int] = []  // position of each of `columns` in a row
+    /// The position of each of ``columns`` in a row, and the header's number of fields.
+    private let columnIndex: UnsafeMutablePointer<Int>
     private var fieldCount = 0
+    /// Field boundaries of the current row (start, end pairs).
+    private var bounds: UnsafeMutablePointer<Int>
+    private var boundsCapacity = 16
 
-    // The last date text seen and its day, since rows come sorted by day.
-    private var lastDateBytes: (UInt64, UInt16) = (0, 0)
+    // The last date text seen and its day: rows come sorted by day.
+    private var lastDateKey: (UInt64, UInt16) = (0, 0)
     private var lastDay: Int32 = .min
-
-    // Districts: code (0...99999) -> slot; per slot a ring of `windowDays` entries.
-    private var slotOfCode: [Int32]
-    private var codeOfSlot: [String] = []
-    private var ring: [Entry] = []
-    private var seenDays: [[UInt64]] = []  // per slot, a bit per day since `baseDay`
     private var newest: Int32 = .min
     private var rows = 0
     private var skipped = 0
     private var skippedCodes: Set<String> = []
 
-    private struct Entry: Sendable {
-        var day: Int32 = .min
-        var incidence: Double = 0
-        var population: Int32 = 0
-        var cases7: Int32 = 0
+    private struct Entry {
+        var day: Int32
+        var population: Int32
+        var cases7: Int32
+        var incidence: Double
     }
 
     /// The first day the duplicate check can tell apart (the data starts in 2020).
-    private static let baseDay: Int32 = Int32(Day(year: 2000, month: 1, day: 1)!.daysSinceEpoch)
+    private static let baseDay = Int32(Day(year: 2000, month: 1, day: 1)!.daysSinceEpoch)
 
     /// - Parameters:
     ///   - windowDays: how many days up to the newest one to keep (the history's length).
@@ -82,17 +94,58 @@ public struct RKIDistrictCSV: Sendable {
         self.windowDays = max(1, windowDays)
         self.directory = directory
         self.source = source
-        slotOfCode = [Int32](repeating: -1, count: 100_000)
+        codes = directory.codes
+        slotOfCode = .allocate(capacity: 100_000)
+        slotOfCode.initialize(repeating: -1, count: 100_000)
+        for (slot, code) in codes.enumerated() {
+            if let number = Int(code), (0..<100_000).contains(number) { slotOfCode[number] = Int16(slot) }
+        }
+        ring = .allocate(capacity: max(1, codes.count) * self.windowDays)
+        ring.initialize(repeating: Entry(day: .min, population: 0, cases7: 0, incidence: 0), count: max(1, codes.count) * self.windowDays)
+        // 2000..2031 to start with; grown when a later day comes.
+        seenWords = 180
+        seen = .allocate(capacity: max(1, codes.count) * seenWords)
+        seen.initialize(repeating: 0, count: max(1, codes.count) * seenWords)
+        bounds = .allocate(capacity: 2 * boundsCapacity)
+        columnIndex = .allocate(capacity: Self.columns.count)
+        columnIndex.initialize(repeating: 0, count: Self.columns.count)
+    }
+
+    deinit {
+        columnIndex.deallocate()
+        slotOfCode.deallocate()
+        ring.deallocate()
+        seen.deallocate()
+        bounds.deallocate()
+    }
+
+    /// Reads a chunk held in `Data`.
+    public func consume(_ data: Data) throws(DataError) {
+        // A closure with typed throws handed to `withUnsafeBytes` crashes the 6.3 compiler: the error goes out by hand.
+        var failure: DataError?
+        data.withUnsafeBytes { bytes in
+            do throws(DataError) { try self.consume(bytes) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads a chunk of a response body.
+    public func consume(_ buffer: ByteBuffer) throws(DataError) {
+        var failure: DataError?
+        buffer.withUnsafeReadableBytes { bytes in
+            do throws(DataError) { try self.consume(bytes) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     /// Reads a chunk of the file; lines may be split across chunks anywhere.
     ///
     /// - Throws: ``DataError`` at the first row that is not valid, naming its line.
-    public mutating func consume(_ chunk: UnsafeRawBufferPointer) throws(DataError) {
+    public func consume(_ chunk: UnsafeRawBufferPointer) throws(DataError) {
         guard let base = chunk.baseAddress, chunk.count > 0 else { return }
         let bytes = base.assumingMemoryBound(to: UInt8.self)
-        var start = 0
         let end = chunk.count
+        var start = 0
         if !carry.isEmpty {
             // Complete the line begun in an earlier chunk.
             guard let newline = memchr(bytes, 0x0A, end) else {
@@ -108,34 +161,76 @@ public struct RKIDistrictCSV: Sendable {
             start = length + 1
         }
         while start < end {
-            guard let newline = memchr(bytes + start, 0x0A, end - start) else {
-                carry.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
-                try checkCarryLength()
-                return
+            guard fieldCount > 0 else {
+                // The header: found by `memchr`, read as text.
+                guard let newline = memchr(bytes + start, 0x0A, end - start) else { break }
+                let length = UnsafeRawPointer(newline) - UnsafeRawPointer(bytes + start)
+                try line(bytes + start, length)
+                start += length + 1
+                continue
             }
-            let length = UnsafeRawPointer(newline) - UnsafeRawPointer(bytes + start)
-            try line(bytes + start, length)
-            start += length + 1
+            // One pass: the commas and the line end together, eight bytes a step.
+            var i = start
+            var commas = 0
+            var quoted = false
+            let limit = boundsCapacity
+            var lineEnd = -1
+            scan: while i + 8 <= end {
+                var candidates = Self.specialBytes(UnsafeRawPointer(bytes + i).loadUnaligned(as: UInt64.self))
+                while candidates != 0 {
+                    let position = i + candidates.trailingZeroBitCount >> 3
+                    let byte = bytes[position]
+                    if byte == 0x2C {
+                        if commas < limit { bounds[commas] = position }
+                        commas += 1
+                    } else if byte == 0x0A {
+                        lineEnd = position
+                        break scan
+                    } else if byte == 0x22 {
+                        quoted = true
+                    }
+                    candidates &= candidates &- 1
+                }
+                i += 8
+            }
+            if lineEnd < 0 {
+                while i < end {
+                    let byte = bytes[i]
+                    if byte == 0x2C {
+                        if commas < limit { bounds[commas] = i }
+                        commas += 1
+                    } else if byte == 0x0A {
+                        lineEnd = i
+                        break
+                    } else if byte == 0x22 {
+                        quoted = true
+                    }
+                    i += 1
+                }
+            }
+            guard lineEnd >= 0 else { break }
+            i = lineEnd
+            lineNumber += 1
+            try row(bytes, from: start, to: i, commas: commas, quoted: quoted)
+            start = i + 1
+        }
+        if start < end {
+            carry.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
+            try checkCarryLength()
         }
     }
 
-    /// Reads a chunk held in `Data`.
-    public mutating func consume(_ data: Data) throws(DataError) {
-        // A closure with typed throws handed to `withUnsafeBytes` crashes the 6.3 compiler: the error goes out by hand.
-        var failure: DataError?
-        data.withUnsafeBytes { bytes in
-            do throws(DataError) { try self.consume(bytes) } catch { failure = error }
+    /// The high bit of each byte of `word` that may be `,`, `\n` or `"` (little-endian: byte 0
+    /// lowest). A flagged byte is checked by the caller: the borrow of the zero-byte test can
+    /// flag a byte above a true match, never miss one.
+    @inline(__always)
+    static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func equal(_ byte: UInt64) -> UInt64 {
+            let x = word ^ (byte &* ones)
+            return (x &- ones) & ~x & highs
         }
-        if let failure { throw failure }
-    }
-
-    /// Reads a chunk of a response body.
-    public mutating func consume(_ buffer: ByteBuffer) throws(DataError) {
-        var failure: DataError?
-        buffer.withUnsafeReadableBytes { bytes in
-            do throws(DataError) { try self.consume(bytes) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        return equal(0x2C) | equal(0x0A) | equal(0x22)
     }
 
     private func checkCarryLength() throws(DataError) {
@@ -144,65 +239,7 @@ public struct RKIDistrictCSV: Sendable {
         }
     }
 
-    /// Ends the file and checks it as a whole.
-    ///
-    /// - Parameter region: the districts that must all have a row on the newest day.
-    /// - Throws: ``DataError`` `empty` (no data rows), `missing-districts` (a district of the
-    ///   region has no row on the newest day), or the row errors of a last line without a line end.
-    public mutating func finish(region: Region) throws(DataError) -> Table {
-        if !carry.isEmpty {
-            let line = carry
-            carry.removeAll()
-            try completeLine(line)
-        }
-        guard fieldCount > 0 else { throw DataError(.empty, "the file is empty: no header") }
-        guard rows > skipped, newest != .min else {
-            throw DataError(.empty, "the file has a header but no district rows")
-        }
-        let newestDay = Day(daysSinceEpoch: Int(newest))
-        var missing: [String] = []
-        for district in directory.districts(in: region) {
-            let slot = slotOfCode[Int(district.ags)!]
-            if slot < 0 || ring[Int(slot) * windowDays + Int(newest) % windowDays].day != newest {
-                missing.append(district.ags)
-            }
-        }
-        if !missing.isEmpty {
-            let named = missing.prefix(5).map { code in directory[code].map { "\(code) \($0.name)" } ?? code }
-            throw DataError(.missingDistricts, "\(missing.count) of the \(region.districtCount) districts of \(region.name) have no row for the newest day \(newestDay): \(named.joined(separator: ", "))\(missing.count > 5 ? ", ..." : "")")
-        }
-        var datasets: [Dataset] = []
-        let first = max(Int(newest) - windowDays + 1, Int(Self.baseDay))
-        for dayNumber in first...Int(newest) {
-            var districts: [String: DistrictIncidence] = [:]
-            var stateCases: [Substring: (cases: Int, population: Int)] = [:]
-            var entries: [(District, Entry)] = []
-            for (slot, code) in codeOfSlot.enumerated() {
-                let entry = ring[slot * windowDays + dayNumber % windowDays]
-                guard entry.day == dayNumber, let known = directory[code] else { continue }
-                let district = District(ags: code, name: known.name, shortName: known.shortName, kind: known.kind,
-                                        state: known.state, population: entry.population > 0 ? Int(entry.population) : nil)
-                entries.append((district, entry))
-                stateCases[district.stateCode, default: (0, 0)].cases += Int(entry.cases7)
-                stateCases[district.stateCode, default: (0, 0)].population += Int(entry.population)
-            }
-            guard !entries.isEmpty else { continue }
-            for (district, entry) in entries {
-                let state = stateCases[district.stateCode].flatMap { $0.population > 0 ? Self.rounded(Double($0.cases) * 100_000 / Double($0.population)) : nil }
-                districts[district.ags] = DistrictIncidence(district: district, incidence: entry.incidence, stateIncidence: state)
-            }
-            datasets.append(Dataset(date: Day(daysSinceEpoch: dayNumber), source: source, districts: districts))
-        }
-        return Table(newestDay: newestDay, datasets: datasets, rows: rows, skippedRows: skipped,
-                     skippedCodes: skippedCodes.sorted())
-    }
-
-    /// The state's incidence to one decimal, as the RKI writes the districts'.
-    static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
-
-    // MARK: - One line
-
-    private mutating func completeLine(_ line: [UInt8]) throws(DataError) {
+    private func completeLine(_ line: [UInt8]) throws(DataError) {
         var failure: DataError?
         line.withUnsafeBufferPointer { buffer in
             do throws(DataError) { try self.line(buffer.baseAddress!, buffer.count) } catch { failure = error }
@@ -210,12 +247,13 @@ public struct RKIDistrictCSV: Sendable {
         if let failure { throw failure }
     }
 
-    private mutating func line(_ start: UnsafePointer<UInt8>, _ rawLength: Int) throws(DataError) {
-        lineNumber += 1
-        var p = start
-        var length = rawLength
-        if length > 0, p[length - 1] == 0x0D { length -= 1 }
-        if lineNumber == 1 {
+    /// A whole line on its own (the header, a line that spanned chunks, the last line).
+    private func line(_ p: UnsafePointer<UInt8>, _ length: Int) throws(DataError) {
+        if fieldCount == 0 {
+            lineNumber += 1
+            var p = p
+            var length = length
+            if length > 0, p[length - 1] == 0x0D { length -= 1 }
             if length >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF {
                 p += 3
                 length -= 3
@@ -223,11 +261,21 @@ public struct RKIDistrictCSV: Sendable {
             try header(String(decoding: UnsafeBufferPointer(start: p, count: length), as: UTF8.self))
             return
         }
-        guard length > 0 else { return }
-        try row(p, length)
+        var commas = 0
+        var quoted = false
+        for i in 0..<length {
+            if p[i] == 0x2C {
+                if commas < boundsCapacity { bounds[commas] = i }
+                commas += 1
+            } else if p[i] == 0x22 {
+                quoted = true
+            }
+        }
+        lineNumber += 1
+        try row(p, from: 0, to: length, commas: commas, quoted: quoted)
     }
 
-    private mutating func header(_ text: String) throws(DataError) {
+    private func header(_ text: String) throws(DataError) {
         let names = text.split(separator: ",", omittingEmptySubsequences: false).map {
             $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
         }
@@ -238,107 +286,108 @@ public struct RKIDistrictCSV: Sendable {
             }
             index.append(position)
         }
-        fieldIndex = index
+        for (column, position) in index.enumerated() { columnIndex[column] = position }
         fieldCount = names.count
+        if fieldCount > boundsCapacity {
+            bounds.deallocate()
+            boundsCapacity = fieldCount
+            bounds = .allocate(capacity: 2 * boundsCapacity)
+        }
     }
 
-    /// Field boundaries of one row, reused.
-    private var starts = [Int](repeating: 0, count: 16)
-    private var ends = [Int](repeating: 0, count: 16)
+    // MARK: - One row
 
-    private mutating func row(_ p: UnsafePointer<UInt8>, _ length: Int) throws(DataError) {
-        guard fieldCount > 0 else { throw DataError(.empty, "the file is empty: no header") }
-        if starts.count < fieldCount + 1 {
-            starts = [Int](repeating: 0, count: fieldCount + 1)
-            ends = starts
-        }
-        var field = 0
-        var fieldStart = 0
-        var i = 0
-        while i < length {
-            if p[i] == 0x2C {  // ,
-                guard field < fieldCount - 1 else { throw fieldsError(length: length, p) }
-                starts[field] = fieldStart
-                ends[field] = i
-                field += 1
-                fieldStart = i + 1
-            }
-            i += 1
-        }
-        starts[field] = fieldStart
-        ends[field] = length
-        guard field == fieldCount - 1 else { throw fieldsError(length: length, p) }
-        // Surrounding quotes, as CSV writers may add them.
-        for f in 0..<fieldCount where ends[f] - starts[f] >= 2 && p[starts[f]] == 0x22 && p[ends[f] - 1] == 0x22 {
-            starts[f] += 1
-            ends[f] -= 1
-        }
+    /// A data row between `from` and `to` (the line end); `bounds` holds its comma positions.
+    private func row(_ p: UnsafePointer<UInt8>, from: Int, to rawEnd: Int, commas: Int, quoted: Bool) throws(DataError) {
+        var end = rawEnd
+        if end > from, p[end - 1] == 0x0D { end -= 1 }
+        guard end > from else { return }  // an empty line
+        guard commas == fieldCount - 1 else { throw fieldsError(p + from, end - from, commas: commas) }
         rows += 1
+        // Field k runs from after comma k-1 (the line start for the first) to comma k (the line
+        // end for the last); only the seven columns read are looked up.
+        let last = fieldCount - 1
+        let commaAt = bounds
+        let columns = columnIndex
+        @inline(__always) func field(_ column: Int) -> (UnsafePointer<UInt8>, Int) {
+            let k = columns[column]
+            var low = k == 0 ? from : commaAt[k - 1] + 1
+            var high = k == last ? end : commaAt[k]
+            if quoted, high - low >= 2, p[low] == 0x22, p[high - 1] == 0x22 {
+                low += 1
+                high -= 1
+            }
+            return (p + low, high - low)
+        }
 
-        let dateField = fieldIndex[0]
-        let day = try self.day(p + starts[dateField], ends[dateField] - starts[dateField])
-        let idField = fieldIndex[1]
-        let idLength = ends[idField] - starts[idField]
-        let id = p + starts[idField]
-        let population = try integer(p, 2)
-        _ = try integer(p, 3)
-        _ = try integer(p, 4)
-        let cases7 = try integer(p, 5)
-        let incidence = try decimal(p, 6)
+        let (dateText, dateLength) = field(0)
+        let day = try self.day(dateText, dateLength)
+        let (id, idLength) = field(1)
+        let population = try integer(field(2), column: 2)
+        _ = try integer(field(3), column: 3)
+        _ = try integer(field(4), column: 4)
+        let cases7 = try integer(field(5), column: 5)
+        let incidence = try decimal(field(6))
 
-        var code = -1
+        var slot = -1
         if idLength == 5 {
-            code = 0
+            var code = 0
+            var valid = true
             for k in 0..<5 {
                 let digit = Int(id[k]) &- 48
-                guard digit >= 0, digit <= 9 else { code = -1; break }
-                code = code * 10 + digit
+                if digit < 0 || digit > 9 { valid = false }
+                code = code &* 10 &+ digit
             }
+            if valid { slot = Int(slotOfCode[code]) }
         }
-        var slot: Int32 = code >= 0 ? slotOfCode[code] : -1
-        if slot < 0 {
-            let text = String(decoding: UnsafeBufferPointer(start: id, count: idLength), as: UTF8.self)
-            guard code >= 0, directory[text] != nil else {
-                // `17000` (no district), `u` (unknown) or a code the directory does not know.
-                guard !text.isEmpty else { throw DataError(.invalidValue, "line \(lineNumber): Landkreis_id is empty") }
-                skipped += 1
-                if skippedCodes.count < 20 { skippedCodes.insert(text) }
-                return
-            }
-            slot = Int32(codeOfSlot.count)
-            slotOfCode[code] = slot
-            codeOfSlot.append(text)
-            ring.append(contentsOf: repeatElement(Entry(), count: windowDays))
-            seenDays.append([])
+        guard slot >= 0 else {
+            // `17000` (no district), `u` (unknown) or a code the directory does not know.
+            guard idLength > 0 else { throw DataError(.invalidValue, "line \(lineNumber): Landkreis_id is empty") }
+            skipped += 1
+            if skippedCodes.count < 20 { skippedCodes.insert(String(decoding: UnsafeBufferPointer(start: id, count: idLength), as: UTF8.self)) }
+            return
         }
-        let s = Int(slot)
         // Every row is checked for a duplicate, kept or not: one bit per district and day.
         let offset = Int(day - Self.baseDay)
-        let word = offset >> 6, bit = UInt64(1) << UInt64(offset & 63)
-        if seenDays[s].count <= word { seenDays[s].append(contentsOf: repeatElement(0, count: word + 64 - seenDays[s].count)) }
-        guard seenDays[s][word] & bit == 0 else {
-            throw DataError(.duplicateDistrict, "line \(lineNumber): district \(codeOfSlot[s]) has a second row for \(Day(daysSinceEpoch: Int(day)))")
+        if offset >> 6 >= seenWords { growSeen(toHold: offset) }
+        let word = seen + slot * seenWords + offset >> 6
+        let bit = UInt64(1) << UInt64(offset & 63)
+        guard word.pointee & bit == 0 else {
+            throw DataError(.duplicateDistrict, "line \(lineNumber): district \(codes[slot]) has a second row for \(Day(daysSinceEpoch: Int(day)))")
         }
-        seenDays[s][word] |= bit
+        word.pointee |= bit
         if day > newest { newest = day }
         guard Int(day) > Int(newest) - windowDays else { return }
-        let position = s * windowDays + Int(day) % windowDays
-        if ring[position].day < day {
-            ring[position] = Entry(day: day, incidence: incidence, population: Int32(clamping: population), cases7: Int32(clamping: cases7))
+        let entry = ring + slot * windowDays + Int(day) % windowDays
+        if entry.pointee.day < day {
+            entry.pointee = Entry(day: day, population: Int32(clamping: population), cases7: Int32(clamping: cases7), incidence: incidence)
         }
     }
 
-    private func fieldsError(length: Int, _ p: UnsafePointer<UInt8>) -> DataError {
-        let text = String(decoding: UnsafeBufferPointer(start: p, count: min(length, 120)), as: UTF8.self)
-        let count = UnsafeBufferPointer(start: p, count: length).reduce(1) { $0 + ($1 == 0x2C ? 1 : 0) }
-        return DataError(.malformed, "line \(lineNumber): \(count) fields, the header has \(fieldCount) ('\(text)'): a row cut short or not the RKI's district file")
+    /// Room in the duplicate bits for the day `offset` days after ``baseDay``.
+    private func growSeen(toHold offset: Int) {
+        let words = (offset >> 6) + 64
+        let slots = max(1, codes.count)
+        let grown = UnsafeMutablePointer<UInt64>.allocate(capacity: slots * words)
+        grown.initialize(repeating: 0, count: slots * words)
+        for slot in 0..<slots {
+            (grown + slot * words).update(from: seen + slot * seenWords, count: seenWords)
+        }
+        seen.deallocate()
+        seen = grown
+        seenWords = words
     }
 
-    private mutating func day(_ p: UnsafePointer<UInt8>, _ length: Int) throws(DataError) -> Int32 {
+    private func fieldsError(_ p: UnsafePointer<UInt8>, _ length: Int, commas: Int) -> DataError {
+        let text = String(decoding: UnsafeBufferPointer(start: p, count: min(length, 120)), as: UTF8.self)
+        return DataError(.malformed, "line \(lineNumber): \(commas + 1) fields, the header has \(fieldCount) ('\(text)'): a row cut short or not the RKI's district file")
+    }
+
+    private func day(_ p: UnsafePointer<UInt8>, _ length: Int) throws(DataError) -> Int32 {
         guard length == 10 else { throw badField(0, p, length) }
         let raw = UnsafeRawPointer(p)
         let key = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
-        if key == lastDateBytes { return lastDay }
+        if key == lastDateKey { return lastDay }
         func digits(_ from: Int, _ count: Int) -> Int? {
             var value = 0
             for k in from..<(from + count) {
@@ -349,33 +398,33 @@ public struct RKIDistrictCSV: Sendable {
             return value
         }
         guard p[4] == 0x2D, p[7] == 0x2D, let year = digits(0, 4), let month = digits(5, 2), let dayOfMonth = digits(8, 2),
-              let parsed = Day(year: year, month: month, day: dayOfMonth), (2000...2099).contains(year)
+              (2000...2099).contains(year), let parsed = Day(year: year, month: month, day: dayOfMonth)
         else { throw badField(0, p, length) }
-        lastDateBytes = key
+        lastDateKey = key
         lastDay = Int32(parsed.daysSinceEpoch)
         return lastDay
     }
 
-    /// A non-negative integer field (column `index` of ``columns``).
-    private func integer(_ row: UnsafePointer<UInt8>, _ index: Int) throws(DataError) -> Int {
-        let f = fieldIndex[index]
-        let p = row + starts[f], length = ends[f] - starts[f]
-        guard length > 0, length <= 12 else { throw badField(index, p, length) }
+    /// A non-negative integer field.
+    @inline(__always)
+    private func integer(_ field: (UnsafePointer<UInt8>, Int), column: Int) throws(DataError) -> Int {
+        let (p, length) = field
+        guard length > 0, length <= 12 else { throw badField(column, p, length) }
         var value = 0
         for k in 0..<length {
             let digit = Int(p[k]) &- 48
-            guard digit >= 0, digit <= 9 else { throw badField(index, p, length) }
-            value = value * 10 + digit
+            guard digit >= 0, digit <= 9 else { throw badField(column, p, length) }
+            value = value &* 10 &+ digit
         }
         return value
     }
 
     /// A non-negative decimal field: digits with an optional fraction, as the RKI writes them
     /// (`0`, `12.3`); anything else `strtod` reads as a finite non-negative number is taken too.
-    private func decimal(_ row: UnsafePointer<UInt8>, _ index: Int) throws(DataError) -> Double {
-        let f = fieldIndex[index]
-        let p = row + starts[f], length = ends[f] - starts[f]
-        guard length > 0, length <= 40 else { throw badField(index, p, length) }
+    @inline(__always)
+    private func decimal(_ field: (UnsafePointer<UInt8>, Int)) throws(DataError) -> Double {
+        let (p, length) = field
+        guard length > 0, length <= 40 else { throw badField(6, p, length) }
         var mantissa: UInt64 = 0
         var fraction = -1
         var k = 0
@@ -401,15 +450,74 @@ public struct RKIDistrictCSV: Sendable {
         var endPointer: UnsafeMutablePointer<CChar>?
         let value = text.withUnsafeBufferPointer { buffer in strtod(buffer.baseAddress!, &endPointer) }
         let consumed = text.withUnsafeBufferPointer { buffer in endPointer.map { UnsafePointer($0) - buffer.baseAddress! } ?? 0 }
-        guard consumed == length, value.isFinite, value >= 0 else { throw badField(index, p, length) }
+        guard consumed == length, value.isFinite, value >= 0 else { throw badField(6, p, length) }
         return value
     }
 
     private static let powersOfTen: [Double] = (0...22).map { pow(10, Double($0)) }
 
-    private func badField(_ index: Int, _ p: UnsafePointer<UInt8>, _ length: Int) -> DataError {
+    private func badField(_ column: Int, _ p: UnsafePointer<UInt8>, _ length: Int) -> DataError {
         let text = String(decoding: UnsafeBufferPointer(start: p, count: min(length, 40)), as: UTF8.self)
-        let what = index == 0 ? "a day YYYY-MM-DD" : index == 6 ? "a non-negative number" : "a non-negative integer"
-        return DataError(.invalidValue, "line \(lineNumber): \(Self.columns[index]) '\(text)' is not \(what)")
+        let what = column == 0 ? "a day YYYY-MM-DD" : column == 6 ? "a non-negative number" : "a non-negative integer"
+        return DataError(.invalidValue, "line \(lineNumber): \(Self.columns[column]) '\(text)' is not \(what)")
     }
+
+    // MARK: - The end
+
+    /// Ends the file and checks it as a whole.
+    ///
+    /// - Parameter region: the districts that must all have a row on the newest day.
+    /// - Throws: ``DataError`` `empty` (no data rows), `missing-districts` (a district of the
+    ///   region has no row on the newest day), or the row errors of a last line without a line end.
+    public func finish(region: Region) throws(DataError) -> Table {
+        if !carry.isEmpty {
+            let line = carry
+            carry.removeAll()
+            try completeLine(line)
+        }
+        guard fieldCount > 0 else { throw DataError(.empty, "the file is empty: no header") }
+        guard rows > skipped, newest != .min else {
+            throw DataError(.empty, "the file has a header but no district rows")
+        }
+        let newestDay = Day(daysSinceEpoch: Int(newest))
+        var missing: [String] = []
+        for district in directory.districts(in: region) {
+            let slot = Int(slotOfCode[Int(district.ags)!])
+            if slot < 0 || ring[slot * windowDays + Int(newest) % windowDays].day != newest {
+                missing.append(district.ags)
+            }
+        }
+        if !missing.isEmpty {
+            let named = missing.prefix(5).map { code in directory[code].map { "\(code) \($0.name)" } ?? code }
+            throw DataError(.missingDistricts, "\(missing.count) of the \(region.districtCount) districts of \(region.name) have no row for the newest day \(newestDay): \(named.joined(separator: ", "))\(missing.count > 5 ? ", ..." : "")")
+        }
+        var datasets: [Dataset] = []
+        let first = max(Int(newest) - windowDays + 1, Int(Self.baseDay))
+        for dayNumber in first...Int(newest) {
+            var entries: [(District, Entry)] = []
+            var states: [Substring: (cases: Int, population: Int)] = [:]
+            for (slot, code) in codes.enumerated() {
+                let entry = ring[slot * windowDays + dayNumber % windowDays]
+                guard entry.day == dayNumber, let known = directory[code] else { continue }
+                let district = District(ags: code, name: known.name, shortName: known.shortName, kind: known.kind,
+                                        state: known.state, population: entry.population > 0 ? Int(entry.population) : nil)
+                entries.append((district, entry))
+                states[district.stateCode, default: (0, 0)].cases += Int(entry.cases7)
+                states[district.stateCode, default: (0, 0)].population += Int(entry.population)
+            }
+            guard !entries.isEmpty else { continue }
+            var districts: [String: DistrictIncidence] = [:]
+            districts.reserveCapacity(entries.count)
+            for (district, entry) in entries {
+                let state = states[district.stateCode].flatMap { $0.population > 0 ? Self.rounded(Double($0.cases) * 100_000 / Double($0.population)) : nil }
+                districts[district.ags] = DistrictIncidence(district: district, incidence: entry.incidence, stateIncidence: state)
+            }
+            datasets.append(Dataset(date: Day(daysSinceEpoch: dayNumber), source: source, districts: districts))
+        }
+        return Table(newestDay: newestDay, datasets: datasets, rows: rows, skippedRows: skipped,
+                     skippedCodes: skippedCodes.sorted())
+    }
+
+    /// The state's incidence to one decimal, as the RKI writes the districts'.
+    static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 }

@@ -95,6 +95,18 @@ struct SignalEngineTests {
         #expect(withDistricts.topics.contains(where: districtOrBridgeDiscovery))
     }
 
+    @Test("the data in force reported again (a check answered 304) does nothing; new staleness or data does")
+    func sameDataAgain() throws {
+        var (engine, _) = started()
+        _ = engine.event(.fix(fix(), place: Fixtures.muenchen, receivedAt: 1000))
+        #expect(engine.event(.data(Fixtures.october, stale: false)).isEmpty)
+        let stale = engine.followingReevaluation(engine.event(.data(Fixtures.october, stale: true))).actions
+        #expect(stale.topics.contains("ampel/device/alice/phone/state"))
+        #expect(engine.event(.data(Fixtures.october, stale: true)).isEmpty)
+        let november = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: true))).actions
+        #expect(november.topics.contains("ampel/device/alice/phone/alert"))
+    }
+
     @Test("start publishes state and phase of every Bavarian district, retained, and no district alert on a fresh start")
     func start() throws {
         let (_, actions) = started()

@@ -30,7 +30,7 @@ import Testing
     enum Order { case byDay, byDistrict }
 
     static func read(_ text: String, window: Int = 3, chunk: Int = 1 << 16, region: Region = .bavaria) throws(DataError) -> RKIDistrictCSV.Table {
-        var reader = RKIDistrictCSV(windowDays: window)
+        let reader = RKIDistrictCSV(windowDays: window)
         let bytes = Array(text.utf8)
         var start = 0
         while start < bytes.count {

@@ -68,6 +68,22 @@ struct MapSVGTests {
         #expect(total * 3 < original, "kept \(total) of \(original) vertices")
     }
 
+    @Test("a Germany-wide rule set draws all 400 districts: Bavaria from VG250, the rest from VG1000, in a map of bounded size")
+    func germany() throws {
+        let shapes = try MapShapes.bundled(prefixes: [])
+        #expect(shapes.shapes.count == 400)
+        #expect(Set(shapes.shapes.map(\.ags)).count == 400)
+        #expect(shapes.shapes.filter { $0.ags.hasPrefix("09") }.count == 96)
+        #expect(shapes.shapes.contains { $0.ags == "11000" })
+        // Germany is taller than wide: the view box follows the region's extent.
+        #expect(shapes.height > MapShapes.width)
+        let svg = MapSVG.render(shapes: shapes, districts: [:], data: PageDataStatus(dataDate: nil, source: "", stale: false),
+                                text: PageText(.de, region: .germany))
+        #expect(svg.utf8.count < 600_000, "map is \(svg.utf8.count) bytes")
+        #expect(svg.contains("Deutschland"))
+        #expect(try MapShapes.bundled(prefixes: ["09"]).shapes.count == 96)
+    }
+
     @Test("stale data hatches the map; current data does not")
     func staleHatched() throws {
         let shapes = try MapShapes.bundled()

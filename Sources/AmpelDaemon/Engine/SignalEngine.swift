@@ -343,6 +343,10 @@ public struct SignalEngine: Sendable {
         case .fix(let fix, let place, let receivedAt):
             return apply(fix, place: place, receivedAt: receivedAt)
         case .data(let dataset, let stale):
+            // Every check of the source reports the data in force (a 304 too): the same
+            // publication with the same staleness changes no signal, and walking 100,000
+            // devices for it each check cost a core at a 1 s refresh.
+            if started, stale == self.stale, dataset == self.dataset, dataset.courses == self.dataset.courses { return [] }
             self.dataset = dataset
             self.stale = stale
             signalCache.removeAll()
