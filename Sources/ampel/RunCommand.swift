@@ -96,10 +96,15 @@ struct Run: AsyncParsableCommand {
         }
     }
 
-    /// Runs the daemon until SIGTERM or SIGINT; a failure exits 1.
+    /// Runs the daemon until SIGTERM or SIGINT; a configuration problem only the start finds
+    /// (the HTTP port in use) exits 78 before the broker is reached, any other failure 1.
     static func run(_ prepared: DaemonRuntime.Prepared) async throws {
         do {
             try await DaemonRuntime.run(prepared, logger: Logger(label: "ampel"))
+        } catch let error as ConfigurationError {
+            // Found only when the daemon starts (a port in use), before it reached the broker.
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(78)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(1)

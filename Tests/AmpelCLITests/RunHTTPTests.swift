@@ -194,6 +194,42 @@ struct RunHTTPTests {
         #expect(status.exitCode == 0, "\(daemon.stderr)")
     }
 
+    @Test("a start with the HTTP port in use exits 78 naming http.listen, and publishes nothing to the broker")
+    func portInUse() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        // Another program holds the port.
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0)
+        #expect(listen(holder, 1) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // A retained sentinel: the only retained message before the start and after it.
+        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-r", "-t", "sentinel", "-m", "x"])
+        let refused = try await runAmpel(["run", "--http", "127.0.0.1:\(port)", "--broker", broker.url, "--state-dir", dir.path,
+                                          "--source", "snapshot", "--date", "2020-10-15"])
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("http.listen: 127.0.0.1:\(port) is in use"), "\(refused.stderr)")
+        // Everything retained: `-W` ends the read (mosquitto_sub then exits non-zero).
+        let (_, output) = try await ChildProcess.run("/usr/bin/mosquitto_sub", [
+            "-h", broker.host, "-p", "\(broker.port)", "-t", "#", "-v", "--retained-only", "-W", "2",
+        ])
+        let retained = output.split(separator: "\n").filter { $0 != "Timed out" }.joined(separator: "\n")
+        #expect(retained == "sentinel x", "the failed start published: \(retained)")
+    }
+
     @Test("http.show_positions: true shows a device's position")
     func positionsShown() async throws {
         let broker = try await MosquittoBroker.start()

@@ -3,6 +3,7 @@ import AmpelDomain
 import AmpelMQTT
 import Foundation
 import Logging
+import NIOCore
 import ServiceLifecycle
 import UnixSignals
 
@@ -145,14 +146,62 @@ public enum DaemonRuntime {
         // stops its intake at once (decision 27) instead of after the HTTP server has closed;
         // the server keeps answering until the daemon is done.
         var services: [any Service] = []
-        if let listen = prepared.configuration.http.listen {
-            let context = HTTPRoutes.Context(view: daemon.status, locator: prepared.locator, settings: prepared.configuration.http,
-                                             language: prepared.configuration.language, metrics: metrics)
-            services.append(HTTPServer.make(context, address: listen, logger: Logger(label: "ampel.http")))
+        guard let listen = prepared.configuration.http.listen else {
+            try await ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+            return
         }
-        services.append(daemon)
+        let context = HTTPRoutes.Context(view: daemon.status, locator: prepared.locator, settings: prepared.configuration.http,
+                                         language: prepared.configuration.language, metrics: metrics)
+        // The daemon connects to the broker only once the server listens: a port in use must
+        // stop the start before anything reaches the broker (a failed start that had taken
+        // over the session and republished every topic left the running daemon's broker
+        // rewritten, and systemd restarting it in a loop did it again each time).
+        let (listening, opened) = AsyncStream<Void>.makeStream()
+        services.append(HTTPServer.make(context, address: listen, logger: Logger(label: "ampel.http"), listening: {
+            opened.yield()
+            opened.finish()
+        }))
+        services.append(AfterListening(daemon, listening: listening))
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as IOError {
+            throw Self.listenError(error, address: listen) ?? error
+        }
+    }
+
+    /// A failed bind of `http.listen` in the words of a configuration error (exit 78).
+    static func listenError(_ error: IOError, address: HTTPListenAddress) -> ConfigurationError? {
+        let problem: String
+        switch error.errnoCode {
+        case EADDRINUSE: problem = "\(address) is in use"
+        case EACCES: problem = "\(address): permission denied (ports below 1024 need privileges)"
+        case EADDRNOTAVAIL: problem = "\(address) is not an address of this machine"
+        default: return nil
+        }
+        return ConfigurationError(key: "http.listen", line: nil, message: problem)
+    }
+
+    /// Runs `wrapped` once `listening` has yielded; returns without running it when the group
+    /// stops first (the server could not listen, or a signal came).
+    struct AfterListening<Wrapped: Service>: Service {
+        let wrapped: Wrapped
+        let listening: AsyncStream<Void>
+
+        init(_ wrapped: Wrapped, listening: AsyncStream<Void>) {
+            self.wrapped = wrapped
+            self.listening = listening
+        }
+
+        func run() async throws {
+            let listening = self.listening
+            let opened = try? await cancelWhenGracefulShutdown {
+                var iterator = listening.makeAsyncIterator()
+                return await iterator.next() != nil
+            }
+            guard opened == true, !Task.isCancelled else { return }
+            try await wrapped.run()
+        }
     }
 
     /// The daemon on a real MQTT client, not yet running.
