@@ -94,7 +94,7 @@ say "mosquitto on 127.0.0.1:$port (temp config, persistence in $tmp/broker)"
 # The HTTP server on a free port (AMPEL_DEMO_HTTP=host:port to choose one); its URL is in the log.
 if [ -n "$replay" ]; then
   day_seconds=${AMPEL_DEMO_DAY_SECONDS:-2}
-  AMPEL_HTTP=${AMPEL_DEMO_HTTP:-127.0.0.1:0} "$bin" replay --broker "$broker" --day-seconds "$day_seconds" --lang de \
+  AMPEL_HTTP=${AMPEL_DEMO_HTTP:-127.0.0.1:0} "$bin" replay --broker "$broker" --day-seconds "$day_seconds" --lang de --production-topics \
     --state-dir "$tmp/state" >"$tmp/ampel.log" 2>&1 &
   daemon_pid=$!
   say "ampel replay --broker $broker --day-seconds $day_seconds --lang de: 2020-11-18 .. 2021-11-22, a day every $day_seconds s (log: $tmp/ampel.log)"

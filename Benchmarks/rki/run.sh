@@ -29,6 +29,8 @@ source scripts/lib/release.sh
 DEVICES=${DEVICES:-100000}
 RUNS=${RUNS:-5}
 POLLS=${POLLS:-20}
+# Which parts run (all by default): PARTS="daemon" Benchmarks/rki/run.sh
+PARTS=" ${PARTS:-parse process daemon} "
 out=benchmarks-out/rki
 mkdir -p "$out"
 BUILD_LOCK=${BUILD_LOCK:-/tmp/ampel-build.lock} release_binaries "$out"
@@ -63,8 +65,10 @@ results=$out/results.txt
   echo "file: $(wc -l <"$full") lines, $(stat -c %s "$full") bytes"
 } >"$results"
 
+if [[ $PARTS == *" parse "* ]]; then
 echo "== parse" >&2
 "$bench" rki parse "$full" --rounds 9 | tee -a "$results"
+fi
 
 # serve FILE: starts serve.py on FILE, sets server_pid, port and server_log.
 serve() {
@@ -75,6 +79,7 @@ serve() {
   port=$(head -n 1 "$server_log")
 }
 
+if [[ $PARTS == *" process "* ]]; then
 echo "== process" >&2
 cp "$full" "$tmp/whole.csv"
 serve "$tmp/whole.csv"
@@ -103,7 +108,9 @@ print(f"| ampel fetch | {a:.3f} | {size / a:.0f} | {statistics.median(ampel_m):.
 print(f"| pandas.read_csv, newest day per district | {p:.3f} | {size / p:.0f} | {statistics.median(pandas_m):.1f} | {' '.join(f'{t:.2f}' for t in pandas_t)} |")
 print(f"pandas / ampel: {p / a:.1f}x")
 PY
+fi
 
+[[ $PARTS == *" daemon "* ]] || exit 0
 echo "== daemon with $DEVICES devices" >&2
 "$ampel" districts --source snapshot --date 2020-10-15 --json >"$tmp/districts.json"
 state_file=benchmarks-out/scale/state-$DEVICES-2020-10-15.json
@@ -138,10 +145,29 @@ with open(path) as f:
             seen += 1
 PY
 }
+# until_after FILE FIRST THEN: waits (following the file) for a line matching THEN that comes
+# after the first line matching FIRST.
+until_after() { python3 - "$@" <<'PY'
+import re, sys, time
+path, first, then = sys.argv[1], re.compile(sys.argv[2]), re.compile(sys.argv[3])
+seen_first = False
+with open(path) as f:
+    while True:
+        line = f.readline()
+        if not line:
+            time.sleep(0.05)
+            continue
+        if not seen_first:
+            seen_first = bool(first.search(line))
+        elif then.search(line):
+            break
+PY
+}
 status() { awk -v k="$2" '$1 == k":" { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# Settled: a few unchanged checks after the first ingest and the device walk it started.
-until_count "$server_log" '^304' 5
+# Settled: the walk over every device that the file's day started is done, then a few unchanged checks.
+until_after "$tmp/daemon.log" 'date=2026-08-21 .*new data' 'every device re-evaluated'
+until_count "$server_log" '^304' $(( $(count_lines "$server_log" '^304') + 3 ))
 settled=$(status "$daemon_pid" VmRSS)
 start_peak=$(status "$daemon_pid" VmHWM)
 before=$(count_lines "$server_log" '^304')
@@ -153,7 +179,7 @@ hz=$(getconf CLK_TCK)
 echo 5 >"/proc/$daemon_pid/clear_refs"
 reset_peak=$(status "$daemon_pid" VmHWM)
 cp "$full" "$tmp/live.csv.new" && mv "$tmp/live.csv.new" "$tmp/live.csv"
-wait_for_line "$tmp/daemon.log" 'date=2026-08-22 .*new data' 120 "$daemon_pid" || { tail -20 "$tmp/daemon.log"; exit 1; }
+until_after "$tmp/daemon.log" 'date=2026-08-22 .*new data' 'every device re-evaluated'
 after=$(count_lines "$server_log" '^304')
 until_count "$server_log" '^304' $((after + 3))
 ingest_peak=$(status "$daemon_pid" VmHWM)

@@ -327,7 +327,7 @@ extension Scene {
                             guard let space = line.firstIndex(of: " ") else { continue }
                             let record = (String(line[..<space]), String(line[line.index(after: space)...]))
                             seen.records.append(record)
-                            if record.0 == "ampel/bridge/state", record.1.contains("offline") { seen.offline += 1 }
+                            if record.0.hasSuffix("/bridge/state"), record.1.contains("offline") { seen.offline += 1 }
                             if record.0.hasSuffix("/state"), let tst = Self.field("tst", record.1) as? Int {
                                 let key = Self.key(record.0, suffix: "/state")
                                 seen.latest[key] = max(seen.latest[key] ?? 0, tst)
@@ -392,7 +392,7 @@ extension Scene {
 
         /// Until a bridge state arrives: the subscription is live.
         func awaitBridge() async throws {
-            try await wait("a bridge state") { $0.contains { $0.topic == "ampel/bridge/state" } }
+            try await wait("a bridge state") { $0.contains { $0.topic.hasSuffix("/bridge/state") } }
         }
 
         /// The newest `tst` seen in each device's state.

@@ -78,6 +78,9 @@ public actor AmpelDaemon: Service {
     private var messagesReceived = 0
     private var intakeSeen = (count: 0, at: ContinuousClock.now)
     private var trimmedAt = (devices: 0, messages: 0)
+    /// A new publication was taken in since the last trim: reading it (a 40 MB file in chunks)
+    /// and the device walk it started left free pages worth handing back.
+    private var dataSinceTrim = false
     /// Messages since the last trim that make a quiet intake worth a trim (a burst's worth).
     static let trimAfterMessages = 10_000
     /// How long the intake must be quiet before free heap pages are given back.
@@ -600,6 +603,7 @@ public actor AmpelDaemon: Service {
             infoDirty = true
             if state.dataset != previous?.dataset {
                 counters.datasetsApplied += 1
+                dataSinceTrim = true
                 logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
             } else if let error = state.lastError, error != previous?.lastError {
                 counters.datasetsRejected += 1
@@ -638,9 +642,11 @@ public actor AmpelDaemon: Service {
             // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
             // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
             // lone fix: the trim walks the whole heap.
-            if engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages,
+            if engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages
+                || (dataSinceTrim && !engine.isReevaluating),
                now - intakeSeen.at >= trimQuiet {
                 trimmedAt = (engine.devices.count, messagesReceived)
+                dataSinceTrim = false
                 saver.trimHeap()
             }
             if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
