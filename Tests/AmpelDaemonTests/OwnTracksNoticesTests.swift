@@ -64,7 +64,7 @@ struct OwnTracksNoticesTests {
         let json = try object(transition)
         #expect(json["_type"] as? String == "transition")
         #expect(json["event"] as? String == "enter")
-        #expect(json["desc"] as? String == (try actions.json("ampel/device/alice/phone/alert"))["title"] as? String)
+        #expect(json["desc"] as? String == "SK München – " + ((try actions.json("ampel/device/alice/phone/alert"))["title"] as? String ?? ""))
         #expect(json["lat"] as? Double == 48.137 && json["lon"] as? Double == 11.575)
         #expect(json["tst"] as? Int == 1_602_720_000, "the fix's time")
         #expect(json["wtst"] as? Int == 1_602_720_000, "2020-10-15 00:00 UTC, the data's day")
@@ -75,15 +75,15 @@ struct OwnTracksNoticesTests {
         #expect(try object(card) as NSDictionary == ["_type": "card", "name": "Ampel"] as NSDictionary)
     }
 
-    @Test("desc is the alert's title in the device's language", arguments: [Language.de, .en])
+    @Test("desc names the district and the alert's title in the device's language", arguments: [Language.de, .en])
     func language(_ language: Language) throws {
         var engine = engine(devices: ["alice/phone": .init(lang: language)])
         let actions = engine.event(.fix(phone(), place: Fixtures.muenchen, receivedAt: 0))
         let desc = try object(try #require(actions.on("owntracks/alice/ampel/event").first))["desc"] as? String
         let title = try Fixtures.ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: Fixtures.october, region: .bavaria,
                                                 language: language, stale: false).title
-        #expect(desc == title)
-        #expect(desc?.hasPrefix(language == .de ? "Rot" : "Red") == true)
+        #expect(desc == "SK München – " + title)
+        #expect(title.hasPrefix(language == .de ? "Rot" : "Red"))
     }
 
     @Test("no transition and no card for a fix from no app, nor with notify.owntracks off")

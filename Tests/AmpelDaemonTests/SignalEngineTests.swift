@@ -148,7 +148,10 @@ struct SignalEngineTests {
         let alert = try first.json("ampel/device/alice/phone/alert")
         #expect(alert["from"] is NSNull)
         #expect(alert["to"] as? String == "red")
-        #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always"])
+        #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always", "message", "priority"])
+        // The one line a push service shows: who, where, what.
+        #expect(alert["message"] as? String == "alice/phone – SK München – \(alert["title"] as? String ?? "")")
+        #expect(alert["priority"] as? Int == 7)
         let alertMessage = try #require(first.on("ampel/device/alice/phone/alert").first)
         #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == .seconds(3600))
 

@@ -682,8 +682,10 @@ public struct SignalEngine: Sendable {
         return actions
     }
 
+    /// The alert on the device's topic, with the one-line `message` and `priority` webhooks get.
     func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
-        OutgoingMessage(topic: settings.topics.deviceAlert(key), payload: signal.alertJSON(device: key, from: from),
+        OutgoingMessage(topic: settings.topics.deviceAlert(key),
+                        payload: signal.alertJSON(device: key, from: from, push: Self.push(signal, who: settings.devices[key]?.name ?? key)),
                         qos: 1, retain: false, expiry: settings.alertExpiry)
     }
 
@@ -787,7 +789,7 @@ public struct SignalEngine: Sendable {
             guard settings.publishDistricts else { continue }
             if let previousPhase, previousPhase != signal.phase {
                 actions.append(.publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
-                                                        payload: signal.alertJSON(device: nil, from: previousPhase),
+                                                        payload: signal.alertJSON(device: nil, from: previousPhase, push: Self.push(signal, who: nil)),
                                                         qos: 1, retain: false, expiry: settings.alertExpiry),
                                         kind: .districtAlert))
                 actions += notifications(district: ags, from: previousPhase, signal) { (language) throws(SignalError) in

@@ -56,7 +56,8 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// The transition that announces `signal` to the user of device `key` (QoS 1, not retained,
     /// with the alerts' expiry).
     ///
-    /// `desc` is the alert's title in the device's language (the app shows "Entering <desc>");
+    /// `desc` is the district and the alert's title in the device's language, as the webhooks'
+    /// `message` says it (the app shows "Entering <desc>": the title alone did not say where);
     /// `event` is always `enter`: the device entered a phase. The OwnTracks schema requires
     /// `acc`, `lat`, `lon`, `tst` and `wtst`: the position of the fix and its accuracy (`accuracy`
     /// below), `tst` the time of the transition (``SignalEngine`` passes
@@ -69,7 +70,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
         json.raw(#"{"_type":"transition","acc":"#)
         json.number(accuracy)
         json.raw(#","desc":"#)
-        json.string(signal.title)
+        json.string([signal.district?.name, signal.title].compactMap { $0 }.joined(separator: " – "))
         json.raw(#","event":"enter","lat":"#)
         json.number(record.lat)
         json.raw(#","lon":"#)
