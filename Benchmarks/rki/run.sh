@@ -184,6 +184,17 @@ after=$(count_lines "$server_log" '^304')
 until_count "$server_log" '^304' $((after + 3))
 ingest_peak=$(status "$daemon_pid" VmHWM)
 after_rss=$(status "$daemon_pid" VmRSS)
+# A corrected file for the same day that changes one district outside Bavaria: the whole file is
+# read and applied again, but no Bavarian device's state changes, so this peak is the reading alone.
+echo 5 >"/proc/$daemon_pid/clear_refs"
+correction_base=$(status "$daemon_pid" VmHWM)
+sed 's/^2026-08-22,06411,\([^,]*\),\([^,]*\),\([^,]*\),\([^,]*\),.*/2026-08-22,06411,\1,\2,\3,\4,0.4/' "$full" >"$tmp/live.csv.new"
+cmp -s "$full" "$tmp/live.csv.new" && { echo "the correction changed nothing" >&2; exit 1; }
+mv "$tmp/live.csv.new" "$tmp/live.csv"
+until_count "$tmp/daemon.log" 'a corrected file for the day in force' 1
+after=$(count_lines "$server_log" '^304')
+until_count "$server_log" '^304' $((after + 3))
+correction_peak=$(status "$daemon_pid" VmHWM)
 python3 - "$t0" "$t1" "$w0" "$w1" "$hz" "$POLLS" <<PY | tee -a "$results"
 import sys
 t0, t1, w0, w1, hz, polls = (float(x) for x in sys.argv[1:])
@@ -194,6 +205,7 @@ print(f"| peak RSS since start (state load and first ingest) | $start_peak MB |"
 print(f"| peak RSS reset before the swap | $reset_peak MB |")
 print(f"| peak RSS while reading the 2026-08-22 file | $ingest_peak MB |")
 print(f"| RSS after | $after_rss MB |")
+print(f"| peak RSS while reading a corrected 2026-08-22 file that changes no device (reset: $correction_base MB) | $correction_peak MB |")
 print(f"| CPU per unchanged check (304), upper bound | {(t1 - t0) / hz / polls * 1000:.2f} ms ({int(polls)} checks in {w1 - w0:.1f} s, {(t1 - t0):.0f} ticks of 1/{int(hz)} s) |")
 PY
 echo "results: $results" >&2

@@ -1,3 +1,4 @@
+import AmpelDomain
 import ArgumentParser
 
 /// The `ampel` command: the daemon and its tools.
@@ -6,6 +7,7 @@ struct Ampel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ampel",
         abstract: "Corona traffic-light signals for device positions (Bavaria, autumn 2020).",
+        version: AmpelVersion.current,
         subcommands: [Check.self, Districts.self, Rules.self, Resolve.self, Fetch.self, Lamp.self, Run.self, Replay.self]
     )
 }

@@ -88,16 +88,17 @@ struct RunOwnTracksNoticeTests {
             let events = records.filter { $0.topic.hasSuffix("/event") }
             #expect(Set(events.map(\.topic)) == ["owntracks/alice/ampel/event", "owntracks/bob/ampel/event"], "\(events)")
             #expect(!records.contains { $0.topic.hasPrefix("owntracks/carol/") || $0.topic.contains("van7") && $0.topic.hasPrefix("owntracks/") })
+            // What the phone shows after "Entering": the alert's district and title.
             func titles(_ key: String) -> [String] {
-                records.filter { $0.topic == "ampel/device/\(key)/alert" }.compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
+                records.filter { $0.topic == "ampel/device/\(key)/alert" }.compactMap(Self.desc(ofAlert:))
             }
             func descs(_ user: String) -> [String] {
                 records.filter { $0.topic == "owntracks/\(user)/ampel/event" }.compactMap { RunCrashTests.Collector.field("desc", $0.payload) as? String }
             }
             #expect(descs("alice") == titles("alice/phone"))
-            #expect(descs("alice").count == 2 && descs("alice")[0].hasPrefix("Rot") && descs("alice")[1].hasPrefix("Grün"), "\(descs("alice"))")
+            #expect(descs("alice") == ["SK München – Rot: 7-Tage-Inzidenz über 50", "LK Altötting – Grün: 7-Tage-Inzidenz unter 35"], "\(descs("alice"))")
             #expect(descs("bob") == titles("bob/phone"))
-            #expect(descs("bob").count == 1 && descs("bob")[0].hasPrefix("Red"), "\(descs("bob"))")
+            #expect(descs("bob") == ["SK München – Red: 7-day incidence above 50"], "\(descs("bob"))")
             // Each transition right after its alert, before the state that witnesses both.
             for (index, record) in records.enumerated() where record.topic == "owntracks/alice/ampel/event" {
                 #expect(records[index - 1].topic == "ampel/device/alice/phone/alert", "\(records[index - 1])")
@@ -166,8 +167,7 @@ struct RunOwnTracksNoticeTests {
             try await collector.awaitStates(keys, tst: 200)
             try await scene.stop()
             let (transitions, alerts) = Self.received(collector, users: users)
-            let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }
-                .compactMap { RunCrashTests.Collector.field("title", $0.payload) as? String }
+            let titles = collector.records().filter { $0.topic == "ampel/device/u0/phone/alert" }.compactMap(Self.desc(ofAlert:))
             #expect(titles.count == 2)
             for user in 0..<users {
                 #expect(alerts[user] == ["null>red", "red>green"], "u\(user): \(alerts[user])")
@@ -226,12 +226,20 @@ struct RunOwnTracksNoticeTests {
                 #expect(distinct.count == expected.count, "u\(user): \(transitions[user])")
                 for (desc, crossing) in zip(distinct, expected) {
                     let to = String(crossing.split(separator: ">").last ?? "")
-                    #expect(desc.hasPrefix(titles[to] ?? "?"), "u\(user): \(desc) for \(crossing)")
+                    #expect(desc.contains(" – " + (titles[to] ?? "?")), "u\(user): \(desc) for \(crossing)")
                 }
             }
             print("kill -9 during \(delays.count) rounds of \(users) OwnTracks crossings: \(repeats) transitions, \(alertRepeats) alerts repeated")
             #expect(repeats <= delays.count, "\(repeats) repeats over \(delays.count) crashes")
             #expect(alertRepeats.allSatisfy { $0 <= 1 }, "repeated alerts per kill: \(alertRepeats)")
         }
+    }
+
+    /// The transition's `desc` an alert makes: its district's name and its title.
+    static func desc(ofAlert record: Scene.Collector.Record) -> String? {
+        guard let title = RunCrashTests.Collector.field("title", record.payload) as? String,
+              let district = RunCrashTests.Collector.field("district", record.payload) as? [String: Any],
+              let name = district["name"] as? String else { return nil }
+        return "\(name) – \(title)"
     }
 }
