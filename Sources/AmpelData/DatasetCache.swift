@@ -160,7 +160,7 @@ public struct DatasetCache: Sendable {
     public func save(_ dataset: Dataset, savedAt: Date = Date(), validators: HTTPValidators? = nil) throws(DataError) {
         var json = JSONWriter(capacity: 160 * dataset.districts.count + 256)
         Self.write(dataset, savedAt: savedAt, validators: validators, to: &json)
-        try writeAtomically(Data(json.bytes))
+        try Self.writeAtomically(json.bytes, to: fileURL, in: directory)
     }
 
     /// `dataset` in the cache file's form, keys sorted: written by hand, since `JSONEncoder`
@@ -221,12 +221,12 @@ public struct DatasetCache: Sendable {
 
     /// Writes `data` to ``fileURL`` with ``AtomicFile`` (mode `0o644`: the data is public),
     /// creating the directory first.
-    func writeAtomically(_ data: Data) throws(DataError) {
+    func writeAtomically(_ data: some ContiguousBytes) throws(DataError) {
         try Self.writeAtomically(data, to: fileURL, in: directory)
     }
 
     /// Writes `data` to `fileURL` with ``AtomicFile`` (mode `0o644`), creating `directory` first.
-    static func writeAtomically(_ data: Data, to fileURL: URL, in directory: URL) throws(DataError) {
+    static func writeAtomically(_ data: some ContiguousBytes, to fileURL: URL, in directory: URL) throws(DataError) {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {

@@ -72,7 +72,7 @@ public struct PublicationHistory: Sendable {
         json.raw(#"],"version":"#)
         json.number(Self.version)
         json.raw("}")
-        try DatasetCache.writeAtomically(Data(json.bytes), to: fileURL, in: directory)
+        try DatasetCache.writeAtomically(json.bytes, to: fileURL, in: directory)
     }
 
     /// Moves an unreadable history file aside (`incidence-history.json.corrupt-<UTC time>`).

@@ -34,7 +34,8 @@ public final class RKIDistrictCSV {
     public struct Table: Sendable {
         /// The newest `Meldedatum` of the file: the data day.
         public let newestDay: Day
-        /// One dataset per day kept, oldest first, ending with ``newestDay``.
+        /// One dataset per day kept, oldest first, ending with ``newestDay``: every district on the
+        /// newest day, the region's on the days before.
         public let datasets: [Dataset]
         /// Data rows read.
         public let rows: Int
@@ -506,9 +507,12 @@ public final class RKIDistrictCSV {
                 states[district.stateCode, default: (0, 0)].population += Int(entry.population)
             }
             guard !entries.isEmpty else { continue }
+            // The days before the newest serve the region's trend and day counts only: the other
+            // districts' past is left out (a Bavarian rule set keeps 96 of the 400 a day).
+            let isNewest = dayNumber == Int(newest)
             var districts: [String: DistrictIncidence] = [:]
             districts.reserveCapacity(entries.count)
-            for (district, entry) in entries {
+            for (district, entry) in entries where isNewest || region.contains(ags: district.ags) {
                 let state = states[district.stateCode].flatMap { $0.population > 0 ? Self.rounded(Double($0.cases) * 100_000 / Double($0.population)) : nil }
                 districts[district.ags] = DistrictIncidence(district: district, incidence: entry.incidence, stateIncidence: state)
             }
