@@ -142,6 +142,16 @@ struct RunHTTPTests {
             #expect(families[name] != nil, "\(name) missing from \(families.keys.sorted())")
         }
         #expect(families["ampel_districts"]?.contains(#"phase="red""#) == true)
+        // Per district for Grafana: 96 incidences and phase ranks, SK München's as its state says.
+        let munich = try (try await httpGet(base + "/api/districts/09162")).object()
+        let incidences = try #require(families["ampel_district_incidence"]).split(separator: "\n")
+        #expect(incidences.count == 96, "\(incidences.prefix(2))")
+        #expect(incidences.contains { $0.contains(#"ags="09162""#) && $0.contains("name=") && $0.hasSuffix(" \(munich["incidence"] as? Double ?? -1)") },
+                "\(incidences.filter { $0.contains("09162") })")
+        let ranks = try #require(families["ampel_district_phase_rank"]).split(separator: "\n")
+        #expect(ranks.count == 96)
+        let rank = ["green": 0, "yellow": 1, "red": 2, "darkred": 3][munich["phase"] as? String ?? ""] ?? -1
+        #expect(ranks.contains { $0.contains(#"ags="09162""#) && $0.hasSuffix(" \(rank).0") }, "\(ranks.filter { $0.contains("09162") })")
         #expect(families["ampel_messages_dropped"]?.contains(#"reason="not-json""#) == true)
 
         let status = try await daemon.stop()

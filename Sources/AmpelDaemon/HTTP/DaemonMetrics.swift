@@ -88,6 +88,18 @@ public final class DaemonMetrics: Sendable {
         for phase in PhaseID.allCases { phases["\(phase.name)"] = 0 }
         for district in snapshot.districts { phases[district.signal.phase, default: 0] += 1 }
         for (phase, value) in phases { gauge("ampel_districts", [("phase", phase)], Double(value)) }
+        // Per district, for a dashboard to plot: the incidence, and the phase as its rank in
+        // the rule set (0 the lowest phase: green under `bavaria`), a number a graph can draw.
+        let ranks = Dictionary((snapshot.ruleSet?.phases ?? []).enumerated().map { ($1.id.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for district in snapshot.districts {
+            let name = district.signal.district?.name ?? district.ags
+            if let incidence = district.signal.incidence {
+                gauge("ampel_district_incidence", [("ags", district.ags), ("name", name)], incidence)
+            }
+            if let rank = ranks[district.signal.phase] {
+                gauge("ampel_district_phase_rank", [("ags", district.ags), ("name", name)], Double(rank))
+            }
+        }
         if let dataset = snapshot.dataset {
             gauge("ampel_data_age_seconds", [], max(0, now.timeIntervalSince1970 - Double(dataset.date.daysSinceEpoch * 86_400)))
         }
