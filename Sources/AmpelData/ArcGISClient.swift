@@ -153,13 +153,6 @@ public struct ArcGISClient: IncidenceSource {
         }
     }
 
-    private struct StatusError: Error {
-        let code: UInt
-        let reason: String
-    }
-
-    private struct TimedOut: Error {}
-
     /// One request, bounded by ``Configuration/timeout`` from sending to the last body byte.
     func attemptGet(_ url: String) async throws(DataHTTP.Failure) -> Data {
         var request = HTTPClientRequest(url: url)
@@ -179,37 +172,21 @@ public struct ArcGISClient: IncidenceSource {
                     let response = try await client.execute(prepared, timeout: .nanoseconds(timeout.nanoseconds))
                     guard (200..<300).contains(response.status.code) else {
                         _ = try? await response.body.collect(upTo: 1 << 20)
-                        throw StatusError(code: response.status.code, reason: response.status.reasonPhrase)
+                        throw DataHTTP.StatusError(code: response.status.code, reason: response.status.reasonPhrase)
                     }
                     let buffer = try await response.body.collect(upTo: maxBody)
                     return Data(buffer.readableBytesView)
                 }
                 group.addTask {
                     try await clock.sleep(for: timeout)
-                    throw TimedOut()
+                    throw DataHTTP.TimedOut()
                 }
                 defer { group.cancelAll() }
                 guard let body = try await group.next() else { throw CancellationError() }
                 return body
             }
-        } catch let status as StatusError {
-            let retryable = status.code == 408 || status.code == 429 || status.code >= 500
-            throw DataHTTP.Failure(error: DataError(.http, "the RKI service answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(DataHTTP.hostOf(url)) within \(timeout)"), retryable: true)
-        } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
-            throw DataHTTP.Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) URL"), retryable: false)
-        } catch is TimedOut {
-            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(DataHTTP.hostOf(url)) within \(timeout)"), retryable: true)
-        } catch is CancellationError {
-            throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
-        } catch is NIOTooManyBytesError {
-            throw DataHTTP.Failure(error: DataError(.malformed, "the answer is larger than \(maxBody) bytes"), retryable: false)
         } catch {
-            if Task.isCancelled {
-                throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
-            }
-            throw DataHTTP.Failure(error: DataError(.network, "cannot reach \(DataHTTP.hostOf(url)): \(DataHTTP.cause(of: error))"), retryable: true)
+            throw DataHTTP.failure(of: error, url: url, timeout: timeout, maxBytes: maxBody)
         }
     }
 

@@ -40,6 +40,39 @@ public enum DataHTTP {
         let retryable: Bool
     }
 
+    /// An answer with a status outside 2xx.
+    struct StatusError: Error {
+        let code: UInt
+        let reason: String
+    }
+
+    /// The whole attempt took longer than its timeout.
+    struct TimedOut: Error {}
+
+    /// What one failed attempt at `url` means: the reason, the words, and whether a retry may
+    /// help (network trouble, timeouts, 408, 429, 5xx); one place for both live sources.
+    static func failure(of error: any Error, url: String, timeout: Duration, maxBytes: Int) -> Failure {
+        let host = hostOf(url)
+        switch error {
+        case let status as StatusError:
+            let retryable = status.code == 408 || status.code == 429 || status.code >= 500
+            return Failure(error: DataError(.http, "\(host) answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
+        case is TimedOut:
+            return Failure(error: DataError(.timeout, "no complete answer from \(host) within \(timeout)"), retryable: true)
+        case let client as HTTPClientError where client == .deadlineExceeded || client == .readTimeout:
+            return Failure(error: DataError(.timeout, "no complete answer from \(host) within \(timeout)"), retryable: true)
+        case let client as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(client):
+            return Failure(error: DataError(.network, "'\(url)' is not a usable URL"), retryable: false)
+        case is NIOTooManyBytesError:
+            return Failure(error: DataError(.malformed, "the answer is larger than \(maxBytes) bytes"), retryable: false)
+        case is CancellationError:
+            return Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
+        default:
+            if Task.isCancelled { return Failure(error: DataError(.network, "the request was cancelled"), retryable: false) }
+            return Failure(error: DataError(.network, "cannot reach \(host): \(cause(of: error))"), retryable: true)
+        }
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or `policy` allows no more tries;
     /// each retry is logged with its pause.
     static func retrying<T>(_ policy: RetryPolicy, logger: Logger, what: String,

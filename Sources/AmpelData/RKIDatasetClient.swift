@@ -157,13 +157,7 @@ public struct RKIDatasetClient: IncidenceSource {
 
     // MARK: - HTTP
 
-    private struct StatusError: Error {
-        let code: UInt
-        let reason: String
-    }
-
     private struct Stalled: Error {}
-    private struct TimedOut: Error {}
 
     /// Counts arriving body chunks, for the stall watchdog.
     private final class Progress: Sendable {
@@ -190,7 +184,7 @@ public struct RKIDatasetClient: IncidenceSource {
                     if response.status == .notModified { return .notModified }
                     guard (200..<300).contains(response.status.code) else {
                         _ = try? await response.body.collect(upTo: 1 << 20)
-                        throw StatusError(code: response.status.code, reason: response.status.reasonPhrase)
+                        throw DataHTTP.StatusError(code: response.status.code, reason: response.status.reasonPhrase)
                     }
                     let received = HTTPValidators(etag: response.headers.first(name: "ETag"),
                                                   lastModified: response.headers.first(name: "Last-Modified"))
@@ -217,7 +211,7 @@ public struct RKIDatasetClient: IncidenceSource {
                 }
                 group.addTask {
                     try await configuration.clock.sleep(for: configuration.timeout)
-                    throw TimedOut()
+                    throw DataHTTP.TimedOut()
                 }
                 defer { group.cancelAll() }
                 guard let answer = try await group.next() else { throw CancellationError() }
@@ -226,26 +220,10 @@ public struct RKIDatasetClient: IncidenceSource {
         } catch let error as DataError {
             // The file arrived but is not valid: asking again at once will not help.
             throw DataHTTP.Failure(error: error, retryable: false)
-        } catch let status as StatusError {
-            let retryable = status.code == 408 || status.code == 429 || status.code >= 500
-            throw DataHTTP.Failure(error: DataError(.http, "\(host) answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
         } catch is Stalled {
             throw DataHTTP.Failure(error: DataError(.timeout, "the download from \(host) stalled: no data for \(configuration.stallTimeout)"), retryable: true)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(host) within \(configuration.timeout)"), retryable: true)
-        } catch is TimedOut {
-            throw DataHTTP.Failure(error: DataError(.timeout, "no complete answer from \(host) within \(configuration.timeout)"), retryable: true)
-        } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
-            throw DataHTTP.Failure(error: DataError(.network, "'\(configuration.url)' is not a usable http(s) or file:// URL"), retryable: false)
-        } catch is NIOTooManyBytesError {
-            throw DataHTTP.Failure(error: DataError(.malformed, "the file is larger than \(configuration.maxBodyBytes) bytes"), retryable: false)
-        } catch is CancellationError {
-            throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
         } catch {
-            if Task.isCancelled {
-                throw DataHTTP.Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
-            }
-            throw DataHTTP.Failure(error: DataError(.network, "cannot reach \(host): \(DataHTTP.cause(of: error))"), retryable: true)
+            throw DataHTTP.failure(of: error, url: configuration.url, timeout: configuration.timeout, maxBytes: configuration.maxBodyBytes)
         }
     }
 }
