@@ -357,22 +357,14 @@ public actor IncidenceStore {
         succeeded()
         let previous = dataset
         let fresh = publication.newest
-        var revised = 0
-        var merged = window
-        for day in publication.earlier {
-            if let own = merged.first(where: { $0.date == day.date }) {
-                revised += day.districts.reduce(0) { count, entry in
-                    count + (own[entry.key].map { $0.incidence != entry.value.incidence } ?? false ? 1 : 0)
-                }
-            } else {
-                merged = PublicationHistory.adding(day, to: merged, length: .max)
-            }
-        }
+        let (merged, revised) = PublicationHistory.merging(publication.earlier, into: window)
         counters.revisions += revised
+        // Revisions change nothing Ampel keeps: the history is written again only for days it gained.
+        let gained = merged.count != window.count
         let sameDay = previous.map { $0.date == fresh.date } ?? false
         if sameDay, !holdsFallback, let previous, previous.districts == fresh.districts {
             validators = publication.validators ?? validators
-            if revised > 0 || merged.count != window.count {
+            if gained {
                 window = Array(merged.suffix(historyLength))
                 saveHistory()
             }
@@ -384,7 +376,8 @@ public actor IncidenceStore {
             counters.corrections += 1
             logger.notice("a corrected file for the day in force: applied", metadata: ["date": "\(fresh.date)"])
         }
-        let current = take(fresh, keep: source.isLive, earlier: source.isLive ? merged : nil, length: historyLength)
+        window = merged
+        let current = take(fresh, keep: source.isLive)
         holdsFallback = false
         validators = publication.validators
         counters.updates += 1
@@ -409,9 +402,9 @@ public actor IncidenceStore {
     /// window goes to the history file.
     /// - Returns: the dataset now in force (`fresh` with its courses).
     @discardableResult
-    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil, length: Int? = nil) -> Dataset {
+    private func take(_ fresh: Dataset, keep: Bool, earlier: [Dataset]? = nil) -> Dataset {
         // The kept publications alone (what a restart reads back), or the whole past a fixed source knows.
-        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: length ?? (earlier == nil ? historyLength : .max))
+        let walked = PublicationHistory.adding(fresh, to: earlier ?? window, length: earlier == nil ? historyLength : .max)
         let current = fresh.withCourses(window: walked, ruleSet: ruleSet, region: region)
         dataset = current
         window = Array(walked.suffix(historyLength))

@@ -45,6 +45,24 @@ public struct PublicationHistory: Sendable {
         return Array(kept.suffix(max(1, length)))
     }
 
+    /// `own` with the days of `file` it lacks, oldest first: a day Ampel already has keeps the
+    /// values it first read ("kept as published", docs/data.md). `revised` counts the values
+    /// `file` gives differently for those days.
+    public static func merging(_ file: [Dataset], into own: [Dataset]) -> (window: [Dataset], revised: Int) {
+        var merged = own
+        var revised = 0
+        for day in file {
+            if let kept = merged.first(where: { $0.date == day.date }) {
+                revised += day.districts.reduce(0) { count, entry in
+                    count + ((kept[entry.key].map { $0.incidence != entry.value.incidence } ?? false) ? 1 : 0)
+                }
+            } else {
+                merged = adding(day, to: merged, length: .max)
+            }
+        }
+        return (merged, revised)
+    }
+
     /// Reads the publications kept, oldest first; empty when there is no file yet.
     ///
     /// - Throws: ``DataError`` when the file exists but is unreadable or holds an invalid dataset.

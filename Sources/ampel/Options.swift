@@ -199,12 +199,10 @@ struct DataOptions: ParsableArguments {
                 loaded.dataset = try BundledData.shared.history(on: current.date, ruleSet: ruleSet)
             }
         case .rki, .arcgis:
-            // Ampel's own history first, the file's past days where it has none.
-            var kept = loaded.earlier
-            for own in (try? PublicationHistory(directory: stateDirectory).load()) ?? [] {
-                kept = PublicationHistory.adding(own, to: kept, length: .max)
-            }
-            loaded.dataset = current.withCourses(window: kept, ruleSet: ruleSet, region: ruleSet.region)
+            // Ampel's own history first, the file's past days where it has none, as `run` keeps them.
+            let own = (try? PublicationHistory(directory: stateDirectory).load()) ?? []
+            loaded.dataset = current.withCourses(window: PublicationHistory.merging(loaded.earlier, into: own).window,
+                                                 ruleSet: ruleSet, region: ruleSet.region)
         case .snapshot:
             break
         }
