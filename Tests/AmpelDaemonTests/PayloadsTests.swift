@@ -125,14 +125,13 @@ struct PayloadsTests {
         counters.data.skippedRows = 804
         counters.data.unchanged = 3
         counters.data.updates = 5
-        var full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
-                              lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#, stale: true,
+        let full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
+                              lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#,
+                              lastCheck: "2020-11-05T10:25:00Z", held: #"400 of 400 districts changed by more than a factor of 5 "x""#, stale: true,
                               devices: 100_000, counters: counters,
                               stateRecovered: StateRecovery(movedTo: "/var/lib/ampel/state.json.corrupt-20261124T113000Z",
                                                             reason: #"/var/lib/ampel/state.json is not a valid state file: "x" \ ü"#,
                                                             at: "2026-11-24T11:30:00Z"))
-        full.lastCheck = "2020-11-05T10:25:00Z"
-        full.held = #"400 of 400 districts changed by more than a factor of 5 "x""#
         // A state file missing while the journal continues from it: nothing was moved; and what
         // the start read back from the broker, with and without the last run's device count.
         var missing = full

@@ -109,7 +109,7 @@ import Testing
         case "duplicate row": text += "2026-08-22,09162,100000,1,1,1,2.0\n"
         case "duplicate row outside the window": text += "2026-08-18,01001,100000,1,1,1,2.0\n"
         case "unparsable number": text = Self.replacing("2026-08-20,09184,") { $0.replacingOccurrences(of: ",100000,", with: ",1OOOOO,") }
-        case "negative number": text = Self.replacing("2026-08-21,09184,") { "2026-08-21,09184,100000,1,1,1,-1.5" + String($0.prefix(0)) }
+        case "negative number": text = Self.replacing("2026-08-21,09184,") { _ in "2026-08-21,09184,100000,1,1,1,-1.5" }
         case "bad day": text = Self.replacing("2026-08-19,09184,") { "2026-13-19" + $0.dropFirst(10) }
         case "header only": text = Self.header + "\n"
         case "empty file": text = ""

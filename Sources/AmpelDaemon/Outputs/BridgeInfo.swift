@@ -32,7 +32,8 @@ public struct BridgeInfo: Sendable, Hashable {
     /// from the broker's retained states. `null` otherwise.
     public var stateRecovered: StateRecovery?
 
-    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?, stale: Bool, devices: Int, counters: Counters,
+    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?,
+                lastCheck: String? = nil, held: String? = nil, stale: Bool, devices: Int, counters: Counters,
                 stateRecovered: StateRecovery? = nil) {
         self.stateRecovered = stateRecovered
         self.broker = broker
@@ -43,8 +44,8 @@ public struct BridgeInfo: Sendable, Hashable {
         self.lastFetch = lastFetch
         self.lastError = lastError
         self.stale = stale
-        self.lastCheck = nil
-        self.held = nil
+        self.lastCheck = lastCheck
+        self.held = held
         self.devices = devices
         self.counters = counters
     }

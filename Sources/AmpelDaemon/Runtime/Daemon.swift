@@ -973,11 +973,10 @@ public actor AmpelDaemon: Service {
         let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
+            lastCheck: feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) },
+            held: feedState.status?.held,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)
-        var withData = info
-        withData.lastCheck = feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }
-        withData.held = feedState.status?.held
-        return withData.json()
+        return info.json()
     }
 
     /// Hands the status over to the HTTP readers (``StatusView``): values only, so this copies

@@ -96,15 +96,12 @@ public struct FeedStatus: Sendable, Hashable {
     public var counters: DataCounters
     /// When the source was last asked, whatever came back.
     public var lastCheck: Date?
-    /// When the source last answered well (new, unchanged or not modified).
-    public var lastSuccess: Date?
     /// Why a new publication is held back, while it is.
     public var held: String?
 
-    public init(counters: DataCounters, lastCheck: Date?, lastSuccess: Date?, held: String?) {
+    public init(counters: DataCounters, lastCheck: Date?, held: String?) {
         self.counters = counters
         self.lastCheck = lastCheck
-        self.lastSuccess = lastSuccess
         self.held = held
     }
 }

@@ -54,7 +54,7 @@ public final class RefresherFeed: DatasetFeed {
         guard let dataset = status.dataset else { return nil }
         let lastFetch = [status.lastSuccess, status.lastErrorAt].compactMap { $0 }.max()
         let feed = store.source.isLive
-            ? FeedStatus(counters: status.counters, lastCheck: status.lastCheck, lastSuccess: status.lastSuccess, held: status.held?.message) : nil
+            ? FeedStatus(counters: status.counters, lastCheck: status.lastCheck, held: status.held?.message) : nil
         return FeedState(dataset: dataset, stale: status.stale, lastFetch: lastFetch,
                          lastError: status.failedSinceSuccess ? status.lastError?.message : nil, status: feed)
     }
