@@ -170,50 +170,11 @@ public final class RKIDistrictCSV {
                 start += length + 1
                 continue
             }
-            // One pass: the commas and the line end together, eight bytes a step.
-            var i = start
-            var commas = 0
-            var quoted = false
-            let limit = boundsCapacity
-            var lineEnd = -1
-            scan: while i + 8 <= end {
-                var candidates = Self.specialBytes(UnsafeRawPointer(bytes + i).loadUnaligned(as: UInt64.self))
-                while candidates != 0 {
-                    let position = i + candidates.trailingZeroBitCount >> 3
-                    let byte = bytes[position]
-                    if byte == 0x2C {
-                        if commas < limit { bounds[commas] = position }
-                        commas += 1
-                    } else if byte == 0x0A {
-                        lineEnd = position
-                        break scan
-                    } else if byte == 0x22 {
-                        quoted = true
-                    }
-                    candidates &= candidates &- 1
-                }
-                i += 8
-            }
-            if lineEnd < 0 {
-                while i < end {
-                    let byte = bytes[i]
-                    if byte == 0x2C {
-                        if commas < limit { bounds[commas] = i }
-                        commas += 1
-                    } else if byte == 0x0A {
-                        lineEnd = i
-                        break
-                    } else if byte == 0x22 {
-                        quoted = true
-                    }
-                    i += 1
-                }
-            }
-            guard lineEnd >= 0 else { break }
-            i = lineEnd
+            let (found, commas, quoted) = scan(bytes, from: start, to: end)
+            guard let lineEnd = found else { break }
             lineNumber += 1
-            try row(bytes, from: start, to: i, commas: commas, quoted: quoted)
-            start = i + 1
+            try row(bytes, from: start, to: lineEnd, commas: commas, quoted: quoted)
+            start = lineEnd + 1
         }
         if start < end {
             carry.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
@@ -232,6 +193,46 @@ public final class RKIDistrictCSV {
             return (x &- ones) & ~x & highs
         }
         return equal(0x2C) | equal(0x0A) | equal(0x22)
+    }
+
+    /// One pass from `start`: the first line end before `end` (`nil` without one), and the
+    /// commas before it (their positions in ``bounds``) and whether a quote came; eight bytes a step.
+    @inline(__always)
+    private func scan(_ bytes: UnsafePointer<UInt8>, from start: Int, to end: Int) -> (lineEnd: Int?, commas: Int, quoted: Bool) {
+        var i = start
+        var commas = 0
+        var quoted = false
+        let limit = boundsCapacity
+        while i + 8 <= end {
+            var candidates = Self.specialBytes(UnsafeRawPointer(bytes + i).loadUnaligned(as: UInt64.self))
+            while candidates != 0 {
+                let position = i + candidates.trailingZeroBitCount >> 3
+                let byte = bytes[position]
+                if byte == 0x2C {
+                    if commas < limit { bounds[commas] = position }
+                    commas += 1
+                } else if byte == 0x0A {
+                    return (position, commas, quoted)
+                } else if byte == 0x22 {
+                    quoted = true
+                }  // else a byte the word test flagged wrongly
+                candidates &= candidates &- 1
+            }
+            i += 8
+        }
+        while i < end {
+            let byte = bytes[i]
+            if byte == 0x2C {
+                if commas < limit { bounds[commas] = i }
+                commas += 1
+            } else if byte == 0x0A {
+                return (i, commas, quoted)
+            } else if byte == 0x22 {
+                quoted = true
+            }
+            i += 1
+        }
+        return (nil, commas, quoted)
     }
 
     private func checkCarryLength() throws(DataError) {
@@ -262,16 +263,7 @@ public final class RKIDistrictCSV {
             try header(String(decoding: UnsafeBufferPointer(start: p, count: length), as: UTF8.self))
             return
         }
-        var commas = 0
-        var quoted = false
-        for i in 0..<length {
-            if p[i] == 0x2C {
-                if commas < boundsCapacity { bounds[commas] = i }
-                commas += 1
-            } else if p[i] == 0x22 {
-                quoted = true
-            }
-        }
+        let (_, commas, quoted) = scan(p, from: 0, to: length)
         lineNumber += 1
         try row(p, from: 0, to: length, commas: commas, quoted: quoted)
     }
