@@ -39,9 +39,19 @@ struct RunRecoveryTests {
             try await scene.stop()
             let log = daemon.stderr
             #expect(log.contains("error") && log.contains("moved aside") && log.contains(movedTo), "\(log)")
-            // The shutdown wrote a fresh, valid state file in its place.
-            let fresh = try Data(contentsOf: dir.appendingPathComponent("state.json"))
-            #expect((try? JSONSerialization.jsonObject(with: fresh)) != nil)
+            // The stop writes a fresh, valid state file in its place, unless its write misses the
+            // stop's limit (a busy disk under CI's parallel suites): the journal then holds the
+            // state, and the log says so.
+            let statePath = dir.appendingPathComponent("state.json")
+            if let fresh = FileManager.default.contents(atPath: statePath.path) {
+                #expect((try? JSONSerialization.jsonObject(with: fresh)) != nil)
+            } else {
+                #expect(log.contains("the snapshot did not finish within the stop's limit"), "no state.json and no word why: \(log)")
+            }
+            // Either way the next start finds a good state: nothing to recover.
+            let again = try await scene.start()
+            try await scene.stop()
+            #expect(!again.stderr.contains("moved aside") && !again.stderr.contains("state file is missing"), "\(again.stderr)")
         }
     }
 
