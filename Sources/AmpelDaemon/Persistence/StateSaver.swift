@@ -77,6 +77,10 @@ public final class StateSaver: Sendable {
         return worker.write(state, generation: generation)
     }
 
+    /// How many states have been put in place so far (by either thread): the daemon trims the
+    /// heap once the intake is quiet after a write.
+    public var statesWritten: Int { worker.writeCount.load(ordering: .relaxed) }
+
     /// Gives free heap pages back to the system, on the writer thread after any write.
     ///
     /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
@@ -102,6 +106,7 @@ public final class StateSaver: Sendable {
         /// The generation of the state in place; held while a write puts its file in place (a
         /// rename: the writer thread holds it for microseconds, never while it encodes).
         let inPlace = Mutex<UInt64>(0)
+        let writeCount = Atomic<Int>(0)
 
         let ended: (@Sendable () -> Void)?
 
@@ -165,6 +170,7 @@ public final class StateSaver: Sendable {
                 logger.error("cannot save state", metadata: ["error": "\(error)"])
                 return false
             }
+            writeCount.add(1, ordering: .relaxed)
             logger.debug("state saved", metadata: ["devices": "\(state.devices.count)", "took": "\(ContinuousClock.now - start)"])
             return true
         }
