@@ -40,8 +40,12 @@ public enum DistrictPage {
         if model.history.isEmpty {
             html += #"<p class="note">\#(htmlEscaped(text.noHistory))</p>"#
         } else {
-            html += HistoryChart.render(history: model.history, ruleSet: model.ruleSet, text: text)
+            let dataDay = model.data.dataDate.flatMap { Day(iso: $0) }
+            html += HistoryChart.render(history: model.history, ruleSet: model.ruleSet, text: text, dataDay: dataDay)
             html += #"<p class="note">\#(htmlEscaped(text.historyNote))</p>"#
+            if let dataDay, let first = model.history.first?.day, let last = model.history.last?.day, dataDay < first || dataDay > last {
+                html += #"<p class="note" id="data-day-outside">\#(htmlEscaped(text.dataDayOutsideHistory(dataDay)))</p>"#
+            }
         }
         html += "</section></main>"
         html += StatusPage.footer(text: text, ruleSet: model.ruleSet)

@@ -26,7 +26,9 @@ public enum HistoryChart {
         return (top / 6).rounded(.up)
     }
 
-    public static func render(history: [(day: Day, incidence: Double)], ruleSet: RuleSet, text: PageText) -> String {
+    /// - Parameter dataDay: the day of the data in force: marked with a vertical line and its
+    ///   label when the history covers it.
+    public static func render(history: [(day: Day, incidence: Double)], ruleSet: RuleSet, text: PageText, dataDay: Day? = nil) -> String {
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         let values = history.map(\.incidence)
         let yTop = axisTop(values: values, classifier: ruleSet.classifier)
@@ -72,8 +74,39 @@ public enum HistoryChart {
             }
             svg += #"<path class="series" d="\#(path)"/>"#
         }
+        if let dataDay, let first = history.first?.day, let last = history.last?.day, first <= dataDay, dataDay <= last {
+            let at = n(x(dataDay))
+            let label = text.dataDate + " " + text.date(dataDay)
+            // The label stays inside the plot: to the left of the line in the right half.
+            let anchor = x(dataDay) > left + plotWidth / 2 ? "end" : "start"
+            let labelX = n(x(dataDay) + (anchor == "end" ? -5 : 5))
+            svg += #"<g class="data-day" data-date="\#(dataDay.iso)"><line x1="\#(at)" x2="\#(at)" y1="\#(n(top))" y2="\#(n(height - bottom))"/>"#
+            svg += #"<text x="\#(labelX)" y="\#(n(top + 12))" text-anchor="\#(anchor)">\#(htmlEscaped(label))</text>"#
+            if let point = history.first(where: { $0.day == dataDay }) {
+                svg += #"<circle cx="\#(at)" cy="\#(n(y(point.incidence)))" r="4"/>"#
+            }
+            svg += "</g>"
+        }
+        if !history.isEmpty {
+            // One column per day across the plot's height: hovering anywhere above a day names
+            // it (the native tooltip of `<title>`, so the page needs no script).
+            let column = plotWidth / (span + 1)
+            svg += #"<g class="hover" fill="transparent">"#
+            for point in history {
+                svg += #"<rect x="\#(n(x(point.day) - column / 2))" y="\#(n(top))" width="\#(n(column))" height="\#(n(plotHeight))"><title>\#(htmlEscaped(hoverText(point, ruleSet: ruleSet, text: text)))</title></rect>"#
+            }
+            svg += "</g>"
+        }
         svg += "</svg>"
         return svg
+    }
+
+    /// What hovering over a day shows: `2021-03-01 · Incidence 123.4 · Red` (German:
+    /// `01.03.2021 · Inzidenz 123,4 · Rot`); the phase is the one the rule set gives the value.
+    public static func hoverText(_ point: (day: Day, incidence: Double), ruleSet: RuleSet, text: PageText) -> String {
+        var parts = [text.date(point.day), text.incidence + " " + text.incidence(point.incidence)]
+        if let phase = try? ruleSet.classify(point.incidence) { parts.append(text.phaseName(.phase(phase.id))) }
+        return parts.joined(separator: " · ")
     }
 
     static func monthName(_ month: Int, _ language: Language) -> String {

@@ -4,17 +4,40 @@
 /// Every value from the API goes into the page through `textContent` or an attribute, never
 /// as markup: device keys and error texts come from outside.
 enum PageScript {
+    /// How the script writes any value from the API as text (``values`` holds it on its own,
+    /// so a test can run it without the page).
+    static let values = #"""
+/* A value from the API as text: an object by its fields, sorted ("delivered 3 · dropped (gaveUp 0 · queueFull 1)"),
+   a list by its items, null as "–"; never String() of an object, which reads "[object Object]". */
+function isObj(v){return v!==null&&typeof v==="object"&&!Array.isArray(v);}
+function show(v){if(v==null||v==="")return "–";
+ if(Array.isArray(v))return v.length?v.map(show).join(", "):"–";
+ if(isObj(v)){const keys=Object.keys(v).sort();if(!keys.length)return "–";
+  return keys.map(k=>k+(isObj(v[k])?" ("+show(v[k])+")":" "+show(v[k]))).join(" · ");}
+ return String(v);}
+/* bridge/info's counters as chips: "alerts 3"; a table's entries as "accepted.owntracks 12"; an
+   entry that is an object itself (a webhook's deliveries) by its fields after a colon. */
+function counterTexts(c){const out=[];
+ for(const k of Object.keys(isObj(c)?c:{}).sort()){const v=c[k];
+  if(isObj(v))for(const r of Object.keys(v).sort())out.push(k+"."+r+(isObj(v[r])?": ":" ")+show(v[r]));
+  else out.push(k+" "+show(v));}
+ return out;}
+"""#
+
     static let js = #"""
 (function(){
 "use strict";
+"""# + values + #"""
 const cfg=JSON.parse(document.getElementById("page-config").textContent);
 const S=cfg.strings;
 const nf=new Intl.NumberFormat(cfg.lang==="de"?"de-DE":"en-GB",{minimumFractionDigits:1,maximumFractionDigits:1});
 const rank={green:0,yellow:1,red:2,darkred:3,outside:-1,none:-2};
 const $=(id)=>document.getElementById(id);
+/* Text, attributes and text children go through show(): an object from the API reads as its fields. */
 function el(tag,attrs,children){const e=document.createElement(tag);
- if(attrs)for(const k in attrs){if(k==="text")e.textContent=attrs[k];else if(k==="cls")e.className=attrs[k];else e.setAttribute(k,attrs[k]);}
- if(children)for(const c of children)if(c!=null)e.append(c);return e;}
+ if(attrs)for(const k in attrs){const v=attrs[k];if(k==="cls")e.className=v;else if(k==="text")e.textContent=typeof v==="string"?v:show(v);
+  else e.setAttribute(k,typeof v==="string"?v:show(v));}
+ if(children)for(const c of children)if(c!=null)e.append(typeof c==="string"||c instanceof Node?c:show(c));return e;}
 function inc(v){return (typeof v==="number"&&isFinite(v))?nf.format(v):"–";}
 function phaseName(p){return S[p]||p||"–";}
 function age(seconds){if(seconds==null||!isFinite(seconds))return "–";seconds=Math.max(0,Math.round(seconds));
@@ -41,7 +64,7 @@ function bare(name){return name.replace(/^(LK|SK) /,"");}
 function districtRow(d){return el("tr",{"data-ags":d.ags,"data-name":d.name,"data-incidence":d.incidence==null?"":String(d.incidence),"data-rank":String(rank[d.phase]??-2)},[
  el("td",null,[el("a",{href:"/districts/"+encodeURIComponent(d.ags)+"?lang="+cfg.lang,text:d.name})]),
  el("td",{cls:"num",text:inc(d.incidence)}),
- el("td",null,[el("span",{cls:"dot",style:"background:"+d.fill}),phaseName(d.phase)])]);}
+ el("td",{cls:"phase"},[el("span",{cls:"dot",style:"background:"+d.fill}),phaseName(d.phase)])]);}
 function sortRows(){const rows=[...tbody.rows];const coll=new Intl.Collator(cfg.lang);
  rows.sort((a,b)=>{let c=0;if(sortKey==="incidence"){c=(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
   else if(sortKey==="phase"){c=Number(a.dataset.rank)-Number(b.dataset.rank)||(parseFloat(a.dataset.incidence)||-1)-(parseFloat(b.dataset.incidence)||-1);}
@@ -75,9 +98,12 @@ function deviceRow(d){let district=d.district?(d.district.name||d.district.ags):
  /* Positions come only with http.show_positions. */
  if(typeof d.lat==="number"&&typeof d.lon==="number")district+=" ("+d.lat.toFixed(4)+", "+d.lon.toFixed(4)+")";const phase=d.phase||"none";
  const tst=typeof d.tst==="number"?d.tst:null;
- return el("tr",{"data-key":d.device||d.key||""},[el("td",{cls:"key",text:d.device||d.key||"",title:d.device||d.key||""}),el("td",{text:district}),
-  el("td",null,[el("span",{cls:"dot",style:"background:"+(d.color||cfg.phaseColors[phase]||cfg.noDataFill)}),phaseName(phase)]),
-  el("td",{cls:"num",text:tst==null?"–":age(Date.now()/1000-tst)}),el("td",{cls:"hide-narrow",text:d.lang||"–"})]);}
+ return el("tr",{"data-key":d.device||d.key||""},[el("td",{cls:"key",text:d.device||d.key||"",title:d.device||d.key||""}),
+  el("td",{cls:"wrap",text:district}),
+  el("td",{cls:"phase"},[el("span",{cls:"dot",style:"background:"+(d.color||cfg.phaseColors[phase]||cfg.noDataFill)}),phaseName(phase)]),
+  el("td",{cls:"num fix",text:tst==null?"–":age(Date.now()/1000-tst)}),
+  /* The language its state is in (configured, else asked for, else the daemon's), not only the one it asked for. */
+  el("td",{cls:"hide-narrow",text:d.stateLang||d.lang||"–"})]);}
 async function pollDevices(){const params=new URLSearchParams({limit:String(dev.limit)});
  if(dev.cursors[dev.index])params.set("cursor",dev.cursors[dev.index]);if(dev.q)params.set("q",dev.q);
  const json=await get(cfg.api.devices+"?"+params);const items=list(json,"devices");
@@ -102,20 +128,19 @@ function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.rep
  if(info.lastCheck)fact(dl,cfg.text.lastCheck,new Date(info.lastCheck).toLocaleString(cfg.lang));
  if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
  if(info.held)fact(dl,cfg.text.held,info.held,"state-off");
+ if(info.stateRecovered)fact(dl,cfg.text.stateRecovered,info.stateRecovered,"state-off");
  if(typeof info.devices==="number")fact(dl,cfg.text.devices,String(info.devices));
- const counters=el("div",{cls:"counters"});const c=info.counters||{};
- for(const k of Object.keys(c).sort()){const v=c[k];if(typeof v==="number")counters.append(el("span",{text:k+" "+v}));
-  else if(v&&typeof v==="object")for(const r of Object.keys(v).sort())counters.append(el("span",{text:k+"."+r+" "+v[r]}));}
+ const counters=el("div",{cls:"counters"},counterTexts(info.counters).map(t=>el("span",{text:t})));
  dl.append(el("dt",{text:cfg.text.counters}),el("dd",null,[counters]));
  const errs=b.errors||[];const ol=$("bridge-errors");
  ol.replaceChildren(...(errs.length?errs.slice(-50).reverse().map(e=>el("li",null,[
   e.at?el("time",{text:new Date(e.at).toLocaleString(cfg.lang)}):null,
-  [e.kind,e.reason].filter(Boolean).join(" · ")+(e.topic?" – "+e.topic:"")+(e.detail?": "+e.detail:"")])):[el("li",{cls:"empty",text:S.noErrors})]));
+  [e.kind,e.reason].filter(Boolean).map(show).join(" · ")+(e.topic?" – "+show(e.topic):"")+(e.detail?": "+show(e.detail):"")])):[el("li",{cls:"empty",text:S.noErrors})]));
  if(Array.isArray(b.lamps))renderLamps(b.lamps);}
 function follows(f){if(!f)return "–";if(f.district)return cfg.text.district+" "+f.district;if(f.device)return cfg.text.device+" "+f.device;return "–";}
 function renderLamps(lamps){const body=document.querySelector("#lamp-table tbody");
  body.replaceChildren(...(lamps.length?lamps.map(l=>{const state=l.online===true?"on":l.online===false?"off":"unknown";
-  return el("tr",{"data-lamp":l.name||""},[el("td",{cls:"key",text:l.name||""}),el("td",{text:l.driver||"–"}),el("td",{text:follows(l.follows)}),
+  return el("tr",{"data-lamp":l.name||""},[el("td",{cls:"key",text:l.name||""}),el("td",{cls:"hide-phone",text:l.driver||"–"}),el("td",{cls:"wrap",text:follows(l.follows)}),
    el("td",{cls:state==="on"?"state-on":state==="off"?"state-off":"",text:state==="on"?S.online:state==="off"?S.offline:"–"}),
    el("td",null,[el("span",{cls:"dot",style:"background:"+(l.color||"transparent")}),(l.color||"–")+(l.blink?" "+cfg.text.blink:"")])]);}):
   [el("tr",null,[el("td",{colspan:"5",cls:"empty",text:S.noLamps})])]));}

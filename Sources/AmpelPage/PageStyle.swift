@@ -70,8 +70,16 @@ ul.rules{margin:6px 0 0;padding-left:20px}ul.rules li{margin:4px 0}
 svg.chart{display:block;width:100%;height:auto}
 svg.chart .band{fill-opacity:.22}svg.chart .grid line{stroke:var(--line);stroke-width:1}
 svg.chart text{fill:var(--muted);font-size:12px}svg.chart .series{fill:none;stroke:var(--text);stroke-width:1.6;stroke-linejoin:round}
+svg.chart .data-day line{stroke:var(--accent);stroke-width:2;stroke-dasharray:6 4}svg.chart .data-day text{fill:var(--accent);font-weight:600}
+svg.chart .data-day circle{fill:var(--accent);stroke:var(--card);stroke-width:2}
+svg.chart .hover rect:hover{fill:var(--text);fill-opacity:.12}
 .note{color:var(--muted);font-size:13px;margin:8px 0 0}
 @media (max-width:900px){main.layout{grid-template-columns:1fr;padding:12px}header.top{padding:12px}.banner{margin:12px 12px 0}
 .scroll{max-height:420px}input[type=search]{width:100%}.list-card td:first-child{white-space:normal}th,td{padding:6px 5px}.hide-narrow{display:none}.district-page{padding:12px}}
+/* A phone: no table may scroll sideways. Headings wrap at spaces, keys, districts and what a
+   lamp follows anywhere, the driver column goes; phase and last fix stay whole. */
+@media (max-width:600px){main.layout{padding:8px;gap:10px}.card{padding:12px 10px}.district-page{padding:8px}
+th,td{white-space:normal;padding:5px 4px}th{letter-spacing:0}td.key,td.wrap{overflow-wrap:anywhere}.key{max-width:none}
+td.phase,td.fix{white-space:nowrap}.hide-phone{display:none}}
 """#
 }

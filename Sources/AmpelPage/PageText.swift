@@ -62,6 +62,7 @@ public struct PageText: Sendable {
     public var lastRefresh: String { t("Letzte Abfrage", "Last refresh") }
     public var lastCheck: String { t("Zuletzt geprüft", "Last checked") }
     public var held: String { t("Zurückgehalten", "Held back") }
+    public var stateRecovered: String { t("Zustand wiederhergestellt", "State recovered") }
     public var counters: String { t("Zähler", "Counters") }
     public var errors: String { t("Letzte Fehler", "Recent errors") }
     public var noErrors: String { t("Keine Fehler", "No errors") }
@@ -80,6 +81,11 @@ public struct PageText: Sendable {
     public var historyNote: String {
         t("Tägliche 7-Tage-Inzidenz des RKI (fixierte Werte), 18.11.2020 bis 22.11.2021; dahinter die Phasen des Regelwerks.",
           "The RKI's daily 7-day incidence (fixed values), 2020-11-18 to 2021-11-22; behind it the rule set's phases.")
+    }
+    /// Under the chart when the data in force is of a day the bundled history does not cover.
+    public func dataDayOutsideHistory(_ day: Day) -> String {
+        t("Der Datenstand \(date(day)) liegt außerhalb des Verlaufs; Phase und Inzidenz oben sind die dieses Tages.",
+          "The data date \(date(day)) lies outside the history; the phase and incidence above are that day's.")
     }
     public var noHistory: String { t("Für diesen Landkreis gibt es keinen Verlauf.", "There is no history for this district.") }
     public var back: String { t("Zur Übersicht", "Back to the overview") }
@@ -102,6 +108,13 @@ public struct PageText: Sendable {
         case .outside: t("Außerhalb", "Outside region")
         case .noData: t("Keine Daten", "No data")
         }
+    }
+
+    /// A day as each language writes it: `01.03.2021` in German, `2021-03-01` in English.
+    public func date(_ day: Day) -> String {
+        guard language == .de else { return day.iso }
+        let iso = day.iso
+        return "\(iso.dropFirst(8)).\(iso.dropFirst(5).prefix(2)).\(iso.prefix(4))"
     }
 
     /// `152,3` in German, `152.3` in English: one decimal, as the RKI dashboard shows it.
@@ -142,11 +155,13 @@ public struct PageText: Sendable {
     }
 }
 
-/// Chooses the page language: `?lang=` wins, then the first language of `Accept-Language`
-/// (by its q values) that Ampel speaks, else English.
+/// Chooses the page language: `?lang=` (the choice made on the page, by its language link)
+/// wins, then the daemon's configured `lang`; only where none is configured the first language
+/// of `Accept-Language` (by its q values) that Ampel speaks, else English.
 public enum PageLanguage {
-    public static func choose(query lang: String?, acceptLanguage: String?) -> Language {
+    public static func choose(query lang: String?, configured: Language? = nil, acceptLanguage: String?) -> Language {
         if let lang, let language = Language(known: lang) { return language }
+        if let configured { return configured }
         guard let header = acceptLanguage else { return .en }
         var best: (language: Language, q: Double)?
         for item in header.split(separator: ",") {

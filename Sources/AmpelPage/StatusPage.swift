@@ -24,7 +24,7 @@ public enum StatusPage {
 
         html += #"<section class="card list-card" aria-labelledby="h-districts"><div class="card-head"><h2 id="h-districts">\#(htmlEscaped(text.districts))</h2>"#
         html += #"<input id="district-filter" type="search" placeholder="\#(htmlEscaped(text.filterDistricts))" aria-label="\#(htmlEscaped(text.filterDistricts))"></div>"#
-        html += #"<div class="scroll"><table id="district-table"><thead><tr><th data-sort="name" aria-sort="ascending">\#(htmlEscaped(text.name))</th><th data-sort="incidence" class="num">\#(htmlEscaped(text.incidence))</th><th data-sort="phase">\#(htmlEscaped(text.phase))</th></tr></thead><tbody>"#
+        html += #"<div class="scroll"><table id="district-table"><thead><tr><th data-sort="name" aria-sort="ascending">\#(htmlEscaped(text.name))</th><th data-sort="incidence" class="num">\#(htmlEscaped(text.incidence))</th><th data-sort="phase" class="phase">\#(htmlEscaped(text.phase))</th></tr></thead><tbody>"#
         let rows = shapes.shapes.map { shape in
             model.districts[shape.ags] ?? DistrictStatus(ags: shape.ags, name: shape.name, incidence: nil, phase: .noData, color: nil)
         }.sorted {
@@ -39,11 +39,11 @@ public enum StatusPage {
 
         html += #"<section class="card wide" aria-labelledby="h-devices"><div class="card-head"><h2 id="h-devices">\#(htmlEscaped(text.devices))</h2>"#
         html += #"<input id="device-search" type="search" placeholder="\#(htmlEscaped(text.searchDevices))" aria-label="\#(htmlEscaped(text.searchDevices))"></div>"#
-        html += #"<div class="scroll"><table id="device-table"><thead><tr><th>\#(htmlEscaped(text.key))</th><th>\#(htmlEscaped(text.district))</th><th>\#(htmlEscaped(text.phase))</th><th class="num">\#(htmlEscaped(text.lastFix))</th><th class="hide-narrow">\#(htmlEscaped(text.lang))</th></tr></thead>"#
+        html += #"<div class="scroll"><table id="device-table"><thead><tr><th>\#(htmlEscaped(text.key))</th><th>\#(htmlEscaped(text.district))</th><th class="phase">\#(htmlEscaped(text.phase))</th><th class="num fix">\#(htmlEscaped(text.lastFix))</th><th class="hide-narrow">\#(htmlEscaped(text.lang))</th></tr></thead>"#
         html += #"<tbody><tr><td colspan="5" class="empty">…</td></tr></tbody></table></div>"#
         html += #"<div class="pager"><span id="device-range"></span><button id="device-prev" type="button" disabled>\#(htmlEscaped(text.previous))</button><button id="device-next" type="button" disabled>\#(htmlEscaped(text.next))</button></div></section>"#
 
-        html += #"<section class="card" aria-labelledby="h-lamps"><h2 id="h-lamps">\#(htmlEscaped(text.lamps))</h2><div class="scroll"><table id="lamp-table"><thead><tr><th>\#(htmlEscaped(text.name))</th><th>\#(htmlEscaped(text.driver))</th><th>\#(htmlEscaped(text.follows))</th><th>\#(htmlEscaped(text.status))</th><th>\#(htmlEscaped(text.lastColour))</th></tr></thead>"#
+        html += #"<section class="card" aria-labelledby="h-lamps"><h2 id="h-lamps">\#(htmlEscaped(text.lamps))</h2><div class="scroll"><table id="lamp-table"><thead><tr><th>\#(htmlEscaped(text.name))</th><th class="hide-phone">\#(htmlEscaped(text.driver))</th><th>\#(htmlEscaped(text.follows))</th><th>\#(htmlEscaped(text.status))</th><th>\#(htmlEscaped(text.lastColour))</th></tr></thead>"#
         html += #"<tbody><tr><td colspan="5" class="empty">\#(htmlEscaped(text.noLamps))</td></tr></tbody></table></div></section>"#
 
         html += #"<section class="card" aria-labelledby="h-bridge"><h2 id="h-bridge">\#(htmlEscaped(text.bridge))</h2><dl id="bridge-facts" class="facts"></dl>"#
@@ -88,6 +88,8 @@ public enum StatusPage {
         json.string(text.lastCheck)
         json.raw(#","held":"#)
         json.string(text.held)
+        json.raw(#","stateRecovered":"#)
+        json.string(text.stateRecovered)
         json.raw(#","devices":"#)
         json.string(text.devices)
         json.raw(#","device":"#)
@@ -115,7 +117,7 @@ public enum StatusPage {
         case .outside: -1
         case .noData: -2
         }
-        return #"<tr data-ags="\#(district.ags)" data-name="\#(htmlEscaped(district.name))" data-incidence="\#(incidence)" data-rank="\#(rank)"><td><a href="/districts/\#(district.ags)?lang=\#(lang)">\#(htmlEscaped(district.name))</a></td><td class="num">\#(text.incidence(district.incidence))</td><td><span class="dot" style="background:\#(MapSVG.fill(district))"></span>\#(htmlEscaped(text.phaseName(district.phase)))</td></tr>"#
+        return #"<tr data-ags="\#(district.ags)" data-name="\#(htmlEscaped(district.name))" data-incidence="\#(incidence)" data-rank="\#(rank)"><td><a href="/districts/\#(district.ags)?lang=\#(lang)">\#(htmlEscaped(district.name))</a></td><td class="num">\#(text.incidence(district.incidence))</td><td class="phase"><span class="dot" style="background:\#(MapSVG.fill(district))"></span>\#(htmlEscaped(text.phaseName(district.phase)))</td></tr>"#
     }
 
     static func bareName(_ name: String) -> String {
@@ -148,7 +150,7 @@ public enum StatusPage {
     static func header(text: PageText, data: PageDataStatus, live: Bool = true) -> String {
         let switchTo = "?lang=" + (text.language == .de ? "en" : "de")
         var html = #"<header class="top"><div class="brand"><span class="logo" aria-hidden="true"><i style="background:#E3000F"></i><i style="background:#FFC000"></i><i style="background:#00A651"></i></span>"#
-        html += #"<div><h1><a href="/" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
+        html += #"<div><h1><a href="/?lang=\#(text.language.rawValue)" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
         html += #"<span class="pill">\#(htmlEscaped(text.dataDate)) <b id="data-date">\#(htmlEscaped(data.dataDate ?? "–"))</b></span>"#
         html += #"<span id="stale-pill" class="pill\#(data.stale ? " stale" : "")">\#(htmlEscaped(data.stale ? text.stale : text.current))</span>"#
         if live { html += #"<span id="live" class="pill live">\#(htmlEscaped(text.live))</span>"# }

@@ -10,8 +10,11 @@ import Testing
 ///
 /// Checked in the rendered DOM: 96 district paths filled with the colours of that day's
 /// phases (computed here from the bundled data and the rule set), and a location sent over
-/// MQTT appearing in the device table without a reload. The screenshots (light, dark, narrow)
-/// go to a temporary directory, or into docs/images when `AMPEL_UPDATE_SCREENSHOTS=1`.
+/// MQTT appearing in the device table without a reload; the page in the configured `lang`
+/// although the browser is English, each device's language as its state carries it, a
+/// webhook's counters as text (not `[object Object]`), and at 390 px no table wider than the
+/// box it scrolls in, with every phase and last-fix cell inside it. The screenshots (light,
+/// dark, narrow) go to a temporary directory, or into docs/images when `AMPEL_UPDATE_SCREENSHOTS=1`.
 @Suite("The status page in headless Chromium (built binary, real mosquitto)")
 struct PageBrowserTests {
     static let venv = ProcessInfo.processInfo.environment["AMPEL_SELENIUM_VENV"] ?? NSHomeDirectory() + "/.cache/ampel/selenium-venv-4.51.0"
@@ -30,6 +33,12 @@ struct PageBrowserTests {
         return fills
     }
 
+    /// The JSON after `prefix` on a line of the browser script's output.
+    static func reported(_ prefix: String, in output: String) -> Any? {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix(prefix + " ") }) else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(prefix.count + 1).utf8), options: [.fragmentsAllowed])
+    }
+
     @Test("the map shows the day's phases, a new device appears without a reload, light and dark screenshots")
     func mapDevicesAndScreenshots() async throws {
         try #require(FileManager.default.fileExists(atPath: Self.venv + "/.complete"), """
@@ -41,16 +50,25 @@ struct PageBrowserTests {
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        // Two lamps, so the screenshots show the lamp table filled.
-        let lamps = """
+        let webhooks = try await HTTPFixtureServer.start()
+        defer { Task { try? await webhooks.shutdown() } }
+        // Two lamps, so the screenshots show the lamp table filled; a webhook, whose counters
+        // are an object in `bridge/info` (`counters.webhooks.gotify`); one device with a
+        // language of its own configured, while the daemon speaks German (`--lang de`).
+        let extra = """
             lamps:
               - {name: town-hall, driver: wled, topic: wled/townhall, district: "09162"}
               - {name: office, driver: tasmota, topic: tasmota/office, device: alice/phone}
+            notify:
+              webhooks:
+                - {name: gotify, url: "\(webhooks.baseURL)/message"}
+            devices:
+              bob/car: {lang: en}
 
             """
         let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
-                                                  "--source", "snapshot", "--date", "2020-10-15"],
-                                                 configuration: lamps + RunRecoveryTests.Daemon.replayConfiguration)
+                                                  "--source", "snapshot", "--date", "2020-10-15", "--lang", "de"],
+                                                 configuration: extra + RunRecoveryTests.Daemon.replayConfiguration)
         let url = try await daemon.httpURL()
         try await daemon.awaitLog("subscribed")
 
@@ -67,7 +85,8 @@ struct PageBrowserTests {
         let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
         let browser = try ChildProcess(
             Self.venv + "/bin/python",
-            [Self.script, "--url", url + "/?lang=en", "--expected", expected.path, "--device", "alice/phone", "--shots", shots.path],
+            [Self.script, "--url", url + "/?lang=en", "--default-url", url + "/", "--expected", expected.path, "--device", "alice/phone",
+             "--also-device", "bob/car", "--also-device", "van-7", "--also-device", "field-team-vehicle-0042", "--shots", shots.path],
             output: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } }, errors: .sameAsOutput,
             onExit: { status in
                 continuation.yield(status)
@@ -85,7 +104,9 @@ struct PageBrowserTests {
         for (topic, payload) in [
             ("owntracks/alice/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now - 42)}"#),
             ("owntracks/bob/car", #"{"_type":"location","lat":49.4521,"lon":11.0767,"tst":\#(now - 300)}"#),
-            ("ampel/location/van-7", #"{"latitude":48.3705,"longitude":10.8978,"lang":"de"}"#),
+            ("ampel/location/van-7", #"{"latitude":48.3705,"longitude":10.8978,"lang":"en"}"#),
+            // A long key in the district with the longest name: the row a phone must still fit.
+            ("ampel/location/field-team-vehicle-0042", #"{"latitude":49.5797,"longitude":10.6117}"#),
         ] {
             _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", [
                 "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
@@ -99,6 +120,35 @@ struct PageBrowserTests {
         #expect(text.contains("paths 96"), "\(text)")
         #expect(!text.contains("FAIL"), "\(text)")
         #expect(text.contains(#"device row ["alice/phone", "SK München""#), "\(text)")
+
+        // Without ?lang= the page is in the configured language, not the browser's English.
+        let page = Self.reported("default page", in: text) as? [String: String]
+        #expect(page?["browser"]?.hasPrefix("en") == true, "\(text)")
+        #expect(page?["lang"] == "de" && page?["devices"] == "Geräte", "\(text)")
+
+        // The language column: the daemon's for alice and the vehicle (who asked for none), the
+        // configured one for bob/car, the one its message asked for for van-7: what each state carries.
+        let languages = text.split(separator: "\n").filter { $0.hasPrefix("device row ") }.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.dropFirst("device row ".count).utf8))) as? [String]
+        }.reduce(into: [String: String]()) { $0[$1.first ?? ""] = $1.last }
+        #expect(languages == ["alice/phone": "de", "bob/car": "en", "van-7": "en", "field-team-vehicle-0042": "de"], "\(text)")
+
+        let bridge = try #require(Self.reported("bridge text", in: text) as? String, "\(text)")
+        #expect(!bridge.contains("[object Object]"), "\(bridge)")
+        let webhook = try Regex(#"webhooks\.gotify: delivered \d+ · dropped \(gaveUp \d+ · queueFull \d+\) · failedAttempts \d+ · queued \d+"#)
+        #expect(bridge.contains(webhook), "\(bridge)")
+
+        // At 390 px: no table scrolls sideways, and every phase and last-fix cell is in view.
+        let tables = try #require(Self.reported("narrow tables", in: text) as? [[String: Any]], "\(text)")
+        #expect(Set(tables.compactMap { $0["id"] as? String }) == ["district-table", "device-table", "lamp-table"], "\(tables)")
+        for table in tables {
+            let scrollWidth = table["scrollWidth"] as? Int ?? .max, clientWidth = table["clientWidth"] as? Int ?? 0
+            #expect(scrollWidth <= clientWidth, "\(table)")
+            #expect(table["cells"] as? Int == table["shown"] as? Int, "\(table)")
+        }
+        let byID = Dictionary(tables.map { ($0["id"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+        #expect(byID["district-table"]?["phase"] as? Int == 96, "\(tables)")
+        #expect(byID["device-table"]?["phase"] as? Int == 4 && byID["device-table"]?["fix"] as? Int == 4, "\(tables)")
         for name in ["status-light.png", "status-dark.png", "status-narrow.png"] {
             let size = (try? FileManager.default.attributesOfItem(atPath: shots.appendingPathComponent(name).path)[.size] as? Int) ?? 0
             #expect(size > 10_000, "\(name) is \(size) bytes")

@@ -90,7 +90,9 @@ extension DaemonConfiguration {
                 guard !value.isEmpty else { throw ConfigurationError.Problem("empty path") }
                 stateDirectory = value
             case "--refresh", "AMPEL_REFRESH": data.refresh = try Self.duration(value, minimum: 1)
-            case "--lang", "AMPEL_LANG": language = try Self.language(value)
+            case "--lang", "AMPEL_LANG":
+                language = try Self.language(value)
+                languageConfigured = true
             case "--log-level", "AMPEL_LOG_LEVEL": logLevel = try Self.logLevel(value)
             case "--http", "AMPEL_HTTP":
                 let off = ["false", "off", "no"].contains(value.lowercased())

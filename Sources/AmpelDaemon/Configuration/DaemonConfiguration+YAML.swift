@@ -37,7 +37,7 @@ extension DaemonConfiguration {
             }
         }
         if let v = top["state_dir"] { stateDirectory = try v.nonEmptyString() }
-        if let v = top["lang"] { language = try v.convert(Self.language) }
+        if let v = top["lang"] { language = try v.convert(Self.language); languageConfigured = true }
         if let v = top["log_level"] { logLevel = try v.convert(Self.logLevel) }
         if let v = top["rules"] { rules = try v.nonEmptyString() }
         if let m = try top.mapping("mqtt") { try readMQTT(m) }

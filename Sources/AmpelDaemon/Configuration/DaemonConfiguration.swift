@@ -34,6 +34,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var stateDirectory = DaemonConfiguration.defaultStateDirectory(environment: [:])
     /// The language of district topics and of devices that ask for none.
     public var language: Language = .en
+    /// `lang` was given (file, flag or variable) rather than left at its default: the status
+    /// page then opens in it instead of the browser's language (docs/http.md, "The page").
+    public var languageConfigured = false
     public var logLevel: Logger.Level = .info
     /// A bundled rule set name or the path of a rule-set JSON file.
     public var rules = RuleSetCatalog.defaultName

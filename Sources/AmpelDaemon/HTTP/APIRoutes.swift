@@ -46,7 +46,8 @@ enum APIRoutes {
             for (index, key) in page.keys.enumerated() {
                 if index > 0 { json.raw(",") }
                 if let record = snapshot.devices[key] {
-                    write(key, record, to: &json, positions: context.settings.showPositions)
+                    write(key, record, to: &json, positions: context.settings.showPositions,
+                          stateLanguage: context.stateLanguage(device: key, messageLang: record.lang))
                 }
             }
             json.raw(#"],"next":"#)
@@ -66,7 +67,8 @@ enum APIRoutes {
             let snapshot = await view.devices()
             guard let record = snapshot.devices[key] else { throw APIError(.notFound, "no device '\(key)'") }
             var json = JSONWriter(capacity: 512)
-            write(key, record, to: &json, positions: context.settings.showPositions)
+            write(key, record, to: &json, positions: context.settings.showPositions,
+                  stateLanguage: context.stateLanguage(device: key, messageLang: record.lang))
             return HTTPResponses.json(json.bytes)
         }
         router.get("api/signal") { request, _ in
@@ -152,8 +154,9 @@ enum APIRoutes {
     // MARK: Objects
 
     /// A device as the engine remembers it (the fields of its `state` topic that are its own):
-    /// the district, not the position, unless `http.show_positions`.
-    static func write(_ key: String, _ record: DeviceRecord, to json: inout JSONWriter, positions: Bool) {
+    /// the district, not the position, unless `http.show_positions`; `stateLang` is the
+    /// language its `state` topic is in.
+    static func write(_ key: String, _ record: DeviceRecord, to json: inout JSONWriter, positions: Bool, stateLanguage: Language) {
         json.raw(#"{"dataDate":"#)
         json.string(record.dataDate)
         json.raw(#","device":"#)
@@ -172,6 +175,8 @@ enum APIRoutes {
         json.string(record.phase)
         json.raw(#","stale":"#)
         json.bool(record.stale)
+        json.raw(#","stateLang":"#)
+        json.string(stateLanguage.rawValue)
         json.raw(#","tst":"#)
         json.number(record.tst)
         json.raw("}")

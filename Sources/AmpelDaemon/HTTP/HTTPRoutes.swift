@@ -9,16 +9,36 @@ public enum HTTPRoutes {
         public let view: StatusView
         public let locator: any Locator
         public let settings: DaemonConfiguration.HTTPSettings
+        /// The daemon's language (`lang`, `en` when not configured).
         public let language: Language
+        /// `lang` when it was configured: the page's default over the browser's language.
+        public let pageLanguage: Language?
+        /// `devices.<key>.lang`: the language of those devices' states whatever they ask for.
+        public let deviceLanguages: [String: Language]
         public let metrics: DaemonMetrics?
 
         public init(view: StatusView, locator: any Locator, settings: DaemonConfiguration.HTTPSettings, language: Language,
-                    metrics: DaemonMetrics?) {
+                    pageLanguage: Language? = nil, deviceLanguages: [String: Language] = [:], metrics: DaemonMetrics?) {
             self.view = view
             self.locator = locator
             self.settings = settings
             self.language = language
+            self.pageLanguage = pageLanguage
+            self.deviceLanguages = deviceLanguages
             self.metrics = metrics
+        }
+
+        /// The parts of `configuration` the routes read.
+        public init(view: StatusView, locator: any Locator, configuration: DaemonConfiguration, metrics: DaemonMetrics?) {
+            self.init(view: view, locator: locator, settings: configuration.http, language: configuration.language,
+                      pageLanguage: configuration.languageConfigured ? configuration.language : nil,
+                      deviceLanguages: configuration.devices.compactMapValues(\.lang), metrics: metrics)
+        }
+
+        /// The language of a device's `state` topic: its configured one, else the one its messages
+        /// asked for, else the daemon's (the engine's rule, `SignalEngine.language(device:messageLang:)`).
+        public func stateLanguage(device key: String, messageLang: String?) -> Language {
+            deviceLanguages[key] ?? messageLang.map { Language(requested: $0) } ?? language
         }
     }
 

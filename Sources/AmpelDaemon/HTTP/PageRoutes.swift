@@ -28,7 +28,7 @@ enum PageRoutes {
                 throw APIError(.internalServerError, "the bundled geometry is unreadable: \(error)")
             }
             let model = StatusPageModel(
-                language: language(request, fallback: context.language), ruleSet: ruleSet, data: data(snapshot),
+                language: language(request, configured: context.pageLanguage), ruleSet: ruleSet, data: data(snapshot),
                 districts: Dictionary(snapshot.districts.map { ($0.ags, status($0)) }, uniquingKeysWith: { first, _ in first }))
             return html(StatusPage.render(model, shapes: shapes))
         }
@@ -37,18 +37,17 @@ enum PageRoutes {
             guard let ruleSet = snapshot.ruleSet else { return notReady() }
             let district = try APIRoutes.district(requestContext, in: snapshot)
             let model = DistrictPageModel(
-                language: language(request, fallback: context.language), ruleSet: ruleSet, data: data(snapshot),
+                language: language(request, configured: context.pageLanguage), ruleSet: ruleSet, data: data(snapshot),
                 district: status(district), history: BundledData.shared.dailyHistory.series(ags: district.ags))
             return html(DistrictPage.render(model))
         }
     }
 
-    /// `?lang=` wins over `Accept-Language`; without either, the daemon's language.
-    static func language(_ request: Request, fallback: Language) -> Language {
-        let query = request.uri.queryParameters.get("lang")
-        let header = request.headers[.acceptLanguage]
-        if query == nil, header == nil { return fallback }
-        return PageLanguage.choose(query: query, acceptLanguage: header)
+    /// `?lang=` (the page's language link) wins, then the configured `lang`; the browser's
+    /// `Accept-Language` only where no `lang` is configured.
+    static func language(_ request: Request, configured: Language?) -> Language {
+        PageLanguage.choose(query: request.uri.queryParameters.get("lang"), configured: configured,
+                            acceptLanguage: request.headers[.acceptLanguage])
     }
 
     static func data(_ snapshot: StatusView.Snapshot) -> PageDataStatus {

@@ -150,8 +150,7 @@ public enum DaemonRuntime {
             try await ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
             return
         }
-        let context = HTTPRoutes.Context(view: daemon.status, locator: prepared.locator, settings: prepared.configuration.http,
-                                         language: prepared.configuration.language, metrics: metrics)
+        let context = HTTPRoutes.Context(view: daemon.status, locator: prepared.locator, configuration: prepared.configuration, metrics: metrics)
         // The daemon connects to the broker only once the server listens: a port in use must
         // stop the start before anything reaches the broker (a failed start that had taken
         // over the session and republished every topic left the running daemon's broker
