@@ -18,7 +18,7 @@ import NIOHTTP1
 /// let dataset = try await client.fetch()
 /// ```
 ///
-/// > Note: The client uses `HTTPClient.shared` unless given another; a client you pass in
+/// > Note: The client uses ``DataHTTP/shared`` unless given another; a client you pass in
 /// > stays yours to shut down.
 public struct ArcGISClient: IncidenceSource {
     /// Where and how to ask.
@@ -80,12 +80,10 @@ public struct ArcGISClient: IncidenceSource {
     let logger: Logger
 
     /// - Parameters:
-    ///   - httpClient: the client to send requests with. `HTTPClient.shared` needs no
-    ///     shutdown, but retries failed connections itself until the timeout, so a refused
-    ///     connection is reported as a `timeout`; ``makeHTTPClient()`` reports it at once as
-    ///     `network`.
+    ///   - httpClient: the client to send requests with (default ``DataHTTP/shared``, which
+    ///     reports a refused connection at once as `network`).
     ///   - logger: receives retries (notice) and rejected answers (warning).
-    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = DataHTTP.shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
         self.configuration = configuration
         self.httpClient = httpClient

@@ -27,6 +27,12 @@ public enum DataHTTP {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
+    /// One ``makeHTTPClient()`` for the life of the process, never shut down (as
+    /// `HTTPClient.shared`, which would instead retry a refused connection inside the client
+    /// until the stall timeout: a daemon whose source was unreachable said nothing for a
+    /// minute). The sources' default.
+    public static let shared = makeHTTPClient()
+
     /// Whether `url` is an absolute `http` or `https` URL with a host.
     public static func isValidURL(_ url: String) -> Bool {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
@@ -73,8 +79,15 @@ public enum DataHTTP {
         }
     }
 
+    /// Told of each failed attempt that will be retried: the
+    /// store shows the failure at once instead of after the last retry (four attempts with
+    /// their pauses and connect timeouts take up to a minute). A task-local, so that every
+    /// request a source makes for one check reports to the check that asked, without each
+    /// source's API carrying it.
+    @TaskLocal static var attemptFailed: (@Sendable (DataError) -> Void)?
+
     /// Runs `attempt` until it succeeds, fails for good, or `policy` allows no more tries;
-    /// each retry is logged with its pause.
+    /// each retry is logged with its pause and reported to ``attemptFailed``.
     static func retrying<T>(_ policy: RetryPolicy, logger: Logger, what: String,
                             _ attempt: () async throws(Failure) -> T) async throws(DataError) -> T {
         var number = 1
@@ -93,6 +106,7 @@ public enum DataHTTP {
                 "reason": "\(failure.error.reason)", "error": "\(failure.error.message)",
                 "attempt": "\(number)", "retryIn": "\(delay)",
             ])
+            attemptFailed?(failure.error)
             do {
                 try await policy.sleep(delay)
             } catch {

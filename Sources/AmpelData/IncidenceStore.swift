@@ -116,12 +116,20 @@ public struct DataStatus: Sendable, Hashable {
     public let lastCheck: Date?
     /// Why the newest publication is held back, while it is.
     public let held: DataError?
+    /// Whether the data in force is the bundled stand-in of a live source that has not
+    /// answered yet (no cache).
+    public let standIn: Bool
+    /// The failed attempt of the check under way, while it waits to try again: said at once,
+    /// not after the last retry. The data's staleness does not change for it.
+    public let retrying: DataError?
 
     public init(dataset: Dataset?, stale: Bool, source: String, origin: StartOrigin?, lastSuccess: Date?,
                 lastError: DataError?, lastErrorAt: Date?, failedSinceSuccess: Bool, counters: DataCounters,
-                lastCheck: Date? = nil, held: DataError? = nil) {
+                lastCheck: Date? = nil, held: DataError? = nil, standIn: Bool = false, retrying: DataError? = nil) {
         self.lastCheck = lastCheck
         self.held = held
+        self.standIn = standIn
+        self.retrying = retrying
         self.dataset = dataset
         self.stale = stale
         self.source = source
@@ -184,6 +192,12 @@ public actor IncidenceStore {
     private var held: (publication: Publication, error: DataError)?
     /// Whether the data in force is the fallback, which any valid answer of the source replaces.
     private var holdsFallback = false
+    /// Numbers the checks, so that a failed attempt reported late is not taken for the next check's.
+    private var checkNumber = 0
+    /// The number of the check under way, `nil` between checks.
+    private var checkUnderWay: Int?
+    /// The last failed attempt of the check under way (see ``DataStatus/retrying``).
+    private var retrying: DataError?
     private var counters = DataCounters()
 
     /// - Parameters:
@@ -282,19 +296,43 @@ public actor IncidenceStore {
     }
 
     /// Asks the source once and applies its answer; see the type's description.
-    public func refresh() async -> RefreshOutcome {
+    ///
+    /// - Parameter attemptFailed: called once the store has noted a failed attempt that will
+    ///   be retried (``DataStatus/retrying``), so that the caller can show it at once.
+    public func refresh(attemptFailed: (@Sendable (DataError) -> Void)? = nil) async -> RefreshOutcome {
         let answer: SourceAnswer
         // A held publication is asked about with its own validators: a `304` then says the
         // file still shows it. Without data of its own (a stand-in), the store asks for the whole file.
         let asked = held?.publication.validators ?? (holdsFallback || dataset == nil ? nil : validators)
+        checkNumber += 1
+        let number = checkNumber
+        checkUnderWay = number
+        defer { retrying = nil; checkUnderWay = nil }
         do {
-            answer = try await source.check(ifChanged: asked)
+            // The source's retries report here while this check waits (an actor lets other
+            // calls in while it is suspended).
+            let report: @Sendable (DataError) -> Void = { error in
+                Task {
+                    guard await self.noteFailedAttempt(error, check: number) else { return }
+                    attemptFailed?(error)
+                }
+            }
+            // `withValue` rethrows untyped: the typed outcome is carried out as a value.
+            var outcome: Result<SourceAnswer, DataError> = .failure(DataError(.network, "the check did not run"))
+            await DataHTTP.$attemptFailed.withValue(report) {
+                do throws(DataError) {
+                    outcome = .success(try await source.check(ifChanged: asked))
+                } catch {
+                    outcome = .failure(error)
+                }
+            }
+            answer = try outcome.get()
         } catch {
             // A check cut short by shutting down says nothing about the source: not counted.
             if Task.isCancelled { return .rejected(error) }
             counters.checks += 1
             lastCheck = now()
-            record(error, what: "rejected the answer of \(source.name)")
+            record(error, what: Self.failureWords(error, source: source.name))
             return .rejected(error)
         }
         counters.checks += 1
@@ -449,6 +487,25 @@ public actor IncidenceStore {
         }
     }
 
+    /// Notes a failed attempt of check `check` while it is still under way.
+    /// - Returns: whether it was noted (the check had not ended yet).
+    private func noteFailedAttempt(_ error: DataError, check: Int) -> Bool {
+        guard check == checkUnderWay else { return false }
+        retrying = error
+        lastCheck = now()
+        return true
+    }
+
+    /// What a failed check is, in the log's words: a source that was never reached did not
+    /// give an answer to reject.
+    static func failureWords(_ error: DataError, source: String) -> String {
+        switch error.reason {
+        case .network, .timeout: "could not reach \(source)"
+        case .http: "\(source) answered with an error"
+        default: "rejected the answer of \(source)"
+        }
+    }
+
     private func record(_ error: DataError, what: String) {
         counters.rejections[error.reason, default: 0] += 1
         lastError = error
@@ -456,8 +513,14 @@ public actor IncidenceStore {
         failedSinceSuccess = true
         logger.warning("\(what)", metadata: [
             "reason": "\(error.reason)", "error": "\(error.message)",
-            "inForce": "\(dataset.map(\.date.iso) ?? "none")",
+            "inForce": "\(inForceWords)",
         ])
+    }
+
+    /// The data in force, as a log line names it: a stand-in is no "last good data".
+    private var inForceWords: String {
+        guard let dataset else { return "none" }
+        return holdsFallback ? "bundled data of \(dataset.date.iso), a stand-in until the source answers" : dataset.date.iso
     }
 
     /// Whether signals must call the data stale at `now`.
@@ -476,7 +539,8 @@ public actor IncidenceStore {
     public func status(now: Date) -> DataStatus {
         DataStatus(dataset: dataset, stale: isStale(now: now), source: source.name, origin: origin,
                    lastSuccess: lastSuccess, lastError: lastError, lastErrorAt: lastErrorAt,
-                   failedSinceSuccess: failedSinceSuccess, counters: counters, lastCheck: lastCheck, held: held?.error)
+                   failedSinceSuccess: failedSinceSuccess, counters: counters, lastCheck: lastCheck, held: held?.error,
+                   standIn: holdsFallback, retrying: retrying)
     }
 
     /// The counters so far.

@@ -74,8 +74,9 @@ public struct RKIDatasetClient: IncidenceSource {
     let httpClient: HTTPClient
     let logger: Logger
 
-    /// - Parameter httpClient: prefer ``DataHTTP/makeHTTPClient()`` (its owner shuts it down).
-    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
+    /// - Parameter httpClient: the client to send requests with (default ``DataHTTP/shared``,
+    ///   which reports a refused connection at once).
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = DataHTTP.shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
         self.configuration = configuration
         self.httpClient = httpClient

@@ -11,6 +11,9 @@ public enum DataEvent: Sendable, Hashable {
     case published(previous: Dataset?, current: Dataset, changedDistricts: Set<String>)
     /// A check failed or its answer was rejected; the data in force stays.
     case failed(DataError)
+    /// An attempt of the check under way failed and will be tried again
+    /// (``DataStatus/retrying``); the check's outcome follows.
+    case retrying(DataError)
     /// A new publication looks like a wrong release and is held back until the next check.
     case held(DataError)
     /// The source answered the publication in force (or `304 Not Modified`).
@@ -69,7 +72,9 @@ public final class Refresher: Sendable {
         continuation.yield(.loaded(origin: origin, dataset: await store.dataset))
         var stale = await store.isStale(now: now())
         while !Task.isCancelled {
-            switch await store.refresh() {
+            let continuation = self.continuation
+            let outcome = await store.refresh(attemptFailed: { continuation.yield(.retrying($0)) })
+            switch outcome {
             case .updated(let previous, let current, let changed):
                 continuation.yield(.published(previous: previous, current: current, changedDistricts: changed))
             case .rejected(let error):

@@ -188,3 +188,46 @@ import Testing
         }
     }
 }
+
+/// A check whose attempts fail says so while it waits to retry, not after its last attempt.
+@Suite struct FailedAttemptTests {
+    @Test("a refused attempt is in the store's status (retrying) while the retry waits; the staleness does not change for it; the check's end clears it")
+    func retryingShownAtOnce() async throws {
+        let port = try MosquittoBroker.freeLoopbackPort()
+        // The pause before the retry lasts until the test lets it end.
+        let (pauses, pauseStarted) = AsyncStream.makeStream(of: Void.self)
+        let (releases, release) = AsyncStream.makeStream(of: Void.self)
+        // Two attempts: one pause, so the stream has one consumer.
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), sleep: { _ in
+            pauseStarted.yield()
+            for await _ in releases { break }
+        })
+        let client = RKIDatasetClient(configuration: .init(url: "http://127.0.0.1:\(port)/landkreise.csv", region: .bavaria, retry: policy),
+                                      logger: quietLogger)
+        let store = IncidenceStore(source: client, region: .bavaria, logger: quietLogger)
+        await store.start()
+        let staleBefore = await store.status().stale
+        let (reports, report) = AsyncStream.makeStream(of: DataError.self)
+        let check = Task { await store.refresh(attemptFailed: { report.yield($0) }) }
+
+        var pauseIterator = pauses.makeAsyncIterator()
+        _ = await pauseIterator.next()
+        var reportIterator = reports.makeAsyncIterator()
+        let reported = try #require(await reportIterator.next())
+        let during = await store.status()
+        #expect(during.retrying == reported)
+        #expect(reported.reason == .network && reported.message.contains("refused"), "\(reported)")
+        #expect(during.stale == staleBefore && !during.failedSinceSuccess, "a retry under way changes no signal")
+        #expect(during.lastCheck != nil)
+        #expect(during.standIn, "the bundled snapshot stands in")
+
+        release.yield()
+        guard case .rejected(let error) = await check.value else {
+            Issue.record("the second refused attempt ends the check")
+            return
+        }
+        let after = await store.status()
+        #expect(after.retrying == nil)
+        #expect(after.lastError == error && after.failedSinceSuccess)
+    }
+}

@@ -4,8 +4,8 @@ import Hummingbird
 
 /// `/healthz` (the process answers) and `/readyz` (data loaded, broker connected, subscribed).
 enum HealthRoutes {
-    /// `{"dataDate","held","lastCheck","lastError","source","stale"}`: which data is in force
-    /// and how its source fares, in the words of `bridge/info`; `null` before any data.
+    /// `{"dataDate","held","kind","lastCheck","lastError","source","stale"}`: which data is in
+    /// force and how its source fares, in the words of `bridge/info`; `null` before any data.
     static func writeData(_ feed: FeedState?, to json: inout JSONWriter) {
         guard let feed else {
             json.raw("null")
@@ -15,6 +15,8 @@ enum HealthRoutes {
         json.string(feed.dataset.date.iso)
         json.raw(#","held":"#)
         json.string(feed.status?.held)
+        json.raw(#","kind":"#)
+        json.string(feed.kind.rawValue)
         json.raw(#","lastCheck":"#)
         json.string(feed.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) })
         json.raw(#","lastError":"#)

@@ -37,10 +37,12 @@ public final class StatusView: Sendable {
         public var dataLoaded = false
         public var connected = false
         public var subscribed = false
+        /// Why the last connection attempt failed, while not connected.
+        public var brokerError: String?
 
         public var problem: String? {
             if !dataLoaded { return "data not loaded" }
-            if !connected { return "broker not connected" }
+            if !connected { return brokerError.map { "broker not connected: \($0)" } ?? "broker not connected" }
             if !subscribed { return "not subscribed" }
             return nil
         }
@@ -131,6 +133,8 @@ public final class StatusView: Sendable {
     private let sorted = Mutex<(generation: Int, keys: [String])>((-1, []))
     /// Set by the transport's connection events, read by `/readyz` and `/metrics`.
     let connected = Atomic<Bool>(false)
+    /// Why the last attempt to connect failed; cleared by a connection.
+    let brokerError = Mutex<String?>(nil)
 
     public init() {}
 
@@ -138,6 +142,7 @@ public final class StatusView: Sendable {
     public func snapshot() -> Snapshot {
         var snapshot = current.withLock { $0 }
         snapshot.readiness.connected = connected.load(ordering: .relaxed)
+        snapshot.readiness.brokerError = snapshot.readiness.connected ? nil : brokerError.withLock { $0 }
         return snapshot
     }
 

@@ -17,6 +17,9 @@ public struct BridgeInfo: Sendable, Hashable {
     public var ruleSet: String
     public var source: String
     public var dataDate: String
+    /// What the data in force is: `live`, `stand-in` (bundled data while a live source has
+    /// not answered), `snapshot`, `history` or `replay` (``DataKind``).
+    public var dataKind: String
     /// ISO 8601 time of the last fetch attempt, `null` before the first.
     public var lastFetch: String?
     public var lastError: String?
@@ -32,7 +35,8 @@ public struct BridgeInfo: Sendable, Hashable {
     /// from the broker's retained states. `null` otherwise.
     public var stateRecovered: StateRecovery?
 
-    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, lastFetch: String?, lastError: String?,
+    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, dataKind: String = "snapshot",
+                lastFetch: String?, lastError: String?,
                 lastCheck: String? = nil, held: String? = nil, stale: Bool, devices: Int, counters: Counters,
                 stateRecovered: StateRecovery? = nil) {
         self.stateRecovered = stateRecovered
@@ -41,6 +45,7 @@ public struct BridgeInfo: Sendable, Hashable {
         self.ruleSet = ruleSet
         self.source = source
         self.dataDate = dataDate
+        self.dataKind = dataKind
         self.lastFetch = lastFetch
         self.lastError = lastError
         self.stale = stale
@@ -59,6 +64,8 @@ public struct BridgeInfo: Sendable, Hashable {
         counters.write(to: &json)
         json.raw(#","dataDate":"#)
         json.string(dataDate)
+        json.raw(#","dataKind":"#)
+        json.string(dataKind)
         json.raw(#","devices":"#)
         json.number(devices)
         json.raw(#","held":"#)

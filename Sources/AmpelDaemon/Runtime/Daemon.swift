@@ -289,10 +289,14 @@ public actor AmpelDaemon: Service {
         let status = self.status
         transport.connections {
             status.connected.store(true, ordering: .relaxed)
+            status.brokerError.withLock { $0 = nil }
             continuation.yield(.connected(sessionPresent: $0))
         }
         transport.disconnections { status.connected.store(false, ordering: .relaxed) }
 
+        // The data is loaded: `/readyz` and the page say so, and why the broker is not
+        // there yet, instead of "data not loaded" while the connect is retried.
+        publishStatus(engine)
         guard try await connect() else {
             logger.info("stopped before the broker answered")
             continuation.finish()
@@ -565,6 +569,7 @@ public actor AmpelDaemon: Service {
             } catch let error as FatalConnectError {
                 throw error
             } catch {
+                status.brokerError.withLock { $0 = "\(error)" }
                 logger.warning("cannot connect to the broker; retrying", metadata: [
                     "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
                 ])
@@ -978,7 +983,7 @@ public actor AmpelDaemon: Service {
         counters.failovers = transport.failovers
         let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
-            lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
+            dataKind: feedState.kind.rawValue, lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             lastCheck: feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) },
             held: feedState.status?.held,
             stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)

@@ -71,9 +71,24 @@ public protocol Locator: Sendable {
     func place(latitude: Double, longitude: Double) -> Place
 }
 
+/// What kind of data is in force, as the page's badge, `bridge/info` and `/readyz` name it.
+public enum DataKind: String, Sendable, Hashable {
+    /// Fetched from the live source (in this run, or its cache from an earlier one).
+    case live
+    /// The bundled snapshot standing in for a live source that has not answered yet.
+    case standIn = "stand-in"
+    /// A bundled snapshot chosen by `--source snapshot`.
+    case snapshot
+    /// The bundled daily history (`--source history`).
+    case history
+    /// `ampel replay`'s walk through the history.
+    case replay
+}
+
 /// The dataset in force and how fresh it is.
 public struct FeedState: Sendable, Hashable {
     public var dataset: Dataset
+    public var kind: DataKind
     public var stale: Bool
     /// When the source was last asked (`nil` for bundled data).
     public var lastFetch: Date?
@@ -82,7 +97,9 @@ public struct FeedState: Sendable, Hashable {
     /// What the data layer counted, when it was last asked, and a publication it holds back.
     public var status: FeedStatus?
 
-    public init(dataset: Dataset, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil, status: FeedStatus? = nil) {
+    public init(dataset: Dataset, kind: DataKind = .snapshot, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil,
+                status: FeedStatus? = nil) {
+        self.kind = kind
         self.status = status
         self.dataset = dataset
         self.stale = stale

@@ -4,8 +4,8 @@ import Foundation
 
 /// The data layer (``IncidenceStore`` + ``Refresher``) as the daemon's ``DatasetFeed``.
 ///
-/// The store starts from the cache (live source) or the source itself (bundled snapshot or
-/// history); the refresher checks again every `data.refresh`. Every event of the
+/// The store starts from the cache (live source) or the source itself (bundled snapshot,
+/// history or both); the refresher checks again every `data.refresh`. Every event of the
 /// refresher becomes one ``FeedState`` read from the store, so the daemon always sees the
 /// data in force with its staleness and the last error.
 public final class RefresherFeed: DatasetFeed {
@@ -38,6 +38,8 @@ public final class RefresherFeed: DatasetFeed {
             source = SnapshotSource(day: data.date)
         case .history:
             source = HistorySource(day: data.date)
+        case .bundled:
+            source = BundledSource(day: data.date)
         }
         if source.isLive {
             cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
@@ -52,11 +54,13 @@ public final class RefresherFeed: DatasetFeed {
     func state() async -> FeedState? {
         let status = await store.status(now: now())
         guard let dataset = status.dataset else { return nil }
-        let lastFetch = [status.lastSuccess, status.lastErrorAt].compactMap { $0 }.max()
-        let feed = store.source.isLive
-            ? FeedStatus(counters: status.counters, lastCheck: status.lastCheck, held: status.held?.message) : nil
-        return FeedState(dataset: dataset, stale: status.stale, lastFetch: lastFetch,
-                         lastError: status.failedSinceSuccess ? status.lastError?.message : nil, status: feed)
+        let lastFetch = [status.lastSuccess, status.lastErrorAt, status.retrying == nil ? nil : status.lastCheck].compactMap { $0 }.max()
+        let live = store.source.isLive
+        let feed = live ? FeedStatus(counters: status.counters, lastCheck: status.lastCheck, held: status.held?.message) : nil
+        let kind: DataKind = live ? (status.standIn ? .standIn : .live) : store.source.name.hasPrefix("history") ? .history : .snapshot
+        // A failed attempt that is being retried is said at once; the check's outcome replaces it.
+        let lastError = status.retrying?.message ?? (status.failedSinceSuccess ? status.lastError?.message : nil)
+        return FeedState(dataset: dataset, kind: kind, stale: status.stale, lastFetch: lastFetch, lastError: lastError, status: feed)
     }
 
     public func initial() async throws -> FeedState {

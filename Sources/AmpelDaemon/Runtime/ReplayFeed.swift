@@ -37,7 +37,7 @@ public final class ReplayFeed: DatasetFeed {
     /// The state of day number `index`.
     func state(_ index: Int) throws(DataError) -> FeedState {
         let dataset = try BundledData.shared.history(on: days[index], ruleSet: ruleSet)
-        return FeedState(dataset: Dataset(date: dataset.date, source: "replay", districts: dataset.districts, courses: dataset.courses),
+        return FeedState(dataset: Dataset(date: dataset.date, source: "replay", districts: dataset.districts, courses: dataset.courses), kind: .replay,
                          stale: false)
     }
 
