@@ -50,7 +50,7 @@ struct PayloadsTests {
             enum CodingKeys: String, CodingKey { case at, movedTo, reason, rebuilt }
         }
         let info: BridgeInfo
-        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, held, lastCheck, lastFetch, lastError, stale, devices, counters, stateRecovered }
+        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, dataKind, held, lastCheck, lastFetch, lastError, stale, devices, counters, stateRecovered }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(info.broker, forKey: .broker)
@@ -58,6 +58,7 @@ struct PayloadsTests {
             try c.encode(info.ruleSet, forKey: .ruleSet)
             try c.encode(info.source, forKey: .source)
             try c.encode(info.dataDate, forKey: .dataDate)
+            try c.encode(info.dataKind, forKey: .dataKind)
             try c.encode(info.held, forKey: .held)
             try c.encode(info.lastCheck, forKey: .lastCheck)
             try c.encode(info.lastFetch, forKey: .lastFetch)
@@ -125,7 +126,7 @@ struct PayloadsTests {
         counters.data.skippedRows = 804
         counters.data.unchanged = 3
         counters.data.updates = 5
-        let full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05",
+        let full = BridgeInfo(broker: #"node-2.example:1883 "x""#, version: "0.1.0", ruleSet: "bavaria-initial", source: "rki", dataDate: "2020-11-05", dataKind: "stand-in",
                               lastFetch: "2020-11-05T10:15:00Z", lastError: #"HTTP 503 "busy" at https://example/a\b"#,
                               lastCheck: "2020-11-05T10:25:00Z", held: #"400 of 400 districts changed by more than a factor of 5 "x""#, stale: true,
                               devices: 100_000, counters: counters,

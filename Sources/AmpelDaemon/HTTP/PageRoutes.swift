@@ -20,7 +20,7 @@ enum PageRoutes {
         let view = context.view
         router.get("/") { request, _ in
             let snapshot = view.snapshot()
-            guard let ruleSet = snapshot.ruleSet else { return notReady() }
+            guard let ruleSet = snapshot.ruleSet else { return notReady(snapshot) }
             let shapes: MapShapes
             do {
                 shapes = try MapShapes.bundled(prefixes: ruleSet.region.prefixes)
@@ -34,7 +34,7 @@ enum PageRoutes {
         }
         router.get("districts/:ags") { request, requestContext in
             let snapshot = view.snapshot()
-            guard let ruleSet = snapshot.ruleSet else { return notReady() }
+            guard let ruleSet = snapshot.ruleSet else { return notReady(snapshot) }
             let district = try APIRoutes.district(requestContext, in: snapshot)
             let model = DistrictPageModel(
                 language: language(request, configured: context.pageLanguage), ruleSet: ruleSet, data: data(snapshot),
@@ -70,9 +70,11 @@ enum PageRoutes {
         return response
     }
 
-    /// Before the loop's first hand-over there is no rule set to draw with.
-    static func notReady() -> Response {
-        var response = HTTPResponses.text("Ampel is starting: the data is not loaded yet.\n", status: .serviceUnavailable)
+    /// Before the loop's first hand-over there is no rule set to draw with; what it waits for
+    /// (the broker's error, while the connect is retried) is said.
+    static func notReady(_ snapshot: StatusView.Snapshot) -> Response {
+        let waiting = snapshot.readiness.problem ?? "data not loaded"
+        var response = HTTPResponses.text("Ampel is starting: \(waiting).\n", status: .serviceUnavailable)
         response.headers[.retryAfter] = "1"
         return response
     }

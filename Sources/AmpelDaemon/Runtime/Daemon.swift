@@ -295,8 +295,9 @@ public actor AmpelDaemon: Service {
         transport.disconnections { status.connected.store(false, ordering: .relaxed) }
 
         // The data is loaded: `/readyz` and the page say so, and why the broker is not
-        // there yet, instead of "data not loaded" while the connect is retried.
-        publishStatus(engine)
+        // there yet, instead of "data not loaded" while the connect is retried. Readiness
+        // only: the districts' signals come with the start, and the page waits for them.
+        publishReadiness()
         guard try await connect() else {
             logger.info("stopped before the broker answered")
             continuation.finish()
@@ -992,6 +993,16 @@ public actor AmpelDaemon: Service {
 
     /// Hands the status over to the HTTP readers (``StatusView``): values only, so this copies
     /// nothing; the device table only when a reader asked for it and it changed.
+    /// The hand-over before the start: the data in force and readiness, no rule set yet.
+    func publishReadiness() {
+        guard configuration.http.listen != nil else { return }
+        var snapshot = StatusView.Snapshot()
+        snapshot.readiness = StatusView.Readiness(dataLoaded: feedState != nil, connected: false, subscribed: subscribed)
+        snapshot.feed = feedState
+        snapshot.at = Int(now().timeIntervalSince1970)
+        status.publish(snapshot)
+    }
+
     func publishStatus(_ engine: SignalEngine) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
