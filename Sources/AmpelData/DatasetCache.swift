@@ -33,18 +33,9 @@ public struct DatasetCache: Sendable {
     /// The cache file.
     public var fileURL: URL { directory.appendingPathComponent(Self.fileName) }
 
-    /// The default state directory: `$AMPEL_STATE_DIR`, else `$XDG_STATE_HOME/ampel`, else
-    /// `~/.local/state/ampel`.
+    /// The default state directory of every command (``StateDirectory/resolve(environment:)``).
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let dir = environment["AMPEL_STATE_DIR"], !dir.isEmpty {
-            return URL(fileURLWithPath: dir, isDirectory: true)
-        }
-        if let state = environment["XDG_STATE_HOME"], !state.isEmpty {
-            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("ampel", isDirectory: true)
-        }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
-        return URL(fileURLWithPath: home, isDirectory: true)
-            .appendingPathComponent(".local/state/ampel", isDirectory: true)
+        StateDirectory.resolve(environment: environment)
     }
 
     /// A dataset read back from the cache, with the time it was written.

@@ -8,7 +8,11 @@ import Foundation
 /// `ampel check`: the signal for one district, or for a position.
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the traffic-light signal for a district (--district AGS) or a position (--lat, --lon).")
+        abstract: "Show the traffic-light signal for a district (--district AGS) or a position (--lat, --lon).",
+        discussion: """
+            Example:
+              ampel check --lat 48.1374 --lon 11.5755 --lang de
+            """)
 
     @Option(name: .long, help: "The district's five-digit code (AGS/RS), e.g. 09162 for SK München.")
     var district: String?

@@ -5,7 +5,12 @@ import Foundation
 
 /// `ampel districts`: the monitored region's districts with incidence and phase.
 struct Districts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the districts of the rule set's region (the 96 Bavarian ones by default) with incidence and phase.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the districts of the rule set's region (the 96 Bavarian ones by default) with incidence and phase.",
+        discussion: """
+            Example:
+              ampel districts --date 2020-11-05 --sort trend
+            """)
 
     enum Sort: String, ExpressibleByArgument, CaseIterable { case incidence, name, trend }
 

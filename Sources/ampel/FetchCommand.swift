@@ -18,7 +18,11 @@ struct Fetch: AsyncParsableCommand {
             (HTTP error, timeout, network); 3 the answer was rejected (invalid, incomplete, \
             held back as a possible wrong release, \
             older than the cache); 4 the data is valid but the cache could not be written; \
-            1 any other error; 64 a bad flag.
+            1 any other error; 64 a bad flag. The cache goes to the state directory that \
+            `ampel run` uses by default too, so a fetch fills the daemon's cache.
+
+            Example:
+              sudo -u ampel ampel fetch --state-dir /var/lib/ampel
             """)
 
     /// The exit codes, documented in `docs/data.md`.
@@ -34,7 +38,7 @@ struct Fetch: AsyncParsableCommand {
     @Option(name: .long, help: "The district file (http(s):// or file://; default: the RKI's file on GitHub), or the ArcGIS query endpoint with --source arcgis.")
     var url: String?
 
-    @Option(name: .long, help: "The state directory holding the cache (default: $AMPEL_STATE_DIR, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
+    @Option(name: .long, help: "The state directory holding the cache, the same as ampel run's (default: $AMPEL_STATE_DIR, else $STATE_DIRECTORY, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
 
     @Option(name: .long, help: "Seconds one request may take.")
@@ -73,7 +77,7 @@ struct Fetch: AsyncParsableCommand {
 
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
-        let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
+        let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
         let cache = DatasetCache(directory: directory)
         let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
         let (outcome, status) = await withRKIHTTPClient { http in

@@ -21,6 +21,9 @@ struct Lamp: AsyncParsableCommand {
             The lamp shows GREEN, YELLOW, RED steady, DARK RED blinking, blue for 'outside', \
             and slow blue blinking when there is no trustworthy signal (waiting, Ampel \
             offline, stale data). With --json, one line per pattern change (docs/lamp.md).
+
+            Example:
+              ampel lamp --broker mqtt://127.0.0.1:1883 --district 09162
             """
     )
 

@@ -107,7 +107,7 @@ struct DataOptions: ParsableArguments {
         var live: LiveSource? { LiveSource(rawValue: rawValue) }
     }
 
-    @Option(name: .long, help: "Data source: bundled (snapshots and daily history), snapshot, history, rki (live: the RKI's maintained dataset; default with --url), arcgis (a mirror of the former ArcGIS layer).")
+    @Option(name: .long, help: "Data source, the same as ampel run's: bundled (snapshots and daily history, the newer on each day), snapshot, history, rki (live: the RKI's maintained dataset), arcgis (a mirror of the former ArcGIS layer) (default: bundled; rki with --url, snapshot with --snapshot).")
     var source: Source?
 
     @Option(name: .long, help: "Publication day YYYY-MM-DD: the latest data published on or before it (default: the latest).")
@@ -122,7 +122,7 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds one request to the RKI service may take (--source rki).")
     var timeout: Double = 30
 
-    @Option(name: .customLong("state-dir"), help: "For --source rki: the state directory whose cached last good data answers when the service fails (default: $AMPEL_STATE_DIR, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
+    @Option(name: .customLong("state-dir"), help: "For --source rki and arcgis: the state directory whose cached last good data answers when the service fails, the same as ampel run's (default: $AMPEL_STATE_DIR, else $STATE_DIRECTORY, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
 
     /// The data a command answers from: the source's, or the cached last good data when the
@@ -182,9 +182,9 @@ struct DataOptions: ParsableArguments {
     }
 
 
-    /// The state directory: `--state-dir`, else `AMPEL_STATE_DIR`, `XDG_STATE_HOME/ampel`, `~/.local/state/ampel`.
+    /// The state directory: `--state-dir`, else the one every command uses by default (``StateDirectory``).
     var stateDirectory: URL {
-        stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? DatasetCache.defaultDirectory()
+        stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
     }
 
     /// The data, with each district's trend and phase in force under `ruleSet` where a history

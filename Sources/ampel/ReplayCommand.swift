@@ -18,34 +18,35 @@ struct Replay: AsyncParsableCommand {
             (--discovery, --webhooks, --owntracks-notices, --lamps), and its state in <state dir>/replay. \
             Positions keep their own clock: fix ages and dwell times are real time. See docs/cli.md.
 
-            Example: ampel replay --broker mqtt://127.0.0.1:1883 --from 2021-03-01 --to 2021-05-31 --day-seconds 1
+            Example:
+              ampel replay --from 2021-03-01 --to 2021-05-31 --day-seconds 1
             """)
 
-    @Option(name: .long, help: "The first day (YYYY-MM-DD; default the first bundled day, 2020-11-18).")
+    @Option(name: .long, help: "The first day, YYYY-MM-DD (default: the first bundled day, 2020-11-18).")
     var from: String?
 
-    @Option(name: .long, help: "The last day (YYYY-MM-DD; default the last bundled day, 2021-11-22). The daemon stays on it.")
+    @Option(name: .long, help: "The last day, YYYY-MM-DD; the daemon stays on it (default: the last bundled day, 2021-11-22).")
     var to: String?
 
-    @Option(name: .customLong("day-seconds"), help: "Seconds per publication day (default 2; fractions allowed).")
+    @Option(name: .customLong("day-seconds"), help: "Seconds per publication day; fractions allowed.")
     var daySeconds: Double = 2
 
-    @Option(name: .long, help: "The YAML configuration file (default: AMPEL_CONFIG, else none).")
+    @Option(name: .long, help: "The YAML configuration file (default: $AMPEL_CONFIG, else none).")
     var config: String?
 
-    @Option(name: .long, help: "Broker URL: mqtt://host:port, or mqtts://host:port for TLS.")
+    @Option(name: .long, help: DaemonHelp.broker)
     var broker: String?
 
-    @Option(name: .long, help: "The rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021) or a JSON file.")
+    @Option(name: .long, help: DaemonHelp.rules)
     var rules: String?
 
-    @Option(name: .customLong("state-dir"), help: "The state directory; the replay keeps its state in its replay/ subdirectory.")
+    @Option(name: .customLong("state-dir"), help: "The state directory; the replay keeps its state in its replay/ subdirectory (default: $AMPEL_STATE_DIR, else $STATE_DIRECTORY, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
 
-    @Option(name: .long, help: "Default language of texts: de or en.")
+    @Option(name: .long, help: DaemonHelp.lang)
     var lang: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
+    @Option(name: .customLong("log-level"), help: DaemonHelp.logLevel)
     var logLevel: String?
 
     @Option(name: .customLong("client-id"), help: "The MQTT client id (default: ampel-replay, so a running daemon keeps its session).")

@@ -17,6 +17,9 @@ struct Resolve: ParsableCommand {
             district, or 'error: line N: <reason>' for a malformed line or invalid coordinate. \
             The exit code is 1 if any line was malformed. Berlin answers 11000 (the geometry has \
             one Berlin district).
+
+            Example:
+              echo 48.1374,11.5755 | ampel resolve
             """
     )
 

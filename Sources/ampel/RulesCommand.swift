@@ -5,7 +5,12 @@ import Foundation
 
 /// `ampel rules`: the phases of a rule set with bounds, colours and texts.
 struct Rules: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the phases, bounds, colours and rules of a rule set.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the phases, bounds, colours and rules of a rule set.",
+        discussion: """
+            Example:
+              ampel rules --rules notbremse-2021 --lang de
+            """)
 
     @OptionGroup var ruleSetOptions: RuleSetOptions
     @OptionGroup var languageOptions: LanguageOptions

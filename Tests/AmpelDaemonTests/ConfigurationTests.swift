@@ -45,7 +45,8 @@ struct ConfigurationTests {
         #expect(config.notify.owntracksDevice == "ampel")
         #expect(config.baseTopic == "ampel")
         #expect(config.mqtt.clientID == "ampel")
-        #expect(config.stateDirectory == "ampel-state")
+        // The default state directory of every command, not ./ampel-state (StateDirectoryTests).
+        #expect(config.stateDirectory == FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state/ampel").path)
         #expect(config.lamps.isEmpty)
         #expect(try load("") == config)
         #expect(try load("# only a comment\n") == config)
@@ -350,11 +351,28 @@ struct ConfigurationTests {
 struct ExampleAndIntakeTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test("deploy/ampel.example.yaml is valid and means what its comments say")
+    @Test("deploy/ampel.example.yaml is valid and means what its comments say: local as it is, production with the #P lines")
     func example() throws {
         let text = try String(contentsOf: Self.repository.appendingPathComponent("deploy/ampel.example.yaml"), encoding: .utf8)
-        let config = try DaemonConfiguration.load(yaml: text)
+        // As it is: a local broker, bundled data, the default state directory, nothing on the internet.
+        let local = try DaemonConfiguration.load(yaml: text, environment: ["HOME": "/home/x"])
+        #expect(local.broker.urls == [MQTTBrokerURL(host: "127.0.0.1", port: 1883, usesTLS: false)])
+        #expect(local.data.source == .bundled)
+        #expect(local.stateDirectory == "/home/x/.local/state/ampel")
+        #expect(local.mqtt.username == nil && local.mqtt.caFile == nil)
+        #expect(local.lamps.isEmpty)
+        #expect(local.notify.webhooks.isEmpty)
+
+        // The production settings, as the file's header says to make them (its sed command).
+        var lines: [String] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.hasSuffix("# local") {
+            let indent = line.prefix { $0 == " " }
+            lines.append(line.dropFirst(indent.count).hasPrefix("#P ") ? String(indent) + line.dropFirst(indent.count + 3) : String(line))
+        }
+        let config = try DaemonConfiguration.load(yaml: lines.joined(separator: "\n"), environment: ["HOME": "/home/x"])
         #expect(config.broker.urls.first == MQTTBrokerURL(host: "mqtt.example.org", port: 8883, usesTLS: true))
+        #expect(config.stateDirectory == "/var/lib/ampel")
+        #expect(config.mqtt.username == "ampel")
         #expect(config.data.source == .rki)
         #expect(config.lamps.map(\.name) == ["window", "hall", "door"])
         #expect(config.lamps[0].follows == .district("09162"))
@@ -371,6 +389,15 @@ struct ExampleAndIntakeTests {
         #expect(config.notify.webhooks[1].wants(district: "09162") && !config.notify.webhooks[1].wants(device: "alice/phone"))
         #expect(config.homeAssistant.devices)
         #expect(config.outputs == .init(deviceState: .onChange, heartbeat: .seconds(60), textsInState: false))
+        // Local and production differ only where the file says so.
+        var production = local
+        production.broker = config.broker
+        production.stateDirectory = config.stateDirectory
+        production.mqtt = config.mqtt
+        production.data.source = config.data.source
+        production.lamps = config.lamps
+        production.notify.webhooks = config.notify.webhooks
+        #expect(production == config)
     }
 
     @Test("docs/configuration.md documents every key the reader accepts")

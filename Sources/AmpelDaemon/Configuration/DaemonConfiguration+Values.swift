@@ -42,7 +42,7 @@ extension DaemonConfiguration {
 
     static func dataSource(_ text: String) throws(ConfigurationError.Problem) -> DataSource {
         guard let source = DataSource(rawValue: text.lowercased()) else {
-            throw .init("'\(text)' is not a data source (rki, arcgis, snapshot, history)")
+            throw .init("'\(text)' is not a data source (\(DataSource.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         return source
     }

@@ -85,7 +85,13 @@ public struct DaemonConfiguration: Sendable, Hashable {
         case rki
         /// The RKI's ArcGIS layer `RKI_Landkreisdaten` (closed since 2023), for mirrors that still serve it.
         case arcgis
-        case snapshot, history
+        /// The bundled `RKI_Landkreisdaten` snapshots (all of Germany, 2020-10-15 to 2020-11-23).
+        case snapshot
+        /// The bundled daily values of the Bavarian districts (2020-11-18 to 2021-11-22).
+        case history
+        /// Both bundled sets, the newer publication on each day (what `check` and `districts`
+        /// answer without `--source`).
+        case bundled
     }
 
     public struct DataSettings: Sendable, Hashable {
@@ -190,13 +196,12 @@ public struct DaemonConfiguration: Sendable, Hashable {
         }
     }
 
-    /// The state directory when none is configured: systemd's `$STATE_DIRECTORY`, else `./ampel-state`.
+    /// The state directory when none is configured: the one every command uses
+    /// (``StateDirectory/resolve(environment:)``: `$AMPEL_STATE_DIR`, systemd's
+    /// `$STATE_DIRECTORY`, `$XDG_STATE_HOME/ampel`, `~/.local/state/ampel`), so that
+    /// `ampel fetch` fills the cache this daemon reads.
     public static func defaultStateDirectory(environment: [String: String]) -> String {
-        if let dir = environment["STATE_DIRECTORY"], !dir.isEmpty {
-            // systemd may pass several, separated by colons; the first is ours.
-            return String(dir.split(separator: ":").first ?? Substring(dir))
-        }
-        return "ampel-state"
+        StateDirectory.path(environment: environment)
     }
 }
 

@@ -126,6 +126,7 @@ public enum DaemonRuntime {
             switch configuration.data.source {
             case .snapshot: _ = try BundledData.shared.snapshot(on: configuration.data.date)
             case .history: _ = try BundledData.shared.history(on: configuration.data.date)
+            case .bundled: _ = try BundledData.shared.dataset(on: configuration.data.date)
             case .rki, .arcgis: break
             }
         } catch {
