@@ -622,6 +622,7 @@ public actor AmpelDaemon: Service {
             perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
             let now = ContinuousClock.now
+            dropLog.logHeldBack(now: self.now().timeIntervalSince1970, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
             // A snapshot once the journal has outgrown the last one: each change costs a
             // constant amount of writing, whatever the number of devices.
             if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
