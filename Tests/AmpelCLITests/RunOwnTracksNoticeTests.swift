@@ -108,6 +108,8 @@ struct RunOwnTracksNoticeTests {
             #expect(RunCrashTests.Collector.field("tst", last.payload) as? Int == 1001)
             #expect(RunCrashTests.Collector.field("lat", last.payload) as? Double == Self.altoetting.0)
             #expect(RunCrashTests.Collector.field("event", last.payload) as? String == "enter")
+            // iOS names the sender by it: "AM enters …", not "(null) enters …".
+            #expect(RunCrashTests.Collector.field("tid", last.payload) as? String == "AM")
 
             // The cards, retained: what an app that connects now receives.
             let cards = try await scene.retained(["owntracks/+/+/info"], count: 2, timeout: 30)

@@ -22,6 +22,9 @@ public struct OwnTracksNotices: Sendable, Hashable {
     static let prefix = "owntracks"
     /// The name the apps show for Ampel's messages.
     static let name = "Ampel"
+    /// The initials iOS names a transition's sender by (`<tid> enters <desc>`); without one it
+    /// showed `(null) enters …`.
+    static let trackerID = "AM"
 
     /// Whether a fix on `topic`, captured as device key `key` by an OwnTracks input, comes from
     /// an OwnTracks app that listens for transitions: the topic is exactly
@@ -75,7 +78,9 @@ public struct OwnTracksNotices: Sendable, Hashable {
         json.number(record.lat)
         json.raw(#","lon":"#)
         json.number(record.lon)
-        json.raw(#","t":"l","tst":"#)
+        json.raw(#","t":"l","tid":"#)
+        json.string(Self.trackerID)
+        json.raw(#","tst":"#)
         json.number(tst)
         json.raw(#","wtst":"#)
         json.number(Self.dayStart(signal.dataDate) ?? tst)

@@ -615,14 +615,20 @@ public actor AmpelDaemon: Service {
                 counters.datasetsRejected += 1
                 recentErrors.append(StatusView.ErrorEntry(at: Int(self.now().timeIntervalSince1970), kind: "rejected", reason: "refresh failed",
                                                           topic: state.dataset.source, detail: error))
-                logger.warning("data refresh failed; the last good data stays in force", metadata: ["error": "\(error)", "stale": "\(state.stale)"])
+                // A stand-in was never fetched: calling it the last good data would mislead.
+                let inForce = state.kind == .standIn
+                    ? "the bundled data of \(state.dataset.date.iso) stands in until the source answers"
+                    : "the data of \(state.dataset.date.iso) stays in force"
+                logger.warning("data check failed; \(inForce)", metadata: ["error": "\(error)", "stale": "\(state.stale)"])
             } else if state.stale != previous?.stale {
                 logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
             }
             perform(engine.event(.data(state.dataset, stale: state.stale)))
         case .tick:
             let now = ContinuousClock.now
-            dropLog.logHeldBack(now: self.now().timeIntervalSince1970, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
+            let wallClock = self.now().timeIntervalSince1970
+            dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
+            publishLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of failed publishes (counters.publishFailures in bridge/info counts them all)")
             // A snapshot once the journal has outgrown the last one: each change costs a
             // constant amount of writing, whatever the number of devices.
             if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
