@@ -17,13 +17,14 @@ struct AlertRulesTests {
         var receivedAt = AlertRulesTests.receivedAt
     }
 
-    func engine(maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, dwell: Dwell = .none) -> SignalEngine {
+    /// - Parameter deviceState: `every_fix` by default: most of these read the phase each fix's state shows.
+    func engine(maxFixAge: Duration? = nil, maxAccuracy: Double? = nil, dwell: Dwell = .none,
+                deviceState: DaemonConfiguration.OutputSettings.DeviceStateMode = .everyFix) -> SignalEngine {
         var settings = Fixtures.settings(discovery: false)
         settings.maxFixAge = maxFixAge
         settings.maxAccuracy = maxAccuracy
         settings.minDwell = dwell
-        // These read the phase that each fix's state shows.
-        settings.outputs.deviceState = .everyFix
+        settings.outputs.deviceState = deviceState
         var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
         _ = engine.event(.start)
         return engine
@@ -56,7 +57,8 @@ struct AlertRulesTests {
     func oldFix() throws {
         var engine = engine(maxFixAge: .seconds(900))
         let now = Self.receivedAt
-        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now - 4000), to: &engine)) == ["null>red"])
+        // Fresh when it came: the first sighting is announced.
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now - 4000, receivedAt: now - 4000), to: &engine)) == ["null>red"])
         // The queue of a phone back online: a crossing an hour ago, then more of the same hour.
         let crossing = send(Step(place: Fixtures.landkreis, tst: now - 3600), to: &engine)
         #expect(try alerts(crossing).isEmpty)
@@ -73,7 +75,7 @@ struct AlertRulesTests {
         #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now), to: &engine)).isEmpty)
     }
 
-    @Test("an old burst that crosses and comes back sends nothing; a fix without tst counts as fresh; no limit keeps today's behaviour")
+    @Test("an old burst that crosses and comes back sends nothing, its first sighting included; a fix without tst counts as fresh; no limit keeps today's behaviour")
     func oldBurstAndLimits() throws {
         var limited = engine(maxFixAge: .seconds(900))
         var unlimited = engine()
@@ -82,10 +84,89 @@ struct AlertRulesTests {
             sent.limited += try alerts(send(Step(place: place, tst: tst), to: &limited))
             sent.unlimited += try alerts(send(Step(place: place, tst: tst), to: &unlimited))
         }
-        #expect(sent.limited == ["null>red"])
+        #expect(sent.limited.isEmpty)
         #expect(sent.unlimited == ["null>red", "red>yellow", "yellow>red", "red>yellow", "yellow>red"])
-        // No `tst`: the fix is as young as its arrival.
-        #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: nil), to: &limited)) == ["red>yellow"])
+        // No `tst`: the fix is as young as its arrival, and the device's first alert.
+        #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: nil), to: &limited)) == ["null>yellow"])
+    }
+
+    /// The publishes of `actions` in order, by kind, with the persists: the journal's view.
+    func sequence(_ actions: [SignalEngine.Action]) -> [String] {
+        actions.compactMap { action -> String? in
+            switch action {
+            case .persist: "persist"
+            case .publish(_, let kind) where kind == .deviceAlert: "alert"
+            case .publish(_, let kind) where kind == .deviceState: "state"
+            default: nil
+            }
+        }
+    }
+
+    @Test("a first sighting by an old fix alerts no one (counted), its state goes out; the first fresh fix alerts as a first sighting, in the same phase too, with its state as witness")
+    func oldFirstSighting() throws {
+        // on_change: the fresh fix changes nothing a consumer sees, yet its alert needs its state after it.
+        var engine = engine(maxFixAge: .seconds(900), deviceState: .onChange)
+        let now = Self.receivedAt
+        let queued = send(Step(place: Fixtures.muenchen, tst: now - 7200), to: &engine)
+        #expect(try alerts(queued).isEmpty)
+        #expect(suppressions(queued) == [.oldFix])
+        #expect(sequence(queued) == ["persist", "state"])
+        #expect(try statePhase(queued) == "red")
+        #expect(engine.devices["alice/phone"]?.announced == false)
+        // More of the queue, same phase: nothing more to count.
+        let more = send(Step(place: Fixtures.muenchen, tst: now - 7000), to: &engine)
+        #expect(try alerts(more).isEmpty)
+        #expect(suppressions(more).isEmpty)
+        let fresh = send(Step(place: Fixtures.muenchen, tst: now - 60), to: &engine)
+        #expect(try alerts(fresh) == ["null>red"])
+        #expect(suppressions(fresh).isEmpty)
+        #expect(sequence(fresh) == ["persist", "alert", "state"])
+        #expect(engine.devices["alice/phone"]?.announced == true)
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now), to: &engine)).isEmpty, "announced once")
+        #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now + 10, receivedAt: now + 10), to: &engine)) == ["red>yellow"])
+    }
+
+    @Test("a queue that crosses before anyone was told: its state follows the old fixes, each crossing counted; the fresh fix alerts where the person is, from null")
+    func oldQueueAcrossPhases() throws {
+        var engine = engine(maxFixAge: .seconds(900), dwell: .seconds(60))
+        let now = Self.receivedAt
+        var queue: [SignalEngine.Action] = []
+        for (place, tst) in [(Fixtures.muenchen, now - 7200), (Fixtures.landkreis, now - 3600), (Fixtures.landkreis, now - 1800)] {
+            let actions = send(Step(place: place, tst: tst), to: &engine)
+            queue += actions
+            if place == Fixtures.landkreis { #expect(try statePhase(actions) == "yellow", "no phase was announced, so none is kept") }
+        }
+        #expect(try alerts(queue).isEmpty)
+        #expect(suppressions(queue) == [.oldFix, .oldFix], "the first sighting and the crossing")
+        // A first sighting does not wait for the dwell.
+        #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now - 5), to: &engine)) == ["null>yellow"])
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now), to: &engine)).isEmpty, "now the dwell holds a move")
+    }
+
+    @Test("not announced survives a restart from the persisted state: the fresh fix after it alerts once, and a restart after that alerts no more")
+    func oldFirstSightingAcrossRestart() throws {
+        var engine = engine(maxFixAge: .seconds(900))
+        let now = Self.receivedAt
+        _ = send(Step(place: Fixtures.muenchen, tst: now - 7200), to: &engine)
+        var restarted = SignalEngine(settings: engine.settings, dataset: Fixtures.october, stale: false, restored: engine.persisted)
+        let start = restarted.followingReevaluation(restarted.event(.start)).actions
+        #expect(try alerts(start).isEmpty)
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now), to: &restarted)) == ["null>red"])
+        var again = SignalEngine(settings: engine.settings, dataset: Fixtures.october, stale: false, restored: restarted.persisted)
+        #expect(try alerts(again.followingReevaluation(again.event(.start)).actions).isEmpty)
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now + 10, receivedAt: now + 10), to: &again)).isEmpty)
+    }
+
+    @Test("new data that changes the phase of a device seen only in old fixes alerts no one (counted); its fresh fix then alerts from null")
+    func newDataBeforeFirstAlert() throws {
+        var engine = engine(maxFixAge: .seconds(900))
+        let now = Self.receivedAt
+        _ = send(Step(place: Fixtures.muenchen, tst: now - 7200), to: &engine)
+        let november = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
+        #expect(november.on("ampel/device/alice/phone/alert").isEmpty, "the districts alert, the device does not")
+        #expect(suppressions(november) == [.oldFix])
+        #expect(try statePhase(november) == "darkred")
+        #expect(try alerts(send(Step(place: Fixtures.muenchen, tst: now), to: &engine)) == ["null>darkred"])
     }
 
     // MARK: inputs.max_accuracy
@@ -187,7 +268,7 @@ struct AlertRulesTests {
     func oldFixesAndDwell() throws {
         var engine = engine(maxFixAge: .seconds(900), dwell: .seconds(60))
         let now = Self.receivedAt
-        _ = send(Step(place: Fixtures.muenchen, tst: now - 7200), to: &engine)
+        _ = send(Step(place: Fixtures.muenchen, tst: now - 7200, receivedAt: now - 7200), to: &engine)
         #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now - 3600), to: &engine)).isEmpty)
         #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now - 1800), to: &engine)).isEmpty)
         #expect(try alerts(send(Step(place: Fixtures.landkreis, tst: now - 10), to: &engine)) == ["red>yellow"])

@@ -21,7 +21,8 @@ struct DeviceTableTests {
                 lat: Double.random(in: -90...90, using: &random), lon: Double.random(in: -180...180, using: &random),
                 tst: Int.random(in: 0..<2_000_000_000, using: &random), lang: [nil, "de", "en"][index % 3],
                 district: districts[index % districts.count], phase: phases[index % phases.count],
-                dataDate: "2020-11-\(10 + index % 20)", stale: index % 7 == 0, owntracks: index % 5 < 2)
+                dataDate: "2020-11-\(10 + index % 20)", stale: index % 7 == 0, owntracks: index % 5 < 2,
+                announced: index % 11 != 0)
             let key = "fleet/\(index % 4000)"  // some keys written twice: the last write counts
             table[key] = record
             plain[key] = record

@@ -79,6 +79,22 @@ struct JournalTests {
         #expect(replay.pendingAlerts.allSatisfy { $0.witness == witness })
     }
 
+    @Test("a device seen only in old fixes reads back unannounced; every flag of the record's byte keeps its bit")
+    func unannouncedRecord() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (journal, _) = try open(dir)
+        var records: [String: DeviceRecord] = [:]
+        for (index, (stale, owntracks, announced)) in [(false, false, false), (true, true, false), (false, true, true), (true, false, true)].enumerated() {
+            let record = DeviceRecord(lat: 48.1, lon: 11.5, tst: 7, lang: nil, district: nil, phase: "outside", dataDate: "2020-10-15",
+                                      stale: stale, owntracks: owntracks, announced: announced)
+            records["device/\(index)"] = record
+            journal.append(.device(key: "device/\(index)", record: record))
+        }
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        #expect(replay.state.devices.records == records)
+    }
+
     @Test("an alert and a transition whose decision the process did not live to write are both dropped")
     func alertsWithoutDecision() throws {
         let dir = try directory()

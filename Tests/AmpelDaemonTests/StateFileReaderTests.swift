@@ -22,6 +22,9 @@ struct StateFileReaderTests {
                                             phase: "outside", dataDate: "2020-11-05", stale: false)
         devices["tab\there\u{1}"] = DeviceRecord(lat: 47.1234567890123, lon: 10, tst: 0, lang: nil, district: bavaria,
                                                  phase: "darkred", dataDate: "2020-11-05", stale: false)
+        // Seen only in old fixes: its first alert is still due (`alerts.max_fix_age`).
+        devices["bob/queued"] = DeviceRecord(lat: 48.1, lon: 11.6, tst: 1_599_990_000, lang: nil, district: bavaria,
+                                             phase: "red", dataDate: "2020-10-15", stale: false, owntracks: true, announced: false)
         let mark = JournalMark(segment: 3, handled: 10, lastSeq: 12, lastAlertID: 4, pendingAlerts: [
             PendingAlert(id: 4, message: OutgoingMessage(topic: "ampel/device/a/alert", text: #"{"to":"red"}"#, qos: 1, retain: false,
                                                          expiry: .seconds(3600)),
@@ -51,7 +54,8 @@ struct StateFileReaderTests {
          { "devices" : { "\\u0063af\\u00e9\\ud834\\udd1e" : { "stale":false ,"phase":"green","extra":[1,{"x":null}],
             "dataDate":"2020-10-15","tst":5,"lon":1.5E1,"lat":-2.25e-1,"district":{"type":null,"state":"Bayern","ags":"09171","name":"LK Alt\\u00f6tting","more":true} },
             "b":{"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true,"owntracks":null},
-            "c":{"owntracks":true,"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true} },
+            "c":{"owntracks":true,"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true,"announced":false},
+            "d":{"lat":0,"lon":0,"tst":0,"phase":"outside","dataDate":"2020-10-15","stale":true,"announced":null} },
           "future":{"a":[true,false,null,"s"]}, "districts":{"09171":"green"}, "version":1 }\r\n
         """
         let data = Data(text.utf8)
@@ -61,6 +65,8 @@ struct StateFileReaderTests {
         #expect(read.devices["caf\u{e9}\u{1D11E}"]?.district?.name == "LK Altötting")
         #expect(read.devices["b"]?.lang == nil && read.devices["b"]?.district == nil)
         #expect(read.devices["b"]?.owntracks == false && read.devices["c"]?.owntracks == true)
+        // A file of a version before `announced`: every device in it was announced.
+        #expect(read.devices["b"]?.announced == true && read.devices["c"]?.announced == false && read.devices["d"]?.announced == true)
         #expect(read.journal == nil)
     }
 
@@ -95,6 +101,7 @@ struct StateFileReaderTests {
             #"{"version":1,"districts":{},"devices":{"\q":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false}}}"#,
             #"{"version":1,"districts":{"a":1},"devices":{}}"#,
             #"{"version":1,"districts":{},"devices":{"d":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false,"owntracks":1}}}"#,
+            #"{"version":1,"districts":{},"devices":{"d":{"lat":1,"lon":2,"tst":3,"phase":"red","dataDate":"x","stale":false,"announced":0}}}"#,
             #"{"version":1,"districts":{},"devices":{"# + device + "}} x",
             #"{"version":1,"districts":{},"devices":{"# + device.replacingOccurrences(of: #""tst":3"#, with: #""tst":99999999999999999999"#) + "}}",
         ]

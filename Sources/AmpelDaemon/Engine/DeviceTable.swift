@@ -23,8 +23,8 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         var dataDate: UInt16
         /// 0: none; otherwise `Language.allCases` index + 1.
         var lang: UInt8
-        /// ``stale`` and ``owntracks`` as bits: a second `Bool` would make the entry 33 bytes,
-        /// laid out in 40.
+        /// ``stale``, ``owntracks`` and ``unannounced`` as bits: a second `Bool` would make the
+        /// entry 33 bytes, laid out in 40.
         var flags: UInt8
         /// When the engine last published the device's state (its clock, seconds since 1970,
         /// up to 2106), 0 for not in this run: the `on_change` heartbeat. Not a part of the
@@ -34,6 +34,8 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
         static let none = UInt16.max
         static let stale: UInt8 = 1
         static let owntracks: UInt8 = 2
+        /// Set when the record is not ``DeviceRecord/announced``: the common case, announced, is 0.
+        static let unannounced: UInt8 = 4
     }
 
     /// Distinct values, each stored once and referred to by its position.
@@ -155,7 +157,7 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
                      lang: entry.lang == 0 ? nil : Language.allCases[Int(entry.lang) - 1].rawValue,
                      district: entry.district == Entry.none ? nil : districts[entry.district],
                      phase: texts[entry.phase], dataDate: texts[entry.dataDate], stale: entry.flags & Entry.stale != 0,
-                     owntracks: entry.flags & Entry.owntracks != 0)
+                     owntracks: entry.flags & Entry.owntracks != 0, announced: entry.flags & Entry.unannounced == 0)
     }
 
     private mutating func entry(_ record: DeviceRecord) -> Entry {
@@ -164,6 +166,7 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
                      district: record.district.map { districts.position(of: $0) } ?? Entry.none,
                      phase: texts.position(of: record.phase), dataDate: texts.position(of: record.dataDate),
                      lang: lang.map { UInt8(Language.allCases.firstIndex(of: $0)! + 1) } ?? 0,
-                     flags: (record.stale ? Entry.stale : 0) | (record.owntracks ? Entry.owntracks : 0))
+                     flags: (record.stale ? Entry.stale : 0) | (record.owntracks ? Entry.owntracks : 0)
+                        | (record.announced ? 0 : Entry.unannounced))
     }
 }

@@ -21,13 +21,21 @@ public struct DeviceRecord: Codable, Sendable, Hashable {
     /// (``OwnTracksNotices``). Kept with the record, so an alert that new data brings later
     /// reaches the phone too.
     public var owntracks = false
+    /// The device's first alert has gone out. `false` for a device seen so far only in fixes
+    /// older than `alerts.max_fix_age` (a phone's queue delivered late): its state shows where
+    /// those put it, but nobody was told, so its next fresh fix alerts as a first sighting,
+    /// whatever its phase. Persisted with the record: a restart in between must neither lose
+    /// that alert nor send it twice.
+    public var announced = true
 }
 
 extension DeviceRecord {
     // A state file written before `owntracks` existed has no such member: the device is then
     // no OwnTracks phone until its next fix says so. The file writes it only when `true`.
+    // Likewise `announced`, written only when `false`: every device of an older file was
+    // announced at its first fix.
     private enum CodingKeys: String, CodingKey {
-        case lat, lon, tst, lang, district, phase, dataDate, stale, owntracks
+        case lat, lon, tst, lang, district, phase, dataDate, stale, owntracks, announced
     }
 
     public init(from decoder: any Decoder) throws {
@@ -37,7 +45,8 @@ extension DeviceRecord {
                   district: try c.decodeIfPresent(Signal.DistrictRef.self, forKey: .district),
                   phase: try c.decode(String.self, forKey: .phase), dataDate: try c.decode(String.self, forKey: .dataDate),
                   stale: try c.decode(Bool.self, forKey: .stale),
-                  owntracks: try c.decodeIfPresent(Bool.self, forKey: .owntracks) ?? false)
+                  owntracks: try c.decodeIfPresent(Bool.self, forKey: .owntracks) ?? false,
+                  announced: try c.decodeIfPresent(Bool.self, forKey: .announced) ?? true)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -51,6 +60,7 @@ extension DeviceRecord {
         try c.encode(dataDate, forKey: .dataDate)
         try c.encode(stale, forKey: .stale)
         if owntracks { try c.encode(true, forKey: .owntracks) }
+        if !announced { try c.encode(false, forKey: .announced) }
     }
 }
 
@@ -117,7 +127,8 @@ public struct SignalEngine: Sendable {
         /// about 10 ms to build (2,000 held fixes back 40 ms at 1,000,000 devices).
         public var recoveryBatch: Int
         /// A fix older than this when it arrives (its `tst` against the time it arrived) moves
-        /// no device into another phase and so alerts no one; `nil` for no limit.
+        /// no device into another phase and so alerts no one, not even as a first sighting
+        /// (``DeviceRecord/announced``); `nil` for no limit.
         public var maxFixAge: Duration?
         /// A fix whose `acc` is above this many metres moves no device into another district;
         /// `nil` for no limit.
@@ -535,12 +546,16 @@ public struct SignalEngine: Sendable {
             return [.dropped(.inaccurate)]
         }
         var actions: [Action] = []
+        let old = settings.maxFixAge.map { receivedAt - tst > Int($0.components.seconds) } ?? false
+        // What the device's people were last told: nothing for a device not seen before, nor
+        // for one seen so far only in old fixes (not ``DeviceRecord/announced``). Only a phase
+        // announced is kept while a move waits; one never announced has nothing to keep.
+        let announced = previous.flatMap { $0.announced ? $0 : nil }
         // The signal the record takes: the fix's own, or the one last announced while a move
         // into another phase waits to be confirmed.
         var chosen = here
         let pendingKey = Array(key.utf8)
-        if let previous, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
-            let old = settings.maxFixAge.map { receivedAt - tst > Int($0.components.seconds) } ?? false
+        if let previous = announced, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
             var entered: PendingPhase
             if let current = pending[pendingKey], current.phase == signal.phase {
                 entered = current
@@ -570,20 +585,34 @@ public struct SignalEngine: Sendable {
         // The signal names the district as the data knows it (the geometry's name where the data does not).
         let state = chosen.state
         let shown = chosen.signal
+        // A first alert by an old fix would be about where the person was (a phone's queue,
+        // delivered late): the device stays unannounced, and its first fresh fix alerts as a
+        // first sighting, even in the same phase. Counted where an alert would have gone out
+        // without `alerts.max_fix_age`: at the first sighting, and at each old crossing after it.
+        let alerting: Bool
+        if let announced {
+            alerting = announced.phase != shown.phase
+        } else {
+            alerting = !old
+            if old, previous?.phase != shown.phase { actions.append(.alertSuppressed(.oldFix)) }
+        }
         let record = DeviceRecord(lat: fix.latitude, lon: fix.longitude, tst: tst, lang: messageLang,
                                   district: shown.district, phase: shown.phase, dataDate: shown.dataDate, stale: shown.stale,
-                                  owntracks: fix.owntracks)
-        let publishState = stateDue(key: key, previous: previous, record, language: language, lastPublished: known?.statePublished, now: receivedAt)
+                                  owntracks: fix.owntracks, announced: announced != nil || !old)
+        // An alert always has its state right after it, even in a phase the state showed already:
+        // the state is the alert's witness across a crash (decision 20).
+        let publishState = alerting
+            || stateDue(key: key, previous: previous, record, language: language, lastPublished: known?.statePublished, now: receivedAt)
         devices.set(key, record, statePublished: publishState ? receivedAt : known?.statePublished)
         actions.append(.persist(.device(key: key, record: record)))
         if previous == nil { actions += deviceDiscovery(key) }
         actions += ownTracksCard(key, record)
         // The alert before the state: the retained state then witnesses that the broker took
         // the alert (one connection, in order), which a restart checks before sending it again.
-        if previous?.phase != shown.phase {
-            actions.append(.publish(deviceAlert(key, from: previous?.phase, shown), kind: .deviceAlert))
+        if alerting {
+            actions.append(.publish(deviceAlert(key, from: announced?.phase, shown), kind: .deviceAlert))
             actions += ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0)  // `acc` may be any finite distance
-            actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: previous?.phase, shown)
+            actions += notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: announced?.phase, shown)
         }
         if publishState { actions.append(.publish(deviceState(key, record, state), kind: .deviceState)) }
         if started {
@@ -907,7 +936,11 @@ public struct SignalEngine: Sendable {
             devices[key] = record
             actions.append(.persist(.device(key: key, record: record)))
         }
-        if previousPhase != signal.phase {
+        if previousPhase != signal.phase, !record.announced {
+            // Its only positions are old fixes: nobody was told its phase, and a change of the
+            // phase where it was is no news either. Its first fresh fix alerts (``apply``).
+            actions.append(.alertSuppressed(.oldFix))
+        } else if previousPhase != signal.phase {
             actions += ownTracksCard(key, record)
             actions.append(.publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert))
             // New data moved the device, not a fix: the transition happened when that data

@@ -83,8 +83,9 @@ enum JournalRecord: Sendable, Equatable {
             writer.u64(record.lat.bitPattern)
             writer.u64(record.lon.bitPattern)
             writer.u64(UInt64(bitPattern: Int64(record.tst)))
-            // Flags in the byte that held only `stale`: a journal of an earlier version reads the same.
-            writer.u8((record.stale ? 1 : 0) | (record.owntracks ? 2 : 0))
+            // Flags in the byte that held only `stale`: a journal of an earlier version reads the
+            // same (its devices were all announced, and 4 is set only for one that is not).
+            writer.u8((record.stale ? 1 : 0) | (record.owntracks ? 2 : 0) | (record.announced ? 0 : 4))
             writer.u8(record.district == nil ? 0 : 1)
             writer.optional(record.lang)
             if let district = record.district {
@@ -172,7 +173,8 @@ enum JournalRecord: Sendable, Equatable {
             guard let phase = reader.string16(), let dataDate = reader.string16() else { return nil }
             record = .device(key: key, record: DeviceRecord(
                 lat: Double(bitPattern: lat), lon: Double(bitPattern: lon), tst: Int(Int64(bitPattern: tst)), lang: lang,
-                district: district, phase: phase, dataDate: dataDate, stale: stale & 1 != 0, owntracks: stale & 2 != 0))
+                district: district, phase: phase, dataDate: dataDate, stale: stale & 1 != 0, owntracks: stale & 2 != 0,
+                announced: stale & 4 == 0))
         case .district:
             guard let ags = reader.string16(), let phase = reader.string16() else { return nil }
             record = .district(ags: ags, phase: phase)

@@ -116,7 +116,7 @@ struct StateFileReader {
     private mutating func record() throws(Failure) -> DeviceRecord {
         let start = position
         var lat: Double?, lon: Double?, tst: Int?, phase: String?, dataDate: String?, stale: Bool?
-        var lang: String?, district: Signal.DistrictRef?, owntracks: Bool?
+        var lang: String?, district: Signal.DistrictRef?, owntracks: Bool?, announced: Bool?
         try object { reader, key throws(Failure) in
             if key.equals("lat") {
                 lat = try reader.double()
@@ -136,6 +136,8 @@ struct StateFileReader {
                 stale = try reader.bool()
             } else if key.equals("owntracks") {
                 owntracks = try reader.nullOr { reader throws(Failure) in try reader.bool() }
+            } else if key.equals("announced") {
+                announced = try reader.nullOr { reader throws(Failure) in try reader.bool() }
             } else {
                 try reader.skipValue(depth: 0)
             }
@@ -144,7 +146,7 @@ struct StateFileReader {
             throw Failure(offset: start, reason: "a device record without lat, lon, tst, phase, dataDate or stale")
         }
         return DeviceRecord(lat: lat, lon: lon, tst: tst, lang: lang, district: district, phase: phase, dataDate: dataDate, stale: stale,
-                            owntracks: owntracks ?? false)
+                            owntracks: owntracks ?? false, announced: announced ?? true)
     }
 
     /// A district object; the same bytes again give the same (shared) value without parsing.

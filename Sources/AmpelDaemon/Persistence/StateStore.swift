@@ -147,6 +147,9 @@ public struct StateStore: Sendable {
                     json.number(record.tst)
                     // Only when true: most devices are not OwnTracks phones, and a file without it reads as `false`.
                     if record.owntracks { json.raw(#","owntracks":true"#) }
+                    // Only when false: a device waiting for its first alert is rare, and a file
+                    // without it (any file of an earlier version) reads as announced.
+                    if !record.announced { json.raw(#","announced":false"#) }
                     json.raw(#","lang":"#)
                     json.string(record.lang)
                     json.raw(#","district":"#)
