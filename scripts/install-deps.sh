@@ -7,8 +7,10 @@ set -euo pipefail
 # python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
 # nats-server (2.9): the clustered MQTT broker of the cluster tests and benchmark (Tests/AmpelTestSupport/NatsCluster.swift, docs/deploy.md).
 # chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
+# rabbitmq-server (3.10, MQTT 3.1.1 through its rabbitmq_mqtt plugin): the RabbitMQ end-to-end test, which starts a node of
+#   its own on free ports (Tests/AmpelTestSupport/RabbitMQBroker.swift, docs/deploy.md); the package's own service is not used.
 packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux
-  chromium chromium-driver nats-server)
+  chromium chromium-driver nats-server rabbitmq-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -105,6 +105,13 @@ public final class MQTTTransport: DaemonTransport {
                     message: error.message + "; the broker does not speak MQTT 5 (nats-server speaks 3.1.1 only): set mqtt.protocol: \"3.1.1\""))
             }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
+            // RabbitMQ before 3.13 cannot parse an MQTT 5 CONNECT and closes the connection
+            // without a CONNACK: a lost connection, retried, with no word of the protocol. A drop
+            // before the CONNACK has other causes too, so this stays a hint on the retried error.
+            if error.code == .connectionLost, client.configuration.protocolVersion == .v5 {
+                throw MQTTError(code: error.code, reasonCode: error.reasonCode, message: error.message
+                    + " (before the broker's CONNACK: a broker that speaks only MQTT 3.1.1, such as RabbitMQ before 3.13, does this; then set mqtt.protocol: \"3.1.1\")")
+            }
             throw error
         }
     }
