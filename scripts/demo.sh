@@ -45,7 +45,9 @@ devices=(anna/car ben/bike taxi1 van2)
 say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
 
 # --- Build ------------------------------------------------------------------------------
-scripts/install-deps.sh
+# Only what the demo runs (broker, MQTT client library, Python for the simulator, tmux): the
+# test tools (Home Assistant, Chromium, Selenium, nats-server) come with scripts/test.sh.
+scripts/install-base-deps.sh
 if [ -n "${AMPEL_BIN:-}" ]; then
   bin=$AMPEL_BIN
 else

@@ -1,29 +1,22 @@
 #!/usr/bin/env bash
-# Installs what Ampel needs on a fresh Debian machine (Swift 6.3 itself is expected on PATH,
-# e.g. /opt/swift/usr/bin), and Home Assistant core in a cached venv for the discovery test.
+# Installs what Ampel's tests need on a fresh Debian machine (Swift 6.3 itself is expected on
+# PATH, e.g. /opt/swift/usr/bin): what scripts/install-base-deps.sh installs for building and
+# the demo, the test tools beside it, and Home Assistant core and Selenium in cached venvs.
+# Run by scripts/test.sh and .ci/run; the demo runs scripts/install-base-deps.sh alone.
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
+# Test tools only, installed with the base packages in one apt run:
+# openssl: the TLS test certificates (Tests/AmpelTestSupport/TLSTestCertificates.swift) and deploy/mosquitto/check.sh.
+# python3-venv: the Home Assistant and Selenium venvs below.
 # python3-jsonschema: the OwnTracks schema check of the end-to-end tests (Tests/AmpelCLITests/Fixtures/owntracks).
 # python3-prometheus-client: the `/metrics` test parses the exposition with the reference parser (Tests/AmpelCLITests/RunHTTPTests.swift).
 # nats-server (2.9): the clustered MQTT broker of the cluster tests and benchmark (Tests/AmpelTestSupport/NatsCluster.swift, docs/deploy.md).
 # chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
 # rabbitmq-server (3.10, MQTT 3.1.1 through its rabbitmq_mqtt plugin): the RabbitMQ end-to-end test, which starts a node of
 #   its own on free ports (Tests/AmpelTestSupport/RabbitMQBroker.swift, docs/deploy.md); the package's own service is not used.
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config openssl python3 python3-venv python3-jsonschema python3-prometheus-client tmux
+packages=(openssl python3-venv python3-jsonschema python3-prometheus-client
   chromium chromium-driver nats-server rabbitmq-server)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-command -v swift >/dev/null || { echo "swift is not on PATH (Swift 6.3 toolchain needed)" >&2; exit 1; }
+"$(dirname "$0")/install-base-deps.sh" "${packages[@]}"
 
 # Home Assistant core in a venv, for scripts/ha-validate.py (the discovery configs checked with
 # Home Assistant's own schemas, docs/homeassistant.md). Cached per version: installed once

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building Ampel and running it and its demo need on a fresh Debian machine
+# (Swift 6.3 itself is expected on PATH, e.g. /opt/swift/usr/bin), and nothing the tests alone
+# use: scripts/demo.sh runs this; scripts/install-deps.sh adds the test tools (a newcomer's
+# first command took minutes installing Home Assistant, Chromium and Selenium, issue 29).
+#
+#   scripts/install-base-deps.sh [PACKAGE ...]   also the Debian packages named, in the same
+#                                                apt run (scripts/install-deps.sh's test tools)
+#
+# Idempotent: asks apt for nothing when every package is there.
+set -euo pipefail
+# mosquitto, mosquitto-clients: the demo's throw-away broker, its mosquitto_sub observers and
+# the simulator's mosquitto_pub (scripts/demo.sh, scripts/demo/simulate.py).
+# libmosquitto-dev, pkg-config: the MQTT client library, found through pkg-config (Package.swift, CMosquitto).
+# zlib1g-dev: swift-nio-extras links -lz (HTTP compression of the web client).
+# python3: the demo's simulator and views, and the free-port helper (scripts/lib/broker.sh).
+# tmux: the interactive demo's two panes (the lamp above the alert log).
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config zlib1g-dev python3 tmux "$@")
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "swift is not on PATH (Swift 6.3 toolchain needed)" >&2; exit 1; }
