@@ -13,10 +13,23 @@ Used by Tests/AmpelCLITests/PageBrowserTests.swift, which runs the daemon and th
      devices, the bridge card's text, and at 390 px wide each table's widths against its
      scroll container's and whether the phase and last-fix cells lie within it.
 Each finding is one line on stdout; the exit status is 0 only when all checks pass.
+
+With --data-check (the data badge, issue 30.3) it starts the browser first and prints BROWSER,
+then waits for its standard input to end (the test closes it once the daemon it starts serves
+the page) and reads the page's base URL from --url-file, so the time until the page shows the
+data counts from the daemon's start, not the browser's. It loads --path and waits (up to --wait
+seconds) until the header and the lines under it hold every --expect text, and prints
+"data seen <epoch seconds or null>"; then, over that render and the next two polls, whether the
+page's text ever held a --never word; then what the header, the lines under it and the bridge
+card say, and the same for --other-path (the other language). It reads only what the page's
+first version had as well (header.top, the visible .banner elements, the bridge card), so the
+test's assertions can be run against an older page.
 """
 import argparse
 import json
+import re
 import sys
+import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -51,19 +64,96 @@ def shoot(driver, path, width):
     say("screenshot", path)
 
 
+# The header (its badges and links alone in meta: the tagline says "live from the daemon"), the
+# visible lines under it, and the bridge card, as a person reads them.
+DATA_TEXTS = """
+    const header = document.querySelector('header.top');
+    const notices = [...document.querySelectorAll('.banner')].filter(b => !b.hidden).map(b => b.innerText.trim());
+    const bridge = document.getElementById('h-bridge');
+    const badge = document.getElementById('data-badge');
+    const meta = header && header.querySelector('.meta');
+    return {header: header ? header.innerText.replace(/\\s+/g, ' ').trim() : null, notices: notices,
+            meta: meta ? meta.innerText.replace(/\\s+/g, ' ').trim() : null,
+            bridge: bridge ? bridge.closest('section').innerText.replace(/\\s+/g, ' ').trim() : null,
+            badgeClass: badge ? badge.className : null, polls: Number(document.body.dataset.polls || 0)};
+"""
+
+
+def data_texts(driver):
+    return driver.execute_script(DATA_TEXTS)
+
+
+def loaded(driver, url):
+    """Loads url and waits for the script's first finished poll."""
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: polls(d) >= 1)
+
+
+def data_check(driver, args):
+    failures = 0
+    say("BROWSER")
+    sys.stdin.read()  # the test closes it once the page is served
+    with open(args.url_file) as f:
+        base = f.read().strip()
+    driver.get(base + args.path)
+    seen = None
+
+    def shows_all(d):
+        texts = data_texts(d)
+        text = (texts["header"] or "") + "\n" + "\n".join(texts["notices"])
+        return all(e in text for e in args.expect)
+    try:
+        WebDriverWait(driver, args.wait, poll_frequency=0.1).until(shows_all)
+        seen = time.time()
+    except Exception as error:  # a timeout: what it shows instead is reported below
+        say("FAIL the page never showed", json.dumps(args.expect, ensure_ascii=False), type(error).__name__)
+        failures += 1
+    say("data seen", json.dumps(seen))
+    # The words it must never show, at this render and after each of the next two polls.
+    found = {word: False for word in args.never}
+    for round in range(3):
+        if round:
+            next_poll(driver, 20)
+        body = driver.execute_script("return document.body.innerText")
+        for word in args.never:
+            if re.search(r"\b" + re.escape(word) + r"\b", body, re.IGNORECASE):
+                found[word] = True
+    say("data never", json.dumps(found, ensure_ascii=False))
+    say("data texts", json.dumps(data_texts(driver), ensure_ascii=False))
+    if args.other_path:
+        loaded(driver, base + args.other_path)
+        next_poll(driver, 20)
+        say("data other", json.dumps(data_texts(driver), ensure_ascii=False))
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--expected", required=True)
-    parser.add_argument("--device", required=True)
+    parser.add_argument("--url")
+    parser.add_argument("--expected")
+    parser.add_argument("--device")
+    parser.add_argument("--data-check", action="store_true")
+    parser.add_argument("--url-file")
+    parser.add_argument("--path", default="/")
+    parser.add_argument("--other-path")
+    parser.add_argument("--expect", action="append", default=[])
+    parser.add_argument("--never", action="append", default=[])
+    parser.add_argument("--wait", type=float, default=30)
     parser.add_argument("--also-device", action="append", default=[])
     parser.add_argument("--default-url")
-    parser.add_argument("--shots", required=True)
+    parser.add_argument("--shots")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     args = parser.parse_args()
-    with open(args.expected) as f:
-        expected = json.load(f)
+    if args.data_check:
+        if not args.url_file:
+            parser.error("--data-check needs --url-file")
+    elif not (args.url and args.expected and args.device and args.shots):
+        parser.error("--url, --expected, --device and --shots are required")
+    expected = {}
+    if not args.data_check:
+        with open(args.expected) as f:
+            expected = json.load(f)
 
     options = webdriver.ChromeOptions()
     options.binary_location = args.chromium
@@ -72,6 +162,13 @@ def main():
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(args.chromedriver), options=options)
     failures = 0
+    if args.data_check:
+        try:
+            failures = data_check(driver, args)
+        finally:
+            driver.quit()
+        say("failures", failures)
+        return 1 if failures else 0
     try:
         scheme(driver, "light")
         if args.default_url:

@@ -9,7 +9,7 @@ public enum DistrictPage {
         let district = model.district
         let lang = model.language.rawValue
         var html = StatusPage.head(title: district.name + " – Ampel", language: model.language)
-        html += StatusPage.header(text: text, data: model.data, live: false)
+        html += StatusPage.header(text: text, data: model.data, connection: false)
         html += #"<main class="district-page"><p><a href="/?lang=\#(lang)">← \#(htmlEscaped(text.back))</a></p>"#
 
         html += #"<section class="card" id="district" data-ags="\#(district.ags)" data-phase="\#(district.phase.id)"><div class="phase-head"><span class="big" style="background:\#(MapSVG.fill(district))"></span><div>"#

@@ -23,13 +23,15 @@ public enum MapSVG {
         svg += #"<defs><pattern id="hatch" width="14" height="14" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="5" height="14" class="hatch-stroke"/></pattern><clipPath id="region">"#
         for shape in shapes.shapes { svg += ##"<use href="#d\##(shape.ags)"/>"## }
         svg += "</clipPath></defs><g class=\"districts\">"
+        // The data as the header's badge names it (`Snapshot · 2020-10-15`, `Live · … (stale)`).
+        let dataLine = "\n" + text.dataDate + ": " + text.badge(data).text
         for shape in shapes.shapes {
             let status = districts[shape.ags]
             let name = status?.name ?? shape.name
             let phase = status?.phase ?? .noData
             var tooltip = name + "\n" + text.incidence + ": " + text.incidence(status?.incidence)
             tooltip += "\n" + text.phase + ": " + text.phaseName(phase)
-            tooltip += "\n" + text.dataDate + ": " + (data.dataDate ?? "–") + (data.stale ? " (" + text.stale + ")" : "")
+            tooltip += dataLine
             svg += #"<path id="d\#(shape.ags)" class="district" data-ags="\#(shape.ags)" data-name="\#(htmlEscaped(name))" data-phase="\#(phase.id)""#
             if let incidence = status?.incidence, incidence.isFinite { svg += #" data-incidence="\#(incidence)""# }
             svg += #" fill="\#(fill(status))" d="\#(shape.path)"><title>\#(htmlEscaped(tooltip))</title></path>"#

@@ -42,19 +42,59 @@ public struct DistrictStatus: Sendable, Hashable {
     }
 }
 
-/// The data the page's figures come from.
+/// What kind of data is in force: `bridge/info`'s `dataKind` (the daemon's `DataKind`), which
+/// the page's badge names with the data's day.
+public enum PageDataKind: String, Sendable, Hashable, CaseIterable {
+    /// Fetched from the live source (in this run, or its cache from an earlier one).
+    case live
+    /// The bundled snapshot standing in for a live source that has not answered.
+    case standIn = "stand-in"
+    /// A bundled snapshot chosen by `--source snapshot`.
+    case snapshot
+    /// The bundled daily history.
+    case history
+    /// `ampel replay`'s walk through the history.
+    case replay
+
+    /// For a status that names no kind: what its source's name says (`snapshot:2020-10-15`,
+    /// `bundled:…`, `history…`, `replay`); any other source is a live one.
+    public init(source: String) {
+        if source == "replay" {
+            self = .replay
+        } else if source.hasPrefix("history") {
+            self = .history
+        } else if source.hasPrefix("snapshot") || source.hasPrefix("bundled") {
+            self = .snapshot
+        } else {
+            self = .live
+        }
+    }
+}
+
+/// The data the page's figures come from, in the words of `bridge/info`.
 public struct PageDataStatus: Sendable, Hashable {
     /// `YYYY-MM-DD`, the publication day; `nil` before data is loaded.
     public var dataDate: String?
-    /// `rki`, `snapshot:2020-10-15`, …
+    /// `rki`, `snapshot:2020-10-15`, … (a stand-in's is the bundled snapshot's).
     public var source: String
     /// Older than allowed or the live source failing: the page must not show it as current.
     public var stale: Bool
+    public var kind: PageDataKind
+    /// Why the live source failed since its last success (set from a first failed attempt on,
+    /// while its retries run); `nil` while it answers.
+    public var lastError: String?
+    /// Why a new publication is held back as a possibly wrong release, while it is.
+    public var held: String?
 
-    public init(dataDate: String?, source: String, stale: Bool) {
+    /// - Parameter kind: `nil` takes it from `source` (``PageDataKind/init(source:)``).
+    public init(dataDate: String?, source: String, stale: Bool, kind: PageDataKind? = nil, lastError: String? = nil,
+                held: String? = nil) {
         self.dataDate = dataDate
         self.source = source
         self.stale = stale
+        self.kind = kind ?? PageDataKind(source: source)
+        self.lastError = lastError
+        self.held = held
     }
 }
 

@@ -24,12 +24,45 @@ function counterTexts(c){const out=[];
  return out;}
 """#
 
+    /// The data badge and the lines under the header, built from `bridge/info` as
+    /// ``PageText/badge(_:)`` and ``PageText/notices(_:)`` build them on the server, from the
+    /// same words and templates (`cfg.dataText`, ``PageText``'s `dataStrings`); on its own so a
+    /// test can run both sides on the same input.
+    static let dataStatus = #"""
+/* The data in force from bridge/info's dataKind, dataDate, source, stale, lastError and held,
+   in the words of D (the page's dataText). */
+function has(o,k){return o!=null&&Object.prototype.hasOwnProperty.call(o,k);}
+/* {name} replaced in one pass: a value holding "{day}" (an error text) stays as it is. */
+function fill(t,v){return t.replace(/\{(\w+)\}/g,(m,k)=>has(v,k)?v[k]:m);}
+/* A bridge/info without dataKind (an older daemon): the kind its source's name says. */
+function kindOf(i,D){const k=i&&i.dataKind;if(has(D.kinds,k))return k;const s=String((i&&i.source)||"");
+ return s==="replay"?"replay":s.startsWith("history")?"history":s.startsWith("snapshot")||s.startsWith("bundled")?"snapshot":"live";}
+/* 2020-11-23 in English, 23.11.2020 in German. */
+function dayText(iso,D){if(iso==null)return "–";const d=String(iso);if(!/^\d{4}-\d{2}-\d{2}$/.test(d))return d;
+ return D.lang==="de"?d.slice(8)+"."+d.slice(5,7)+"."+d.slice(0,4):d;}
+/* A stand-in's source is the bundled snapshot's; the live sources are the RKI's. */
+function sourceName(i,k,D){const s=String((i&&i.source)||"");if(has(D.sources,s))return D.sources[s];
+ if(k==="live"||k==="stand-in")return D.sources.rki;return s||"–";}
+/* "Snapshot · 2020-11-05"; green only for live data that is not stale. */
+function dataBadge(i,D){const k=kindOf(i,D),live=k==="live",stale=!!(i&&i.stale);
+ return {text:D.kinds[k]+" · "+dayText(i&&i.dataDate,D)+(live&&stale?" ("+D.stale+")":""),
+  tone:live&&!stale?"ok":live||k==="stand-in"?"warn":"fixed",title:D.titles[k]};}
+/* Why the source failed, else why the data is stale; a held publication on its own line. */
+function dataNotices(i,D){i=i||{};const k=kindOf(i,D),out=[];
+ const v={source:sourceName(i,k,D),data:D.data[k],day:dayText(i.dataDate,D),error:i.lastError?show(i.lastError):"",held:i.held?show(i.held):""};
+ if(i.lastError)out.push({id:"data-error",text:fill(D.unreachableReasons.some(p=>v.error.startsWith(p))?D.unreachable:D.failed,v)});
+ else if(i.stale)out.push({id:"data-stale",text:fill(k==="stand-in"?D.waiting:D.staleLine,v)});
+ if(i.held)out.push({id:"data-held",text:fill(D.held,v)});
+ return out;}
+"""#
+
     static let js = #"""
 (function(){
 "use strict";
-"""# + values + #"""
+"""# + values + dataStatus + #"""
 const cfg=JSON.parse(document.getElementById("page-config").textContent);
 const S=cfg.strings;
+const D=cfg.dataText;
 const nf=new Intl.NumberFormat(cfg.lang==="de"?"de-DE":"en-GB",{minimumFractionDigits:1,maximumFractionDigits:1});
 const rank={green:0,yellow:1,red:2,darkred:3,outside:-1,none:-2};
 const $=(id)=>document.getElementById(id);
@@ -52,7 +85,7 @@ const paths=new Map();document.querySelectorAll("#map .district").forEach(p=>pat
 function showTip(p,ev){const d=p.dataset;tip.replaceChildren(el("b",{text:d.name}),
  el("div",{text:S.incidence+": "+inc(d.incidence===undefined?null:Number(d.incidence))}),
  el("div",{text:S.phase+": "+phaseName(d.phase)}),
- el("div",{text:S.dataDate+": "+(cfg.dataDate||"–")+(cfg.stale?" ("+S.stale+")":"")}));
+ el("div",{text:S.dataDate+": "+dataBadge(cfg.data,D).text}));
  tip.hidden=false;const x=Math.min(ev.clientX+14,window.innerWidth-tip.offsetWidth-8),y=Math.min(ev.clientY+14,window.innerHeight-tip.offsetHeight-8);
  tip.style.left=x+"px";tip.style.top=y+"px";}
 paths.forEach(p=>{p.addEventListener("mousemove",ev=>showTip(p,ev));p.addEventListener("mouseleave",()=>{tip.hidden=true;});
@@ -76,21 +109,23 @@ function filterRows(){const q=$("district-filter").value.trim().toLocaleLowerCas
 document.querySelectorAll("#district-table th[data-sort]").forEach(th=>th.addEventListener("click",()=>{
  if(sortKey===th.dataset.sort)sortDir=-sortDir;else{sortKey=th.dataset.sort;sortDir=sortKey==="name"?1:-1;}sortRows();}));
 $("district-filter").addEventListener("input",filterRows);
-function setStale(stale,dataDate){cfg.stale=!!stale;if(dataDate)cfg.dataDate=dataDate;
- $("map").classList.toggle("stale",cfg.stale);$("stale-banner").hidden=!cfg.stale;
- const pill=$("stale-pill");pill.textContent=cfg.stale?S.stale:S.current;pill.classList.toggle("stale",cfg.stale);
- $("data-date").textContent=cfg.dataDate||"–";}
+/* The header's badge, the lines under it and the map's hatching, from bridge/info at each poll. */
+function renderData(info){cfg.data=info;const b=dataBadge(info,D),badge=$("data-badge");
+ if(badge.textContent!==b.text)badge.textContent=b.text;badge.className="pill data "+b.tone;badge.title=b.title;
+ const lines=dataNotices(info,D),box=$("data-notice");
+ /* Rewritten only when a line changed: the box is an alert, read out again at each change. */
+ const same=box.children.length===lines.length&&lines.every((l,n)=>box.children[n].id===l.id&&box.children[n].textContent===l.text);
+ if(!same)box.replaceChildren(...lines.map(l=>el("p",{id:l.id,text:l.text})));box.hidden=!lines.length;
+ $("map").classList.toggle("stale",!!info.stale);}
 async function pollDistricts(){const json=await get(cfg.api.districts);const items=list(json,"districts");
- let stale=false,date=null;
  for(const s of items){const ags=s.ags||(s.district&&s.district.ags);const p=paths.get(ags);if(!p)continue;
   const phase=s.phase||"none";const fill=s.color||cfg.noDataFill;
   if(p.getAttribute("fill")!==fill)p.setAttribute("fill",fill);p.dataset.phase=phase;
   if(typeof s.incidence==="number")p.dataset.incidence=String(s.incidence);else delete p.dataset.incidence;
-  if(s.stale)stale=true;if(s.dataDate)date=s.dataDate;
   const row=tbody.querySelector('tr[data-ags="'+ags+'"]');const name=(s.district&&s.district.name)||p.dataset.name;
   const fresh=districtRow({ags:ags,name:name,incidence:typeof s.incidence==="number"?s.incidence:null,phase:phase,fill:fill});
   if(row){fresh.hidden=row.hidden;row.replaceWith(fresh);}else tbody.append(fresh);}
- if(items.length)setStale(stale,date);sortRows();}
+ sortRows();}
 
 /* Devices: one page at a time from the API, never the whole table */
 const dev={cursors:[""],index:0,q:"",limit:cfg.pageSize,next:null};
@@ -121,9 +156,13 @@ $("device-search").addEventListener("input",ev=>{clearTimeout(searchTimer);searc
 /* Bridge and lamps */
 function fact(dl,name,value,cls){dl.append(el("dt",{text:name}),el("dd",cls?{cls:cls,text:value}:{text:value}));}
 function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.replaceChildren();
- fact(dl,cfg.text.source,info.source||"–");fact(dl,S.dataDate,info.dataDate||"–");
+ if(b.info)renderData(b.info);
+ /* The kind, not "current": old fixed data is a snapshot of its day, not stale and not current. */
+ const kind=kindOf(info,D),tone=dataBadge(info,D).tone;
+ fact(dl,cfg.text.source,info.source||"–");
+ fact(dl,cfg.text.dataKind,D.kinds[kind]+(kind==="live"&&info.stale?" ("+D.stale+")":""),tone==="ok"?"state-on":tone==="warn"?"state-off":null);
+ fact(dl,S.dataDate,info.dataDate||"–");
  if(info.dataDate){const d=Date.parse(info.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
- fact(dl,cfg.text.state,info.stale?S.stale:S.current,info.stale?"state-off":"state-on");
  fact(dl,cfg.text.lastRefresh,info.lastFetch?new Date(info.lastFetch).toLocaleString(cfg.lang):S.never);
  if(info.lastCheck)fact(dl,cfg.text.lastCheck,new Date(info.lastCheck).toLocaleString(cfg.lang));
  if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
@@ -148,11 +187,12 @@ async function pollBridge(){const b=await get(cfg.api.bridge);renderBridge(b);re
 /* The districts' signals carry the rule texts (76 KB for 96): fetched again only when the
    bridge reports other data or staleness, and every 20th poll as a safety net. */
 let districtsKey=null,sinceDistricts=0;
-function dataKey(b){const i=(b&&b.info)||{};return [i.dataDate,i.stale,i.source,(i.counters||{}).datasetsApplied].join("|");}
+function dataKey(b){const i=(b&&b.info)||{};return [i.dataDate,i.dataKind,i.stale,i.source,(i.counters||{}).datasetsApplied].join("|");}
 async function pollLamps(){if(cfg.api.lamps)renderLamps(list(await get(cfg.api.lamps),"lamps"));}
 
-function down(){$("live").classList.add("down");$("live").textContent=S.disconnected;}
-function up(){$("live").classList.remove("down");$("live").textContent=S.live;}
+/* The page's link to the daemon (its polls answered or not), not the data's freshness. */
+function down(){$("connection").classList.add("down");$("connection").textContent=S.disconnected;}
+function up(){$("connection").classList.remove("down");$("connection").textContent=S.connected;}
 let busy=false;
 async function tick(){if(busy||document.hidden)return;busy=true;
  try{const [b]=await Promise.all([pollBridge(),pollDevices(),pollLamps()]);const key=dataKey(b);

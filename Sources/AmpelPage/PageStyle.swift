@@ -5,10 +5,12 @@ enum PageStyle {
     static let css = #"""
 :root{color-scheme:light dark;--bg:#f3f5f7;--card:#fff;--text:#1d2329;--muted:#5f6b76;--line:#dde3e8;--accent:#0b63c4;
 --stroke:#ffffff;--hover:#1d2329;--row:#f7f9fa;--hatch:rgba(20,24,28,.45);--shadow:0 1px 2px rgba(16,24,32,.06),0 4px 16px rgba(16,24,32,.05);
---warn-bg:#fff4d6;--warn-text:#6b4a00;--warn-line:#f0c75e;--ok:#00a651;--bad:#e3000f}
+--warn-bg:#fff4d6;--warn-text:#6b4a00;--warn-line:#f0c75e;--ok:#00a651;--bad:#e3000f;
+--ok-bg:#e4f6eb;--ok-text:#05632f;--ok-line:#8fd4a9;--fixed-bg:#e8f1fc;--fixed-text:#0b4f9c;--fixed-line:#9cc3ee}
 @media (prefers-color-scheme:dark){:root{--bg:#0f1317;--card:#171c21;--text:#e6eaee;--muted:#98a4ae;--line:#2a3239;--accent:#6cb2ff;
 --stroke:#0f1317;--hover:#ffffff;--row:#1c2228;--hatch:rgba(0,0,0,.55);--shadow:0 1px 2px rgba(0,0,0,.4);
---warn-bg:#3a2e0c;--warn-text:#ffe3a1;--warn-line:#7a5d12}}
+--warn-bg:#3a2e0c;--warn-text:#ffe3a1;--warn-line:#7a5d12;
+--ok-bg:#0f2f1d;--ok-text:#9be6b6;--ok-line:#1f6b3d;--fixed-bg:#132638;--fixed-text:#a9d0ff;--fixed-line:#2d5b8a}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--text);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","DejaVu Sans",sans-serif}
 a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
@@ -19,11 +21,18 @@ header.top{display:flex;flex-wrap:wrap;gap:12px 24px;align-items:center;justify-
 .meta{display:flex;flex-wrap:wrap;gap:8px;align-items:center}
 .pill{display:inline-flex;align-items:center;gap:6px;padding:3px 10px;border-radius:999px;border:1px solid var(--line);font-size:13px;color:var(--muted);white-space:nowrap}
 .pill b{color:var(--text);font-weight:600}
-.pill.stale{background:var(--warn-bg);color:var(--warn-text);border-color:var(--warn-line);font-weight:600}
-.pill.live::before{content:"";width:8px;height:8px;border-radius:50%;background:var(--ok)}
-.pill.live.down::before{background:var(--bad)}
+/* The data badge: green only for live data that is not stale, amber for stale live data and a
+   stand-in, blue for data chosen to stay as it is (a snapshot, the history, a replay). */
+.pill.data{font-weight:600}
+.pill.data.ok{background:var(--ok-bg);color:var(--ok-text);border-color:var(--ok-line)}
+.pill.data.warn{background:var(--warn-bg);color:var(--warn-text);border-color:var(--warn-line)}
+.pill.data.fixed{background:var(--fixed-bg);color:var(--fixed-text);border-color:var(--fixed-line)}
+/* The page's connection: grey while polls are answered (no green next to the data badge), red when not. */
+.pill.conn::before{content:"";width:8px;height:8px;border-radius:50%;background:var(--muted)}
+.pill.conn.down{color:var(--bad)}.pill.conn.down::before{background:var(--bad)}
 .lang{font-size:13px;padding:3px 10px;border:1px solid var(--line);border-radius:999px}
-.banner{margin:16px 24px 0;padding:10px 14px;border-radius:10px;background:var(--warn-bg);color:var(--warn-text);border:1px solid var(--warn-line);font-weight:600}
+.banner{margin:16px 24px 0;padding:10px 14px;border-radius:10px;background:var(--warn-bg);color:var(--warn-text);border:1px solid var(--warn-line);font-weight:600;overflow-wrap:anywhere}
+.banner p{margin:0}.banner p+p{margin-top:4px}
 main.layout{display:grid;grid-template-columns:minmax(0,1.25fr) minmax(0,1fr);gap:16px;padding:16px 24px 8px;max-width:1500px;margin:0 auto}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;box-shadow:var(--shadow);padding:14px 16px;min-width:0}
 .card.wide{grid-column:1/-1}

@@ -57,7 +57,8 @@ public struct PageText: Sendable {
     public var age: String { t("Alter", "Age") }
     public var lastError: String { t("Letzter Fehler", "Last error") }
     public var device: String { t("Gerät", "Device") }
-    public var dataState: String { t("Zustand", "State") }
+    /// The bridge card's fact that names the kind of data (``kindName(_:)``).
+    public var dataKind: String { t("Datenart", "Data kind") }
     public var blinking: String { t("blinkt", "blinking") }
     public var lastRefresh: String { t("Letzte Abfrage", "Last refresh") }
     public var lastCheck: String { t("Zuletzt geprüft", "Last checked") }
@@ -67,12 +68,9 @@ public struct PageText: Sendable {
     public var errors: String { t("Letzte Fehler", "Recent errors") }
     public var noErrors: String { t("Keine Fehler", "No errors") }
     public var stale: String { t("veraltet", "stale") }
-    public var current: String { t("aktuell", "current") }
-    public var staleBanner: String {
-        t("Die Daten sind veraltet: Die Karte zeigt den letzten bekannten Stand, nicht die aktuelle Lage.",
-          "The data is stale: the map shows the last known figures, not the current situation.")
-    }
-    public var live: String { t("live", "live") }
+    /// The header's pill while the page's polls are answered: the page's link to the daemon,
+    /// not the data (the data badge says what the data is; "live" there would mislead).
+    public var connected: String { t("verbunden", "connected") }
     public var disconnected: String { t("keine Verbindung", "disconnected") }
     public var legend: String { t("Legende", "Legend") }
     public var rulesInForce: String { t("Geltende Regeln", "Rules in force") }
@@ -134,12 +132,188 @@ public struct PageText: Sendable {
         return digits + (language == .de ? "," : ".") + String(fraction)
     }
 
+    // MARK: The data in force: the header's badge and the lines under it
+
+    /// The kind of data as the badge and the bridge card name it.
+    public func kindName(_ kind: PageDataKind) -> String {
+        switch kind {
+        case .live: t("Live", "Live")
+        case .standIn: t("Ersatzdaten", "Stand-in")
+        case .snapshot: t("Momentaufnahme", "Snapshot")
+        case .history: t("Verlauf", "History")
+        case .replay: t("Wiederholung", "Replay")
+        }
+    }
+
+    /// What the kind means, on hovering the badge.
+    public func kindTitle(_ kind: PageDataKind) -> String {
+        switch kind {
+        case .live: t("Von der Live-Quelle abgerufen", "Fetched from the live source")
+        case .standIn: t("Mitgelieferte Daten, die einspringen, bis die Live-Quelle antwortet",
+                         "Bundled data, standing in until the live source answers")
+        case .snapshot: t("Eine mitgelieferte Momentaufnahme, wie eingestellt: Sie ändert sich nicht",
+                          "A bundled snapshot, as configured: it does not change")
+        case .history: t("Ein Tag des mitgelieferten täglichen Verlaufs, wie eingestellt",
+                         "A day of the bundled daily history, as configured")
+        case .replay: t("Eine Wiederholung des mitgelieferten Verlaufs", "A replay through the bundled history")
+        }
+    }
+
+    /// The kind as the notice lines say what the map shows: "the map shows `bundled data` of …".
+    public func kindData(_ kind: PageDataKind) -> String {
+        switch kind {
+        case .live: t("die zuletzt abgerufenen Daten", "the last fetched data")
+        case .standIn: t("mitgelieferte Daten", "bundled data")
+        case .snapshot: t("die mitgelieferte Momentaufnahme", "the bundled snapshot")
+        case .history: t("den mitgelieferten Verlauf", "the bundled history")
+        case .replay: t("wiederholte Daten", "replayed data")
+        }
+    }
+
+    /// The live sources by the names a user knows (`data.source`, or a cache's source).
+    public static let sourceNames = ["arcgis": "RKI (ArcGIS)", "rki": "RKI"]
+
+    /// Who failed or is waited for. A stand-in's source is the bundled snapshot's
+    /// (`snapshot:2020-11-23`), which names no live source; both live sources Ampel has are
+    /// the RKI's, so a live or stand-in kind says "RKI". Any other source by its own name.
+    public func sourceName(_ data: PageDataStatus) -> String {
+        if let name = Self.sourceNames[data.source] { return name }
+        if data.kind == .live || data.kind == .standIn { return Self.sourceNames["rki"] ?? "RKI" }
+        return data.source.isEmpty ? "–" : data.source
+    }
+
+    /// A data day in the page's language (``date(_:)``); a text that is no day as it is, `–` for none.
+    public func day(_ iso: String?) -> String {
+        guard let iso else { return "–" }
+        guard iso.utf8.count == 10, let day = Day(iso: iso) else { return iso }
+        return date(day)
+    }
+
+    /// The header's badge: the kind of data and its day (`Snapshot · 2020-11-05`), `(stale)`
+    /// after a live kind that is. Green only for live data that is not stale: amber for stale
+    /// live data and a stand-in, neutral for data chosen to stay as it is.
+    public func badge(_ data: PageDataStatus) -> DataBadge {
+        let live = data.kind == .live
+        let text = kindName(data.kind) + " · " + day(data.dataDate) + (live && data.stale ? " (" + stale + ")" : "")
+        let tone: DataBadge.Tone = live && !data.stale ? .ok : live || data.kind == .standIn ? .warn : .fixed
+        return DataBadge(text: text, tone: tone, title: kindTitle(data.kind))
+    }
+
+    /// The prefixes of the daemon's reasons that say the source was not reached (DataHTTP's
+    /// `cannot reach host: …`, `no complete answer from host within …`, `no connection within
+    /// …`), as against an answer that was unusable (`answered HTTP 404`, a malformed file).
+    public static let unreachableReasons = ["cannot reach ", "no complete answer ", "no connection "]
+
+    var unreachableLine: String {
+        t("{source} nicht erreichbar: {error}; die Karte zeigt {data} vom {day}",
+          "{source} unreachable: {error}; the map shows {data} of {day}")
+    }
+    var failedLine: String {
+        t("{source} lieferte keine brauchbaren Daten: {error}; die Karte zeigt {data} vom {day}",
+          "{source} gave no usable data: {error}; the map shows {data} of {day}")
+    }
+    var waitingLine: String {
+        t("Warten auf die erste Antwort von {source}: Die Karte zeigt {data} vom {day}",
+          "Waiting for the first answer of {source}: the map shows {data} of {day}")
+    }
+    var staleLine: String {
+        t("Die Daten vom {day} sind älter als erlaubt (data.max_age): Die Lage kann sich seither geändert haben",
+          "The data of {day} is older than allowed (data.max_age): the situation may have changed since")
+    }
+    var heldLine: String {
+        t("Eine neue Veröffentlichung von {source} wird zurückgehalten: {held}; die Karte zeigt {data} vom {day}",
+          "A new publication of {source} is held back: {held}; the map shows {data} of {day}")
+    }
+
+    /// The lines under the header, each with its element id: why the live source failed
+    /// (`data-error`: "RKI unreachable: …; the map shows bundled data of 2020-11-23"), else
+    /// why the data is stale (`data-stale`: waiting for a first answer, or older than
+    /// allowed); and a held publication (`data-held`) on a line of its own. None for data
+    /// that is as it should be.
+    public func notices(_ data: PageDataStatus) -> [DataNotice] {
+        let values = ["source": sourceName(data), "data": kindData(data.kind), "day": day(data.dataDate),
+                      "error": data.lastError ?? "", "held": data.held ?? ""]
+        var lines: [DataNotice] = []
+        if let error = data.lastError, !error.isEmpty {
+            let unreachable = Self.unreachableReasons.contains { error.hasPrefix($0) }
+            lines.append(DataNotice(id: "data-error", text: Self.fill(unreachable ? unreachableLine : failedLine, values)))
+        } else if data.stale {
+            lines.append(DataNotice(id: "data-stale", text: Self.fill(data.kind == .standIn ? waitingLine : staleLine, values)))
+        }
+        if let held = data.held, !held.isEmpty {
+            lines.append(DataNotice(id: "data-held", text: Self.fill(heldLine, values)))
+        }
+        return lines
+    }
+
+    /// `template` with each `{name}` of `values` replaced, in one pass: a value that holds
+    /// `{day}` itself (an error text from outside) stays as it is. The script's `fill` does the same.
+    static func fill(_ template: String, _ values: [String: String]) -> String {
+        var out = ""
+        var rest = template[...]
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}"), let value = values[String(rest[rest.index(after: open)..<close])] else {
+                out.append("{")
+                rest = rest[rest.index(after: open)...]
+                continue
+            }
+            out += value
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
+    /// What the script needs to build the badge and the lines as ``badge(_:)`` and
+    /// ``notices(_:)`` do: the same words and templates, as a JSON object.
+    func dataStrings(_ json: inout JSONWriter) {
+        func table(_ words: (PageDataKind) -> String) {
+            json.raw("{")
+            for (i, kind) in PageDataKind.allCases.enumerated() {
+                if i > 0 { json.raw(",") }
+                json.string(kind.rawValue)
+                json.raw(":")
+                json.string(words(kind))
+            }
+            json.raw("}")
+        }
+        json.raw(#"{"lang":"#)
+        json.string(language.rawValue)
+        json.raw(#","kinds":"#)
+        table(kindName)
+        json.raw(#","titles":"#)
+        table(kindTitle)
+        json.raw(#","data":"#)
+        table(kindData)
+        json.raw(#","sources":{"#)
+        for (i, name) in Self.sourceNames.keys.sorted().enumerated() {
+            if i > 0 { json.raw(",") }
+            json.string(name)
+            json.raw(":")
+            json.string(Self.sourceNames[name])
+        }
+        json.raw(#"},"unreachableReasons":["#)
+        for (i, prefix) in Self.unreachableReasons.enumerated() {
+            if i > 0 { json.raw(",") }
+            json.string(prefix)
+        }
+        json.raw("]")
+        for (key, value) in [("stale", stale), ("unreachable", unreachableLine), ("failed", failedLine), ("waiting", waitingLine),
+                             ("staleLine", staleLine), ("held", heldLine)] {
+            json.raw(",")
+            json.string(key)
+            json.raw(":")
+            json.string(value)
+        }
+        json.raw("}")
+    }
+
     /// The strings the page's script needs, as a JSON object.
     func scriptStrings(_ json: inout JSONWriter) {
         let pairs: [(String, String)] = [
             ("incidence", incidence), ("phase", phase), ("dataDate", dataDate), ("noDevices", noDevices),
             ("noLamps", noLamps), ("online", online), ("offline", offline), ("noErrors", noErrors),
-            ("stale", stale), ("current", current), ("live", live), ("disconnected", disconnected),
+            ("stale", stale), ("connected", connected), ("disconnected", disconnected),
             ("ago", ago), ("never", never), ("green", phaseName(.phase(.green))), ("yellow", phaseName(.phase(.yellow))),
             ("red", phaseName(.phase(.red))), ("darkred", phaseName(.phase(.darkred))), ("outside", phaseName(.outside)),
             ("none", phaseName(.noData)),
@@ -177,4 +351,30 @@ public enum PageLanguage {
         }
         return best?.language ?? .en
     }
+}
+
+/// The header's badge for the data in force (``PageText/badge(_:)``).
+public struct DataBadge: Sendable, Hashable {
+    /// Its colour, as a CSS class of the badge.
+    public enum Tone: String, Sendable, Hashable {
+        /// Green: live data that is not stale.
+        case ok
+        /// Amber: live data that is stale, or bundled data standing in for the live source.
+        case warn
+        /// Neutral: data chosen to stay as it is (a snapshot, the history, a replay).
+        case fixed
+    }
+
+    /// `Live · 2026-08-21`, `Ersatzdaten · 23.11.2020`, `Live · 2026-08-18 (stale)`.
+    public var text: String
+    public var tone: Tone
+    /// What the kind means, on hover.
+    public var title: String
+}
+
+/// A line under the header about the data (``PageText/notices(_:)``).
+public struct DataNotice: Sendable, Hashable {
+    /// Its element id: `data-error`, `data-stale` or `data-held`.
+    public var id: String
+    public var text: String
 }

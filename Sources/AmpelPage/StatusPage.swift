@@ -54,10 +54,12 @@ public enum StatusPage {
         var json = JSONWriter(capacity: 2048)
         json.raw(#"{"lang":"#)
         json.string(lang)
-        json.raw(#","dataDate":"#)
-        json.string(model.data.dataDate)
-        json.raw(#","stale":"#)
-        json.bool(model.data.stale)
+        // The data in force as the server rendered it, in `bridge/info`'s words: the map's
+        // tooltip says it until the first poll brings the bridge's own.
+        json.raw(#","data":"#)
+        dataJSON(model.data, to: &json)
+        json.raw(#","dataText":"#)
+        text.dataStrings(&json)
         json.raw(#","noDataFill":"#)
         json.string(MapSVG.noDataFill)
         json.raw(#","phaseColors":{"#)
@@ -96,8 +98,8 @@ public enum StatusPage {
         json.string(text.device)
         json.raw(#","district":"#)
         json.string(text.district)
-        json.raw(#","state":"#)
-        json.string(text.dataState)
+        json.raw(#","dataKind":"#)
+        json.string(text.dataKind)
         json.raw(#","blink":"#)
         json.string(text.blinking)
         json.raw(#","counters":"#)
@@ -145,18 +147,41 @@ public enum StatusPage {
         #"<!doctype html><html lang="\#(language.rawValue)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>\#(htmlEscaped(title))</title><style>\#(PageStyle.css)</style></head><body>"#
     }
 
-    /// The page's header, with the link to the same page in the other language, and the
-    /// stale-data banner under it (hidden while the data is current).
-    static func header(text: PageText, data: PageDataStatus, live: Bool = true) -> String {
+    /// The page's header: the data badge (kind and day of the data in force), the page's
+    /// connection to the daemon where a script polls (`connection`), the link to the same page
+    /// in the other language; under it the lines about the data (a failing source, stale
+    /// data, a held publication), hidden while there is nothing to say.
+    static func header(text: PageText, data: PageDataStatus, connection: Bool = true) -> String {
         let switchTo = "?lang=" + (text.language == .de ? "en" : "de")
         var html = #"<header class="top"><div class="brand"><span class="logo" aria-hidden="true"><i style="background:#E3000F"></i><i style="background:#FFC000"></i><i style="background:#00A651"></i></span>"#
         html += #"<div><h1><a href="/?lang=\#(text.language.rawValue)" style="color:inherit">Ampel</a></h1><p>\#(htmlEscaped(text.tagline))</p></div></div><div class="meta">"#
-        html += #"<span class="pill">\#(htmlEscaped(text.dataDate)) <b id="data-date">\#(htmlEscaped(data.dataDate ?? "–"))</b></span>"#
-        html += #"<span id="stale-pill" class="pill\#(data.stale ? " stale" : "")">\#(htmlEscaped(data.stale ? text.stale : text.current))</span>"#
-        if live { html += #"<span id="live" class="pill live">\#(htmlEscaped(text.live))</span>"# }
+        let badge = text.badge(data)
+        html += #"<span id="data-badge" class="pill data \#(badge.tone.rawValue)" title="\#(htmlEscaped(badge.title))">\#(htmlEscaped(badge.text))</span>"#
+        if connection { html += #"<span id="connection" class="pill conn">\#(htmlEscaped(text.connected))</span>"# }
         html += #"<a class="lang" href="\#(htmlEscaped(switchTo))">\#(htmlEscaped(text.otherLanguage))</a></div></header>"#
-        html += #"<div id="stale-banner" class="banner" role="alert"\#(data.stale ? "" : " hidden")>\#(htmlEscaped(text.staleBanner))</div>"#
+        let notices = text.notices(data)
+        html += #"<div id="data-notice" class="banner" role="alert"\#(notices.isEmpty ? " hidden" : "")>"#
+        for notice in notices { html += #"<p id="\#(notice.id)">\#(htmlEscaped(notice.text))</p>"# }
+        html += "</div>"
         return html
+    }
+
+    /// `{"dataDate","dataKind","held","lastError","source","stale"}`: `data` in the words of
+    /// `bridge/info`, which the script's ``PageScript/dataStatus`` reads.
+    static func dataJSON(_ data: PageDataStatus, to json: inout JSONWriter) {
+        json.raw(#"{"dataDate":"#)
+        json.string(data.dataDate)
+        json.raw(#","dataKind":"#)
+        json.string(data.kind.rawValue)
+        json.raw(#","held":"#)
+        json.string(data.held)
+        json.raw(#","lastError":"#)
+        json.string(data.lastError)
+        json.raw(#","source":"#)
+        json.string(data.source)
+        json.raw(#","stale":"#)
+        json.bool(data.stale)
+        json.raw("}")
     }
 
     static func footer(text: PageText, ruleSet: RuleSet) -> String {

@@ -155,3 +155,118 @@ struct PageBrowserTests {
         }
     }
 }
+
+/// The header's data badge and the lines under it (issue 30.3) in headless Chromium, against
+/// `ampel run` and a real mosquitto: the browser starts first, the daemon after it, and the
+/// page's address is handed over once the daemon serves it, so "within 10 s" counts from the
+/// daemon's start. What is read (the header's badges, the visible lines under it, the bridge
+/// card) the page had before as well, so each assertion can be run against the older page.
+@Suite("The data badge and the line about a failing source in headless Chromium (built binary, real mosquitto)", .serialized)
+struct PageDataBadgeBrowserTests {
+    struct Report {
+        let text: String
+        let status: ChildProcess.Status?
+        /// Seconds since 1970 when the daemon was started.
+        let started: Double
+
+        /// When the page first showed every `--expect` text (seconds since 1970).
+        var seen: Double? { PageBrowserTests.reported("data seen", in: text) as? Double }
+        var never: [String: Bool]? { PageBrowserTests.reported("data never", in: text) as? [String: Bool] }
+        /// `header`, `meta` (the header's badges and links), `notices`, `bridge`, `badgeClass`.
+        var texts: [String: Any] { PageBrowserTests.reported("data texts", in: text) as? [String: Any] ?? [:] }
+        /// The same for the page in the other language.
+        var other: [String: Any] { PageBrowserTests.reported("data other", in: text) as? [String: Any] ?? [:] }
+    }
+
+    /// Runs the browser's data check (`--data-check`) on the page of a daemon started with
+    /// `arguments`: until the English page shows every `expect` text, whether it ever shows a
+    /// `never` word, then the German page.
+    static func check(_ arguments: [String], expect: [String], never: [String] = []) async throws -> Report {
+        try #require(FileManager.default.fileExists(atPath: PageBrowserTests.venv + "/.complete"),
+                     "Selenium's venv is missing at \(PageBrowserTests.venv): run scripts/install-deps.sh")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromium-driver is missing: run scripts/install-deps.sh")
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let urlFile = dir.appendingPathComponent("url")
+
+        let output = Watched("")
+        let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
+        let browser = try ChildProcess(
+            PageBrowserTests.venv + "/bin/python",
+            [PageBrowserTests.script, "--data-check", "--url-file", urlFile.path, "--path", "/?lang=en", "--other-path", "/?lang=de"]
+                + expect.flatMap { ["--expect", $0] } + never.flatMap { ["--never", $0] },
+            inputPipe: true, output: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } }, errors: .sameAsOutput,
+            onExit: { status in
+                continuation.yield(status)
+                continuation.finish()
+            })
+        defer { browser.signal(SIGKILL) }
+        try await withTimeout(.seconds(120), "the browser's start") {
+            await output.wait { $0.contains("BROWSER") || $0.contains("Traceback") }
+        }
+        try #require(output.value.contains("BROWSER"), "\(output.value)")
+
+        let started = Date().timeIntervalSince1970
+        let daemon = try Scene.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path] + arguments)
+        let base = try await daemon.httpURL()
+        // `/` answers 503 until the first hand-over; the browser gets the address once it is the page.
+        _ = try await httpAwait(base + "/", "the page") { $0.status == 200 }
+        try base.write(to: urlFile, atomically: true, encoding: .utf8)
+        browser.closeInput()
+        let status = try await withTimeout(.seconds(180), "the browser check's end") {
+            var iterator = exits.makeAsyncIterator()
+            return await iterator.next()
+        }
+        _ = try await daemon.stop()
+        return Report(text: output.value, status: status, started: started)
+    }
+
+    @Test("an unreachable RKI: a stand-in badge with the bundled day and the refused reason on the page within 10 s, in both languages")
+    func unreachableSource() async throws {
+        // Nothing listens there: every attempt is refused at once.
+        let port = try MosquittoBroker.freeLoopbackPort()
+        let report = try await Self.check(["--source", "rki", "--url", "http://127.0.0.1:\(port)/x.csv"],
+                                          expect: ["Stand-in", "2020-11-23", "RKI unreachable", "refused"])
+        let text = report.text
+        #expect(report.status?.exitCode == 0, "\(text)")
+        let took = report.seen.map { $0 - report.started }
+        #expect(took.map { $0 < 10 } == true, "the page showed it \(took.map { "\($0) s" } ?? "never") after the daemon's start: \(text)")
+
+        let meta = report.texts["meta"] as? String ?? ""
+        #expect(meta.contains("Stand-in · 2020-11-23"), "\(text)")
+        #expect(!meta.lowercased().contains("live") && !meta.lowercased().contains("current"), "\(meta)")
+        #expect(report.texts["badgeClass"] as? String == "pill data warn", "\(text)")
+        let notices = report.texts["notices"] as? [String] ?? []
+        #expect(notices == ["RKI unreachable: cannot reach 127.0.0.1:\(port): connection refused; the map shows bundled data of 2020-11-23"], "\(text)")
+        let bridge = report.texts["bridge"] as? String ?? ""
+        #expect(bridge.contains("Data kind Stand-in") && !bridge.contains("current"), "\(bridge)")
+
+        let german = report.other
+        #expect((german["meta"] as? String)?.contains("Ersatzdaten · 23.11.2020") == true, "\(text)")
+        #expect((german["notices"] as? [String])?.first?.hasPrefix("RKI nicht erreichbar: cannot reach 127.0.0.1:\(port)") == true, "\(text)")
+        #expect((german["notices"] as? [String])?.first?.hasSuffix("; die Karte zeigt mitgelieferte Daten vom 23.11.2020") == true, "\(text)")
+    }
+
+    @Test("a snapshot of 2020-11-05: badged as a snapshot of its day, never current, no line under the header")
+    func snapshot() async throws {
+        let report = try await Self.check(["--source", "snapshot", "--date", "2020-11-05"], expect: ["Snapshot", "2020-11-05"],
+                                          never: ["current", "aktuell"])
+        let text = report.text
+        #expect(report.status?.exitCode == 0, "\(text)")
+        #expect(report.seen != nil, "\(text)")
+        #expect(report.never == ["current": false, "aktuell": false], "the page said current: \(text)")
+        let meta = report.texts["meta"] as? String ?? ""
+        #expect(meta.contains("Snapshot · 2020-11-05") && !meta.lowercased().contains("live"), "\(meta)")
+        #expect(report.texts["badgeClass"] as? String == "pill data fixed", "\(text)")
+        #expect((report.texts["notices"] as? [String])?.isEmpty == true, "\(text)")
+        let bridge = report.texts["bridge"] as? String ?? ""
+        #expect(bridge.contains("Data kind Snapshot") && !bridge.contains("State"), "\(bridge)")
+
+        let german = report.other
+        let germanMeta = german["meta"] as? String ?? ""
+        #expect(germanMeta.contains("Momentaufnahme · 05.11.2020") && !germanMeta.lowercased().contains("aktuell"), "\(text)")
+        #expect((german["bridge"] as? String)?.contains("Datenart Momentaufnahme") == true, "\(text)")
+    }
+}

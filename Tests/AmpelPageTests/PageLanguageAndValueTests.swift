@@ -23,8 +23,9 @@ struct PageLanguageDefaultTests {
 /// installs for the page's browser test) on its own, without a daemon.
 @Suite("The page script writes objects from the API as their fields")
 struct PageScriptValueTests {
-    /// Runs `PageScript.values` and then `expression` in a page; returns its JSON value.
-    static func evaluate(_ expression: String) throws -> Any {
+    /// Runs `prelude` (the script's value rendering unless told) and then `expression` in a
+    /// page; returns its JSON value.
+    static func evaluate(_ expression: String, prelude: String = PageScript.values) throws -> Any {
         let chromium = "/usr/bin/chromium"
         try #require(FileManager.default.isExecutableFile(atPath: chromium), "chromium is missing: run scripts/install-deps.sh")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-page-\(UUID().uuidString)")
@@ -32,7 +33,7 @@ struct PageScriptValueTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let page = dir.appendingPathComponent("values.html"), dump = dir.appendingPathComponent("dom.html")
         // Percent-encoded, so the dumped DOM holds the JSON without any HTML escaping.
-        let html = "<!doctype html><html><body><script>\(PageScript.values)\ndocument.body.textContent=encodeURIComponent(JSON.stringify(\(expression)));</script></body></html>"
+        let html = "<!doctype html><html><body><script>\(prelude)\ndocument.body.textContent=encodeURIComponent(JSON.stringify(\(expression)));</script></body></html>"
         try html.write(to: page, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: dump.path, contents: nil)
         let process = Process()

@@ -64,12 +64,12 @@ struct PageTextTests {
         #expect(page.contains(#"<a href="/districts/09162?lang=de">SK München</a>"#))
     }
 
-    @Test("stale data shows the banner and the stale pill; current data hides the banner")
-    func staleBanner() throws {
-        let stale = try statusPage(.en, stale: true), fresh = try statusPage(.en)
-        #expect(stale.contains(#"<div id="stale-banner" class="banner" role="alert">"#))
-        #expect(fresh.contains(#"<div id="stale-banner" class="banner" role="alert" hidden>"#))
-        #expect(stale.contains(#"<span id="stale-pill" class="pill stale">stale</span>"#))
+    @Test("a snapshot is badged as one, never stale, and needs no line under the header")
+    func snapshotBadge() throws {
+        let page = try statusPage(.en), german = try statusPage(.de)
+        #expect(page.contains(#">Snapshot · 2020-10-15</span>"#) && page.contains(#"class="pill data fixed""#))
+        #expect(german.contains(#">Momentaufnahme · 15.10.2020</span>"#))
+        #expect(page.contains(#"<div id="data-notice" class="banner" role="alert" hidden></div>"#))
     }
 
     @Test("names from the data cannot inject markup, not even into the script's configuration")

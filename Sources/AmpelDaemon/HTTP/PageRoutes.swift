@@ -50,8 +50,14 @@ enum PageRoutes {
                             acceptLanguage: request.headers[.acceptLanguage])
     }
 
+    /// The data in force as `bridge/info` says it (the feed's state, which the script polls),
+    /// so the first render shows the same badge and lines as the polls after it.
     static func data(_ snapshot: StatusView.Snapshot) -> PageDataStatus {
-        PageDataStatus(dataDate: snapshot.dataset?.date.iso, source: snapshot.dataset?.source ?? "", stale: snapshot.stale)
+        guard let feed = snapshot.feed else {
+            return PageDataStatus(dataDate: snapshot.dataset?.date.iso, source: snapshot.dataset?.source ?? "", stale: snapshot.stale)
+        }
+        return PageDataStatus(dataDate: feed.dataset.date.iso, source: feed.dataset.source, stale: feed.stale,
+                              kind: PageDataKind(rawValue: feed.kind.rawValue), lastError: feed.lastError, held: feed.status?.held)
     }
 
     /// A district's published signal as the page draws it.
