@@ -112,11 +112,21 @@ public struct ArcGISClient: IncidenceSource {
     ///   could not be reached (after the retries), or the decoder's reason when the answer is
     ///   wrong; the message names the page.
     public func fetch() async throws(DataError) -> Dataset {
+        try await fetch(attemptFailed: nil)
+    }
+
+    /// The whole layer as one publication; each failed attempt that will be retried is told
+    /// to `attemptFailed`.
+    public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
+        .publication(Publication(newest: try await fetch(attemptFailed: attemptFailed)))
+    }
+
+    func fetch(attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> Dataset {
         let decoder = ArcGISDecoder()
         var pages: [ArcGISDecoder.Page] = []
         var offset = 0
         for index in 0..<configuration.maxPages {
-            let body = try await get(pageURL(offset: offset), page: index)
+            let body = try await get(pageURL(offset: offset), page: index, attemptFailed: attemptFailed)
             let page: ArcGISDecoder.Page
             do {
                 page = try decoder.decodePage(body)
@@ -145,8 +155,9 @@ public struct ArcGISClient: IncidenceSource {
     }
 
     /// One page, with retries.
-    func get(_ url: String, page: Int) async throws(DataError) -> Data {
-        try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI request for page \(page + 1)") { () async throws(DataHTTP.Failure) -> Data in
+    func get(_ url: String, page: Int, attemptFailed: (@Sendable (DataError) -> Void)? = nil) async throws(DataError) -> Data {
+        try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI request for page \(page + 1)",
+                                    attemptFailed: attemptFailed) { () async throws(DataHTTP.Failure) -> Data in
             try await attemptGet(url)
         }
     }

@@ -79,16 +79,11 @@ public enum DataHTTP {
         }
     }
 
-    /// Told of each failed attempt that will be retried: the
-    /// store shows the failure at once instead of after the last retry (four attempts with
-    /// their pauses and connect timeouts take up to a minute). A task-local, so that every
-    /// request a source makes for one check reports to the check that asked, without each
-    /// source's API carrying it.
-    @TaskLocal static var attemptFailed: (@Sendable (DataError) -> Void)?
-
     /// Runs `attempt` until it succeeds, fails for good, or `policy` allows no more tries;
-    /// each retry is logged with its pause and reported to ``attemptFailed``.
-    static func retrying<T>(_ policy: RetryPolicy, logger: Logger, what: String,
+    /// each retry is logged with its pause and reported to `attemptFailed`, so that the store
+    /// shows the failure at once instead of after the last retry (four attempts with their
+    /// pauses and connect timeouts take up to a minute).
+    static func retrying<T>(_ policy: RetryPolicy, logger: Logger, what: String, attemptFailed: (@Sendable (DataError) -> Void)? = nil,
                             _ attempt: () async throws(Failure) -> T) async throws(DataError) -> T {
         var number = 1
         while true {

@@ -20,6 +20,9 @@ public protocol IncidenceSource: Sendable {
     /// Asks for the publication unless it is still the one `validators` describe (a
     /// conditional request); sources that cannot tell answer a whole publication each time.
     func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer
+    /// ``check(ifChanged:)``, telling `attemptFailed` of each failed attempt that will be tried
+    /// again, so that the store shows it at once instead of after the last retry.
+    func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer
 }
 
 extension IncidenceSource {
@@ -27,6 +30,11 @@ extension IncidenceSource {
 
     public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
         .publication(Publication(newest: try await fetch()))
+    }
+
+    /// A source without retries of its own has no attempt to report.
+    public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
+        try await check(ifChanged: validators)
     }
 }
 

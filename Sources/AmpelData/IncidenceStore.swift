@@ -317,16 +317,7 @@ public actor IncidenceStore {
                     attemptFailed?(error)
                 }
             }
-            // `withValue` rethrows untyped: the typed outcome is carried out as a value.
-            var outcome: Result<SourceAnswer, DataError> = .failure(DataError(.network, "the check did not run"))
-            await DataHTTP.$attemptFailed.withValue(report) {
-                do throws(DataError) {
-                    outcome = .success(try await source.check(ifChanged: asked))
-                } catch {
-                    outcome = .failure(error)
-                }
-            }
-            answer = try outcome.get()
+            answer = try await source.check(ifChanged: asked, attemptFailed: report)
         } catch {
             // A check cut short by shutting down says nothing about the source: not counted.
             if Task.isCancelled { return .rejected(error) }

@@ -106,10 +106,17 @@ public struct RKIDatasetClient: IncidenceSource {
 
     /// The file, unless it is still the version `validators` describe.
     public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
+        try await check(ifChanged: validators, attemptFailed: nil)
+    }
+
+    /// The file, unless it is still the version `validators` describe; each failed attempt
+    /// that will be retried is told to `attemptFailed`.
+    public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
         if let file = Self.fileURL(configuration.url) {
             return try readFile(file, ifChanged: validators)
         }
-        return try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI download") { () async throws(DataHTTP.Failure) -> SourceAnswer in
+        return try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI download",
+                                           attemptFailed: attemptFailed) { () async throws(DataHTTP.Failure) -> SourceAnswer in
             try await attempt(validators)
         }
     }
