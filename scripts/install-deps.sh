@@ -34,6 +34,22 @@ if [ ! -f "$ha_venv/.complete" ]; then
   touch "$ha_venv/.complete"
 fi
 
+# What a running Home Assistant imports besides its schemas (Tests/AmpelCLITests/HomeAssistantRunningTests.swift):
+# the requirements of the integrations it loads without default_config (frontend, onboarding,
+# backup, hardware, the recorder that analytics imports, MQTT and the camera and image platforms
+# MQTT sets up), which Home Assistant would otherwise install from PyPI at its first start (the
+# test runs it with --skip-pip), pinned as in their manifests and its package_constraints.txt.
+# josepy<2: acme 2.8 (Home Assistant Cloud, imported by the HTTP server) needs josepy's ComparableX509.
+if [ ! -f "$ha_venv/.complete-running" ]; then
+  echo "installing what a running Home Assistant $ha_version loads into $ha_venv" >&2
+  ha_constraints="$("$ha_venv/bin/python" -c 'import homeassistant, os; print(os.path.dirname(homeassistant.__file__))')/package_constraints.txt"
+  "$ha_venv/bin/pip" install --quiet -c "$ha_constraints" paho-mqtt==1.6.1 janus==1.0.0 home-assistant-frontend==20240307.0 \
+    securetar==2024.2.1 psutil-home-assistant==0.0.1 Pillow==10.2.0 SQLAlchemy==2.0.27 fnv-hash-fast==0.5.0 PyTurboJPEG==1.7.1 \
+    josepy==1.14.0
+  "$ha_venv/bin/python" -c "import paho.mqtt.client, hass_frontend, hass_nabucasa, sqlalchemy, turbojpeg"
+  touch "$ha_venv/.complete-running"
+fi
+
 # Selenium in a venv, for scripts/page-browser-check.py (the status page in headless Chromium,
 # docs/http.md). It drives Debian's chromium through chromium-driver, so nothing downloads a
 # browser. Cached like the Home Assistant venv; AMPEL_SELENIUM_VENV overrides the directory.
