@@ -109,6 +109,8 @@ public actor AmpelDaemon: Service {
     private var alertsJournaled = 0
     private var infoDirty = true
     private var dropLog = RateLimiter(interval: 10, burst: 5)
+    /// QoS 0 messages shed at the full intake, as far as the log has said (once per tick).
+    private var shedLogged = 0
     private var publishLog = RateLimiter(interval: 10, burst: 5)
     private let stopSignal: AsyncStream<Void>.Continuation
     private let stopStream: AsyncStream<Void>
@@ -281,6 +283,8 @@ public actor AmpelDaemon: Service {
         let retained = RetainedStates(topics: topics, clientID: configuration.mqtt.clientID)
         transport.deliver { message in
             if witnesses.take(message) || retained.take(message) { return }
+            // Past the intake's bound a QoS 0 fix is shed here, counted, never journaled.
+            if gate.sheds(qos0: message.qos == .atMostOnce) { return }
             let receivedAt = Int(now().timeIntervalSince1970)
             let seq = journal.appendInput(message, receivedAt: receivedAt)
             gate.taken(bytes: message.payload.count)
@@ -629,6 +633,13 @@ public actor AmpelDaemon: Service {
             let wallClock = self.now().timeIntervalSince1970
             dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
             publishLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of failed publishes (counters.publishFailures in bridge/info counts them all)")
+            let shed = gate.shed
+            if shed != shedLogged {
+                logger.warning("the intake was full: shed QoS 0 location messages (counters.dropped.intake-full in bridge/info)",
+                               metadata: ["shed": "\(shed - shedLogged)", "total": "\(shed)"])
+                shedLogged = shed
+                infoDirty = true
+            }
             // A snapshot once the journal has outgrown the last one: each change costs a
             // constant amount of writing, whatever the number of devices.
             if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
@@ -980,6 +991,7 @@ public actor AmpelDaemon: Service {
     func liveCounters() -> Counters {
         var counters = self.counters
         counters.intakePaused = gate.pauses
+        if gate.shed > 0 { counters.dropped["intake-full", default: 0] = gate.shed }
         counters.data = feedState?.status?.counters ?? DataCounters()
         counters.webhooks = webhooks.stats
         return counters
