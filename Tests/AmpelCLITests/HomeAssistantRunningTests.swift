@@ -339,7 +339,8 @@ struct HomeAssistantAPI {
     static func request(_ method: String, _ url: String, token: String? = nil, json: [String: Any]? = nil, form: String? = nil) async throws -> Answer {
         var request = URLRequest(url: try #require(URL(string: url)))
         request.httpMethod = method
-        request.timeoutInterval = 10
+        // Home Assistant beside CI's parallel suites answered a request after more than 10 s.
+        request.timeoutInterval = 60
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let json {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")

@@ -44,6 +44,9 @@ struct ForgetTests {
             "homeassistant/event/ampel/device_\(object)/config",
         ])
         #expect(cleared.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == 1 })
+        // The entities go before their state: Home Assistant would render the emptied state
+        // with the entity's template while it still has the entity.
+        #expect(cleared.last?.topic == "ampel/device/alice/phone/state", "\(cleared.map(\.topic))")
         #expect(actions.last == .publishInfo)
         #expect(engine.persisted.devices["alice/phone"] == nil)
         // Forgotten once: the next check finds nothing more.

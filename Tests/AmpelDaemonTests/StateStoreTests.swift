@@ -140,20 +140,6 @@ struct StateStoreTests {
         let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         #expect(left == names.filter { !$0.contains("4194999.123") && !$0.contains("4194999.7") }.sorted())
     }
-
-    @Test("the log limiter lets a burst through per interval and counts the rest")
-    func limiter() {
-        var limiter = RateLimiter(interval: 10, burst: 2)
-        func admit(_ now: Double) -> [Int] {
-            let result = limiter.admit(now: now)
-            return [result.log ? 1 : 0, result.suppressed]
-        }
-        #expect(admit(0) == [1, 0])
-        #expect(admit(1) == [1, 0])
-        #expect(admit(2) == [0, 0])
-        #expect(admit(3) == [0, 0])
-        #expect(admit(10.5) == [1, 2])
-    }
 }
 
 /// `ProcessMemory.trim()` after start-up: the code pages only start-up used stop counting.

@@ -234,7 +234,8 @@ public final class RabbitMQBroker: Sendable {
     @discardableResult
     public func rabbitmqctl(_ arguments: [String]) async throws -> String {
         let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return try await withTimeout(.seconds(60), "rabbitmqctl \(arguments.first ?? "")") {
+        // An Erlang VM boots for each call: beside CI's parallel suites that took over a minute.
+        return try await withTimeout(.seconds(180), "rabbitmqctl \(arguments.first ?? "")") {
             try await MosquittoBroker.runTool("/usr/bin/env", settings + [Self.binDirectory + "/rabbitmqctl", "-q", "-n", self.nodeName] + arguments)
         }
     }

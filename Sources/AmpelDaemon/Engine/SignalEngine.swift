@@ -405,10 +405,12 @@ public struct SignalEngine: Sendable {
             devices[key] = nil
             pending[Array(key.utf8)] = nil
             actions.append(.persist(.forgotten(key: key)))
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: 1, retain: true), kind: .deviceState))
+            // The entities go before their state: Home Assistant, still subscribed, rendered the
+            // emptied state with the entity's template ("'value_json' is undefined").
             if let discovery = settings.discovery, discovery.scope.devices {
                 actions += discovery.names.removals(device: key).map { .publish($0, kind: .discovery) }
             }
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: 1, retain: true), kind: .deviceState))
         }
         actions += clearCards(of: ownTracksUsers)
         if !actions.isEmpty { actions.append(.publishInfo) }
