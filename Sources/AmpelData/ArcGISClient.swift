@@ -18,8 +18,8 @@ import NIOHTTP1
 /// let dataset = try await client.fetch()
 /// ```
 ///
-/// > Note: The client uses ``DataHTTP/shared`` unless given another; a client you pass in
-/// > stays yours to shut down.
+/// > Note: The client uses `HTTPClient.shared` unless given another (the daemon passes
+/// > ``DataHTTP/shared``); a client you pass in stays yours to shut down.
 public struct ArcGISClient: IncidenceSource {
     /// Where and how to ask.
     public struct Configuration: Sendable {
@@ -80,10 +80,10 @@ public struct ArcGISClient: IncidenceSource {
     let logger: Logger
 
     /// - Parameters:
-    ///   - httpClient: the client to send requests with (default ``DataHTTP/shared``, which
-    ///     reports a refused connection at once as `network`).
+    ///   - httpClient: the client to send requests with. `HTTPClient.shared` retries a failed
+    ///     connection itself until the timeout; ``DataHTTP/shared`` reports it at once.
     ///   - logger: receives retries (notice) and rejected answers (warning).
-    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = DataHTTP.shared,
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
         self.configuration = configuration
         self.httpClient = httpClient

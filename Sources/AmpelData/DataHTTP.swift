@@ -30,7 +30,8 @@ public enum DataHTTP {
     /// One ``makeHTTPClient()`` for the life of the process, never shut down (as
     /// `HTTPClient.shared`, which would instead retry a refused connection inside the client
     /// until the stall timeout: a daemon whose source was unreachable said nothing for a
-    /// minute). The sources' default.
+    /// minute). The daemon's sources use it. Not the sources' default: the data tests, many
+    /// requests at once to many loopback servers through it, hung in 2 of 3 runs.
     public static let shared = makeHTTPClient()
 
     /// Whether `url` is an absolute `http` or `https` URL with a host.

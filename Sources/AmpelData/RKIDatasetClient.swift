@@ -74,9 +74,9 @@ public struct RKIDatasetClient: IncidenceSource {
     let httpClient: HTTPClient
     let logger: Logger
 
-    /// - Parameter httpClient: the client to send requests with (default ``DataHTTP/shared``,
-    ///   which reports a refused connection at once).
-    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = DataHTTP.shared,
+    /// - Parameter httpClient: the client to send requests with; the daemon passes
+    ///   ``DataHTTP/shared``, which reports a refused connection at once.
+    public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
         self.configuration = configuration
         self.httpClient = httpClient

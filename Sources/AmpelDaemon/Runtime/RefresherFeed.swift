@@ -29,11 +29,11 @@ public final class RefresherFeed: DatasetFeed {
         switch data.source {
         case .rki:
             source = RKIDatasetClient(configuration: .init(url: data.url ?? RKIDatasetClient.defaultURL, windowDays: data.history,
-                                                           region: ruleSet.region))
+                                                           region: ruleSet.region), httpClient: DataHTTP.shared)
         case .arcgis:
             source = ArcGISClient(configuration: ArcGISClient.Configuration(url: data.url ?? ArcGISClient.defaultURL,
                                                                             minimumDistricts: ruleSet.region.districtCount,
-                                                                            region: ruleSet.region))
+                                                                            region: ruleSet.region), httpClient: DataHTTP.shared)
         case .snapshot:
             source = SnapshotSource(day: data.date)
         case .history:
