@@ -1015,18 +1015,23 @@ public actor AmpelDaemon: Service {
     /// The hand-over before the start: the data in force and readiness, no rule set yet.
     func publishReadiness() {
         guard configuration.http.listen != nil else { return }
+        status.publish(readinessSnapshot())
+    }
+
+    /// A snapshot with what `/readyz` reads: readiness, the data in force, the time.
+    func readinessSnapshot() -> StatusView.Snapshot {
         var snapshot = StatusView.Snapshot()
         snapshot.readiness = StatusView.Readiness(dataLoaded: feedState != nil, connected: false, subscribed: subscribed)
         snapshot.feed = feedState
         snapshot.at = Int(now().timeIntervalSince1970)
-        status.publish(snapshot)
+        return snapshot
     }
 
     func publishStatus(_ engine: SignalEngine) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
         statusGeneration += 1
-        var snapshot = StatusView.Snapshot()
+        var snapshot = readinessSnapshot()
         snapshot.generation = statusGeneration
         snapshot.ruleSet = ruleSet
         snapshot.dataset = engine.dataset
@@ -1051,9 +1056,6 @@ public actor AmpelDaemon: Service {
         snapshot.messagesReceived = messagesReceived
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: publishedByKind.map { ("\($0.key)", $0.value) })
         snapshot.errors = recentErrors
-        snapshot.readiness = StatusView.Readiness(dataLoaded: feedState != nil, connected: false, subscribed: subscribed)
-        snapshot.feed = feedState
-        snapshot.at = Int(now().timeIntervalSince1970)
         status.publish(snapshot)
     }
 
