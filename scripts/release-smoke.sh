@@ -15,13 +15,7 @@ source scripts/lib/release.sh
 tmp=$(mktemp -d)
 release_binaries "$tmp" ampel
 daemon_pid=""; BROKER_PID=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null
-  [ -n "$BROKER_PID" ] && kill "$BROKER_PID" 2>/dev/null
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap end_daemon_and_broker EXIT
 fail() { echo "release smoke: $*" >&2; echo "--- daemon log:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
 
 port=$(free_port)

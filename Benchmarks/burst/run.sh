@@ -26,13 +26,7 @@ tmp=$(mktemp -d)
 gcc -O2 -o "$tmp/burst" Benchmarks/burst/burst.c -lmosquitto
 
 daemon_pid=""; BROKER_PID=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill -9 "$daemon_pid" 2>/dev/null
-  [ -n "$BROKER_PID" ] && kill "$BROKER_PID" 2>/dev/null
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap end_daemon_and_broker EXIT
 
 port=$(free_port)
 start_test_broker "$tmp/broker" "$port"

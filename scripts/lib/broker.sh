@@ -105,3 +105,12 @@ stop_jobs() {
   TRACKED_JOBS=()
   return 0
 }
+
+# end_daemon_and_broker: an EXIT trap for a script that started one daemon ($daemon_pid) and a
+# test broker ($BROKER_PID) in the scratch directory $tmp: kills both, waits, removes $tmp.
+end_daemon_and_broker() {
+  [ -n "${daemon_pid:-}" ] && kill -9 "$daemon_pid" 2>/dev/null
+  [ -n "${BROKER_PID:-}" ] && kill "$BROKER_PID" 2>/dev/null
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
