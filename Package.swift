@@ -101,7 +101,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            swiftSettings: strict
+            // The crash tests' fault injection (Sources/AmpelDaemon/ForTesting) is in the debug
+            // builds the tests run, never in the release binary.
+            swiftSettings: strict + [.define("AMPEL_FAULT_INJECTION", .when(configuration: .debug))]
         ),
         .executableTarget(
             name: "ampel",

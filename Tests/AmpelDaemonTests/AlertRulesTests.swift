@@ -92,7 +92,7 @@ struct AlertRulesTests {
 
     /// The publishes of `actions` in order, by kind, with the persists: the journal's view.
     func sequence(_ actions: [SignalEngine.Action]) -> [String] {
-        actions.compactMap { action -> String? in
+        actions.steps.compactMap { action -> String? in
             switch action {
             case .persist: "persist"
             case .publish(_, let kind) where kind == .deviceAlert: "alert"
@@ -214,7 +214,7 @@ struct AlertRulesTests {
         #expect(stay == ["red>yellow"])
         #expect(try alerts(confirming) == ["red>yellow"])
         // The journal's order: the decision, its alert, then the state that witnesses it.
-        let kinds = confirming.compactMap { action -> String? in
+        let kinds = confirming.steps.compactMap { action -> String? in
             switch action {
             case .persist: "persist"
             case .publish(_, let kind) where kind == .deviceAlert: "alert"

@@ -19,7 +19,7 @@ struct BrokerProbesTests {
 
         var handedOver: [OutgoingMessage] { state.withLock { $0 } }
 
-        func publish(_ message: OutgoingMessage) async throws {
+        func publish(_ message: OutgoingMessage) async throws(MQTTError) {
             let stop = AsyncStream<Void>.makeStream()
             await withTaskCancellationHandler {
                 arrivals.yield()
@@ -28,7 +28,7 @@ struct BrokerProbesTests {
                 stop.continuation.finish()
             }
             state.withLock { $0.append(message) }
-            throw CancellationError()
+            throw MQTTError(code: .cancelled, message: "cancelled")
         }
 
         func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
@@ -36,8 +36,8 @@ struct BrokerProbesTests {
         func connect() async throws {}
         func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
         func unsubscribe(_ filters: [String]) async throws {}
-        func enqueue(_ message: OutgoingMessage) throws {}
-        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws {}
+        func enqueue(_ message: OutgoingMessage) {}
+        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
         func pauseReading() {}
         func resumeReading() {}
         func shutdown(clean: Bool) async {}

@@ -36,7 +36,7 @@ struct DeviceStateOutputTests {
             let moved = engine.event(.fix(fix(tst: 100 + step, lat: 48.137 + Double(step) / 1000), place: Fixtures.muenchen,
                                           receivedAt: 1000 + step))
             #expect(states(moved).isEmpty)
-            #expect(moved.contains(.persist(.device(key: Self.key, record: try #require(engine.devices[Self.key])))), "the record still follows every fix")
+            #expect(moved.steps.contains(.persist(.device(key: Self.key, record: try #require(engine.devices[Self.key])))), "the record still follows every fix")
         }
         // Another district in the same phase (both dark red on 2020-11-05): the district changed.
         let district = engine.event(.fix(fix(tst: 110), place: Fixtures.landkreis, receivedAt: 1010))
@@ -49,12 +49,13 @@ struct DeviceStateOutputTests {
                 "de-AT selects the same texts")
         // Another phase: the alert, then the state that witnesses it.
         let phase = engine.event(.fix(fix(tst: 120), place: Fixtures.stuttgart, receivedAt: 1020))
-        let kinds = phase.compactMap { action -> SignalEngine.PublishKind? in
+        let kinds = phase.steps.compactMap { action -> SignalEngine.PublishKind? in
             if case .publish(_, let kind) = action { kind } else { nil }
         }
         #expect(kinds == [.deviceAlert, .deviceState])
         #expect(try phase.json(Self.stateTopic)["phase"] as? String == "outside")
-        #expect(AmpelDaemon.witness(of: .deviceAlert, after: phase[...]) != nil)
+        let decision = phase.compactMap { if case .decide(let decision) = $0 { decision } else { nil } }.first
+        #expect(decision?.announcement?.witness.kind == .deviceState, "the state witnesses the alert")
     }
 
     @Test("on_change: new data day and staleness republish the state; the next unchanged fix does not")
@@ -183,8 +184,8 @@ struct DeviceStateOutputTests {
             #expect(try inGerman.json("ampel/device/\(key)/state")["lang"] as? String == "de")
         }
         #expect(shapesRecorded(inGerman) == [german.currentShape])
-        let lastState = try #require(inGerman.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/c/state" || m.topic == "ampel/device/a/state" || m.topic == "ampel/device/b/state" } else { false } })
-        let record = try #require(inGerman.firstIndex { if case .recordShape = $0 { true } else { false } })
+        let lastState = try #require(inGerman.steps.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/c/state" || m.topic == "ampel/device/a/state" || m.topic == "ampel/device/b/state" } else { false } })
+        let record = try #require(inGerman.steps.firstIndex { if case .other(.recordShape) = $0 { true } else { false } })
         #expect(record > lastState, "recorded after the states it records")
         #expect(inGerman.on("ampel/device/a/alert").isEmpty, "no alert: the phase did not change")
 
@@ -230,7 +231,7 @@ struct DeviceStateOutputTests {
             let ruleSet = try RuleSetCatalog.bundled(name)
             var (engine, start) = engine(ruleSet: ruleSet)
             var texts: [String: [String: Any]] = [:]
-            for case .publish(let message, let kind) in start where kind == .texts {
+            for case .publish(let message, let kind) in start.steps where kind == .texts {
                 #expect(message.retain && message.qos == 1)
                 texts[message.topic] = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
             }
@@ -261,7 +262,7 @@ struct DeviceStateOutputTests {
             #expect(Set(state.keys) == ["color", "dataDate", "device", "district", "incidence", "lang", "lat", "lon", "measuredPhase",
                                         "phase", "ruleSet", "since", "stale", "texts", "trend", "tst"])
             // Again after a reconnect, like every retained topic.
-            let again = engine.event(.reconnected).compactMap { action -> String? in
+            let again = engine.event(.reconnected).steps.compactMap { action -> String? in
                 if case .publish(let message, .texts) = action { message.topic } else { nil }
             }
             #expect(Set(again) == Set(expected.keys))
@@ -271,7 +272,7 @@ struct DeviceStateOutputTests {
     @Test("texts_in_state: true gives the payloads of the writer with texts byte for byte, and no texts topics")
     func textsInState() throws {
         var (engine, start) = engine(outputs: .init(deviceState: .everyFix, heartbeat: .seconds(60), textsInState: true))
-        #expect(!start.contains { if case .publish(_, .texts) = $0 { true } else { false } })
+        #expect(!start.steps.contains { if case .publish(_, .texts) = $0 { true } else { false } })
         let ruleSet = Fixtures.ruleSet
         let signal = try ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: Fixtures.october, region: .bavaria,
                                         language: .de, stale: false)

@@ -35,7 +35,7 @@ struct ForgetTests {
         let actions = engine.event(.forget(now: 1_001 + 30 * Self.day))
         #expect(engine.devices["alice/phone"] == nil)
         #expect(engine.devices["bob/phone"] != nil)
-        #expect(actions.first == .persist(.forgotten(key: "alice/phone")))
+        #expect(actions.first == .decide(Decision(.forgotten(key: "alice/phone"))))
         let cleared = actions.published
         let object = DeviceKey.objectID("alice/phone")
         #expect(Set(cleared.map(\.topic)) == [

@@ -17,9 +17,9 @@ struct IntakeGateTests {
         func connect() async throws {}
         func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
         func unsubscribe(_ filters: [String]) async throws {}
-        func publish(_ message: OutgoingMessage) async throws {}
-        func enqueue(_ message: OutgoingMessage) throws {}
-        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws {}
+        func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
+        func enqueue(_ message: OutgoingMessage) {}
+        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
         func pauseReading() { calls.withLock { $0.append("pause") } }
         func resumeReading() { calls.withLock { $0.append("resume") } }
         func shutdown(clean: Bool) async {}

@@ -49,13 +49,16 @@ struct OwnTracksNoticesTests {
     func transitionAfterAlert() throws {
         var engine = engine()
         let actions = engine.event(.fix(phone(), place: Fixtures.muenchen, receivedAt: 0))
-        let kinds = actions.compactMap { if case .publish(_, let kind) = $0 { kind } else { nil } }
+        let kinds = actions.steps.compactMap { if case .publish(_, let kind) = $0 { kind } else { nil } }
         // Its Home Assistant configs first (how many is the discovery's business).
         #expect(kinds.drop { $0 == .discovery } == [.ownTracksCard, .deviceAlert, .deviceTransition, .deviceState])
-        if case .persist(.device(_, let record)) = actions.first {
+        if case .decide(let decision)? = actions.first(where: { if case .decide = $0 { true } else { false } }),
+           case .device(_, let record) = decision.change, let announcement = decision.announcement {
             #expect(record.owntracks)
+            #expect(announcement.messages.map(\.kind) == [.deviceAlert, .deviceTransition], "the transition is announced with the alert")
+            #expect(announcement.witness.kind == .deviceState)
         } else {
-            Issue.record("the decision comes first")
+            Issue.record("the alert is announced with its decision")
         }
         let transition = try #require(actions.on("owntracks/alice/ampel/event").first)
         #expect(transition.qos == 1 && !transition.retain)
@@ -118,7 +121,7 @@ struct OwnTracksNoticesTests {
         #expect(engine.event(.fix(phone("alice/tablet"), place: Fixtures.muenchen, receivedAt: 0)).on("owntracks/alice/ampel/info").isEmpty)
         #expect(engine.event(.fix(phone("bob/phone"), place: Fixtures.muenchen, receivedAt: 0)).on("owntracks/bob/ampel/info").count == 1)
         let reconnect = engine.event(.reconnected)
-        #expect(reconnect.filter { if case .publish(_, .ownTracksCard) = $0 { true } else { false } }.count == 2)
+        #expect(reconnect.steps.filter { if case .publish(_, .ownTracksCard) = $0 { true } else { false } }.count == 2)
         #expect(reconnect.on("owntracks/alice/ampel/info").count == 1 && reconnect.on("owntracks/bob/ampel/info").count == 1)
         // A reconnect republishes but announces nothing.
         #expect(reconnect.on("owntracks/alice/ampel/event").isEmpty)
@@ -134,7 +137,7 @@ struct OwnTracksNoticesTests {
                                   restored: PersistedState(devices: ["alice/phone": record]))
         #expect(!engine.followingReevaluation(engine.event(.start)).actions.topics.contains { $0.hasPrefix("owntracks/") })
         let actions = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
-        let mine = actions.filter {
+        let mine = actions.steps.filter {
             if case .publish(let message, _) = $0 { message.topic.contains("alice") } else { if case .persist(.device) = $0 { true } else { false } }
         }
         let kinds = mine.compactMap { if case .publish(_, let kind) = $0 { kind } else { nil } }

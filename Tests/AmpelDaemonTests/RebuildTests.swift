@@ -20,9 +20,9 @@ struct RebuildTests {
     func retained(after fixes: [(LocationFix, Place)], settings: SignalEngine.Settings = Fixtures.settings()) -> (SignalEngine, [String: [UInt8]]) {
         var engine = engine(settings: settings)
         var retained: [String: [UInt8]] = [:]
-        for case .publish(let message, _) in engine.event(.start) where message.retain { retained[message.topic] = message.payload }
+        for case .publish(let message, _) in engine.event(.start).steps where message.retain { retained[message.topic] = message.payload }
         for (fix, place) in fixes {
-            for case .publish(let message, _) in engine.event(.fix(fix, place: place, receivedAt: 0)) where message.retain {
+            for case .publish(let message, _) in engine.event(.fix(fix, place: place, receivedAt: 0)).steps where message.retain {
                 retained[message.topic] = message.payload
             }
         }
@@ -64,7 +64,7 @@ struct RebuildTests {
         let restore = after.event(.restore(devices: found.devices, districts: found.districts))
         // Everything is persisted, nothing is announced.
         #expect(restore.count == Self.fleet.count + districts)
-        #expect(restore.allSatisfy { if case .persist = $0 { true } else { false } })
+        #expect(restore.allSatisfy { if case .decide(let decision) = $0 { decision.announcement == nil } else { false } })
         #expect(after.devices == before.devices, "\(after.devices.records) != \(before.devices.records)")
         #expect(after.districtPhases == before.districtPhases)
 
@@ -122,7 +122,7 @@ struct RebuildTests {
         var engine = engine(restored: PersistedState(devices: ["alice": journal], districts: ["09162": "red"]))
         let actions = engine.event(.restore(devices: ["alice": older, "bob": newcomer],
                                             districts: ["09162": "green", "09171": "yellow", "08111": "red"]))
-        #expect(actions == [.persist(.device(key: "bob", record: newcomer)), .persist(.district(ags: "09171", phase: "yellow"))])
+        #expect(actions == [.decide(Decision(.device(key: "bob", record: newcomer))), .decide(Decision(.district(ags: "09171", phase: "yellow")))])
         #expect(engine.devices["alice"] == journal)
         #expect(engine.devices["bob"] == newcomer)
         #expect(engine.districtPhases == ["09162": "red", "09171": "yellow"])

@@ -27,9 +27,38 @@ enum Fixtures {
     static let stuttgart = Place.district(ags: "08111", name: "Stuttgart")
 }
 
+/// One step of carrying out the engine's actions, as ``ActionExecutor`` takes them: a decision
+/// is its journal write (`persist`), its announcements, its webhooks, its retained publishes and
+/// its witness, in that order.
+enum ActionStep: Hashable {
+    case persist(SignalEngine.Change)
+    case publish(OutgoingMessage, kind: SignalEngine.PublishKind)
+    case notify(webhook: Int, payload: [UInt8])
+    case other(SignalEngine.Action)
+}
+
 extension [SignalEngine.Action] {
+    var steps: [ActionStep] {
+        flatMap { action -> [ActionStep] in
+            switch action {
+            case .decide(let decision):
+                var steps: [ActionStep] = [.persist(decision.change)]
+                if let announcement = decision.announcement {
+                    steps += announcement.messages.map { .publish($0.message, kind: $0.kind) }
+                    steps += announcement.notifications.map { .notify(webhook: $0.webhook, payload: $0.payload) }
+                    steps += (announcement.retained + [announcement.witness]).map { .publish($0.message, kind: $0.kind) }
+                }
+                return steps
+            case .publish(let message, let kind):
+                return [.publish(message, kind: kind)]
+            default:
+                return [.other(action)]
+            }
+        }
+    }
+
     var published: [OutgoingMessage] {
-        compactMap { if case .publish(let m, _) = $0 { m } else { nil } }
+        steps.compactMap { if case .publish(let m, _) = $0 { m } else { nil } }
     }
 
     func on(_ topic: String) -> [OutgoingMessage] { published.filter { $0.topic == topic } }
@@ -136,7 +165,10 @@ struct SignalEngineTests {
         #expect(first.topics == ["homeassistant/sensor/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
                                  "homeassistant/event/ampel/device_\(DeviceKey.objectID("alice/phone"))/config",
                                  "ampel/device/alice/phone/alert", "ampel/device/alice/phone/state"])
-        #expect(first.first == .persist(.device(key: "alice/phone", record: engine.devices["alice/phone"]!)))
+        let steps = first.steps
+        let persisted = steps.firstIndex(of: .persist(.device(key: "alice/phone", record: engine.devices["alice/phone"]!)))
+        let announced = steps.firstIndex { if case .publish(_, .deviceAlert) = $0 { true } else { false } }
+        #expect(persisted != nil && announced != nil && persisted! < announced!, "the decision before its alert")
         let state = try first.json("ampel/device/alice/phone/state")
         #expect(state["phase"] as? String == "red")
         #expect(state["device"] as? String == "alice/phone")
@@ -258,7 +290,7 @@ struct SignalEngineTests {
         var actions = start + engine.event(.fix(phone, place: Fixtures.muenchen, receivedAt: 0))
         actions += engine.event(.data(Fixtures.november, stale: false))
         var kinds: [SignalEngine.PublishKind: Int] = [:]
-        for action in actions {
+        for action in actions.steps {
             guard case .publish(let message, let kind) = action else { continue }
             kinds[kind, default: 0] += 1
             let topic = message.topic
@@ -327,8 +359,7 @@ struct SignalEngineTests {
         // Same data after the restart: no alerts at all.
         var (_, same) = started(restored: saved)
         #expect(!same.topics.contains { $0.hasSuffix("/alert") })
-        same = same.filter { if case .publish(let m, _) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } }
-        #expect(same.isEmpty)
+        #expect(!same.steps.contains { if case .publish(let m, _) = $0 { m.topic.hasPrefix("ampel/device/") } else { false } })
 
         // New data while down: the district and the device hear of it at start.
         let (_, changed) = started(Fixtures.november, restored: saved)
@@ -379,12 +410,12 @@ struct SignalEngineTests {
         #expect(again == retained)
         #expect(all.published.filter { $0.retain }.count == retained.count + 1)  // each once
         var kinds = Set<SignalEngine.PublishKind>()
-        for case .publish(_, let kind) in all { kinds.insert(kind) }
+        for case .publish(_, let kind) in all.steps { kinds.insert(kind) }
         #expect(kinds == [.bridgeState, .texts, .districtState, .districtPhase, .discovery, .deviceState, .lamp])
         #expect(all.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)
         #expect(all.published.filter { $0.topic.hasPrefix("ampel/device/") }.count == 5)
         #expect(Array(all.published.filter { $0.topic.hasPrefix("cmnd/signs/city/") }) == Array(lampCommands))
-        #expect(!all.contains { if case .persist = $0 { true } else { false } })
+        #expect(!all.contains { if case .decide = $0 { true } else { false } })
 
         // A reconnect during a recovery starts over; the older recovery's next batch is nothing.
         let first = engine.event(.reconnected)
@@ -425,9 +456,10 @@ struct SignalEngineTests {
         }
         // Each alert comes after its decision is persisted and before the state that witnesses it.
         for key in keys {
-            let persist = all.firstIndex { if case .persist(.device(key, _)) = $0 { true } else { false } }
-            let alert = all.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/\(key)/alert" } else { false } }
-            let state = all.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/\(key)/state" } else { false } }
+            let steps = all.steps
+            let persist = steps.firstIndex { if case .persist(.device(key, _)) = $0 { true } else { false } }
+            let alert = steps.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/\(key)/alert" } else { false } }
+            let state = steps.lastIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/\(key)/state" } else { false } }
             #expect(persist! < alert! && alert! < state!)
         }
 
@@ -489,8 +521,8 @@ struct SignalEngineTests {
         while case .continueRecovery(let generation)? = recovery.last {
             recovery += engine.event(.recoverDevices(generation: generation))
         }
-        let alert = recovery.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/b/alert" } else { false } }
-        let state = recovery.firstIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/b/state" } else { false } }
+        let alert = recovery.steps.firstIndex { if case .publish(let m, .deviceAlert) = $0 { m.topic == "ampel/device/b/alert" } else { false } }
+        let state = recovery.steps.firstIndex { if case .publish(let m, .deviceState) = $0 { m.topic == "ampel/device/b/state" } else { false } }
         #expect(alert != nil && state != nil && alert! < state!)
         #expect(recovery.on("ampel/device/b/state").count == 1)
         #expect(recovery.on("ampel/device/a/alert").isEmpty)

@@ -94,8 +94,8 @@ struct WebhookEngineTests {
     }
 
     func notified(_ actions: [SignalEngine.Action]) -> [(webhook: Int, body: [String: Any])] {
-        actions.compactMap { action in
-            guard case .notify(let webhook, let payload) = action,
+        actions.steps.compactMap { step in
+            guard case .notify(let webhook, let payload) = step,
                   let body = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else { return nil }
             return (webhook, body)
         }
@@ -119,9 +119,10 @@ struct WebhookEngineTests {
         let alert = try actions.json("ampel/device/alice/phone/alert")
         #expect(Set(english.keys) == Set(alert.keys).union(["message", "priority"]))
         // Each one follows its alert, before the witness (the state).
-        let alertIndex = try #require(actions.firstIndex { if case .publish(_, .deviceAlert) = $0 { true } else { false } })
-        let stateIndex = try #require(actions.firstIndex { if case .publish(_, .deviceState) = $0 { true } else { false } })
-        let notifyIndexes = actions.indices.filter { if case .notify = actions[$0] { true } else { false } }
+        let steps = actions.steps
+        let alertIndex = try #require(steps.firstIndex { if case .publish(_, .deviceAlert) = $0 { true } else { false } })
+        let stateIndex = try #require(steps.firstIndex { if case .publish(_, .deviceState) = $0 { true } else { false } })
+        let notifyIndexes = steps.indices.filter { if case .notify = steps[$0] { true } else { false } }
         #expect(notifyIndexes.allSatisfy { $0 > alertIndex && $0 < stateIndex })
     }
 

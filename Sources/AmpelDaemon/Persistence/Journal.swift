@@ -140,7 +140,10 @@ public final class Journal: Sendable {
         }
     }
 
-    /// Records an alert about to be handed over; returns its id for ``acknowledge(_:)``.
+    #if AMPEL_FAULT_INJECTION
+    /// An alert without its decision: what a process killed between the two records of a pair
+    /// leaves, for the tests of ``JournalReplay``. The daemon writes alerts only with their
+    /// decision (``append(_:announcedBy:witness:)``).
     func appendAlert(_ message: OutgoingMessage, witness: Witness?) -> UInt64 {
         state.withLock { writer in
             writer.lastAlertID += 1
@@ -150,6 +153,7 @@ public final class Journal: Sendable {
             return id
         }
     }
+    #endif
 
     /// The broker took alert `id`: a restart will not send it again.
     func acknowledge(_ id: UInt64) {

@@ -28,7 +28,7 @@ final class BrokerProbes: Sendable {
 
     /// Publishes a probe and passes its outcome to `then` (`nil`: the broker acknowledged it),
     /// on a task of its own: the caller never waits for the broker.
-    func start(then: @escaping @Sendable ((any Error)?) -> Void) {
+    func start(then: @escaping @Sendable (MQTTError?) -> Void) {
         let transport = self.transport
         let probe = self.probe
         // Created under the lock its end takes too: the task cannot leave before it is listed.
@@ -36,7 +36,7 @@ final class BrokerProbes: Sendable {
             let id = running.next
             running.next += 1
             running.tasks[id] = Task.detached { [self] in
-                do {
+                do throws(MQTTError) {
                     try await transport.publish(probe)
                     then(nil)
                 } catch {

@@ -129,19 +129,19 @@ public final class MQTTTransport: DaemonTransport {
     // The message goes over as it is: the engine adds an expiry only on MQTT 5
     // (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks the topic and the expiry.
 
-    public func publish(_ message: OutgoingMessage) async throws {
+    public func publish(_ message: OutgoingMessage) async throws(MQTTError) {
         try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
                                  retain: message.retain, messageExpiry: message.expiry)
     }
 
-    public func enqueue(_ message: OutgoingMessage) throws {
+    public func enqueue(_ message: OutgoingMessage) throws(MQTTError) {
         try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
                            retain: message.retain, messageExpiry: message.expiry)
     }
 
-    public func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws {
+    public func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) throws(MQTTError) {
         try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                           retain: message.retain, messageExpiry: message.expiry) { error in acknowledged(error) }
+                           retain: message.retain, messageExpiry: message.expiry, acknowledged: acknowledged)
     }
 
     public var unanswered: Int { client.unanswered }

@@ -26,13 +26,13 @@ public protocol DaemonTransport: Sendable {
     /// Removes subscriptions (the daemon's own, temporary ones).
     func unsubscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
-    func publish(_ message: OutgoingMessage) async throws
+    func publish(_ message: OutgoingMessage) async throws(MQTTError)
     /// Hands a publish over in call order without waiting for the acknowledgement (the hot
     /// path; it never suspends, so the daemon's handling of one input is never interleaved).
-    func enqueue(_ message: OutgoingMessage) throws
+    func enqueue(_ message: OutgoingMessage) throws(MQTTError)
     /// ``enqueue(_:)``, and reports the broker's answer to `acknowledged` (`nil`: taken; else
     /// why not), from any thread, once.
-    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable ((any Error)?) -> Void) throws
+    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) throws(MQTTError)
     /// Publishes handed over that the broker has not acknowledged yet (held in memory for it).
     var unanswered: Int { get }
     /// Returns once at most `target` publishes are unanswered (or the transport is closed).

@@ -1,0 +1,77 @@
+import AmpelCore
+import AmpelDomain
+
+extension SignalEngine {
+    // MARK: Discovery
+
+    /// The bridge's and the districts' discovery configs; the devices' go out with the device walk.
+    func districtDiscovery() -> [Action] {
+        guard let discovery = settings.discovery, settings.publishDistricts else { return [] }
+        let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
+            discovery.district(ags: $0.district.ags, name: $0.district.name)
+        }
+        return configs.map { .publish($0, kind: .discovery) }
+    }
+
+    /// A device's discovery configs (none with discovery off or without the devices).
+    func deviceDiscovery(_ key: String) -> [Action] {
+        guard let discovery = settings.discovery else { return [] }
+        return discovery.device(key: key, name: settings.devices[key]?.name).map { .publish($0, kind: .discovery) }
+    }
+
+    /// What this run announces, as the scope file keeps it.
+    var currentDiscovery: [DiscoveryScope] { settings.discovery.map { [$0.scope] } ?? [] }
+
+    /// At start: empty configs for what earlier runs announced and this one does not (the
+    /// bridge and districts at once, the devices' with the start's device walk), and the
+    /// scopes to keep. While removals are under way the file names the old scopes and the
+    /// new one, so a crash in between leaves nothing announced that the next start forgets.
+    mutating func retireDiscovery() -> [Action] {
+        let announced = settings.announcedDiscovery
+        let current = settings.discovery?.scope
+        let districts = dataset.districts(in: settings.region).map(\.district.ags)
+        var removals: [Action] = []
+        for old in announced where old != current {
+            let left = old.leftBehind(by: current)
+            let names = DiscoveryTopics(prefix: old.prefix, node: old.node)
+            if left.districts { removals += names.removals(bridgeAndDistricts: districts).map { .publish($0, kind: .discovery) } }
+            if left.devices, !retiringDevices.contains(names) { retiringDevices.append(names) }
+        }
+        guard !removals.isEmpty || !retiringDevices.isEmpty else {
+            return announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)]
+        }
+        var both = announced
+        if let current, !both.contains(current) { both.append(current) }
+        var actions: [Action] = both == announced ? [] : [.recordDiscovery(both, whenTaken: false)]
+        actions += removals
+        if retiringDevices.isEmpty { actions.append(.recordDiscovery(currentDiscovery, whenTaken: true)) }
+        return actions
+    }
+
+    /// This run's ``PublishedShape``.
+    var currentShape: PublishedShape {
+        PublishedShape(base: settings.topics.base, ruleSet: settings.ruleSet.id, textsInState: settings.outputs.textsInState,
+                       defaultLanguage: settings.defaultLanguage,
+                       deviceLanguages: settings.devices.compactMapValues(\.lang), texts: textsTopics.values.flatMap(\.values))
+    }
+
+    /// At start: empty retained payloads for the texts topics the last run retained and this one
+    /// does not, and, when the states' shape differs, every device's state again in the start's
+    /// walk (recorded when a walk completes; at once without devices). Partitioned instances
+    /// share the texts topics under their one base topic: only the one with the district topics
+    /// (``Settings/publishDistricts``) empties them, so that another's states keep theirs.
+    mutating func retireShape() -> [Action] {
+        let current = currentShape
+        guard let before = settings.publishedShape, before != current else { return [] }
+        let kept = Set(current.texts)
+        var actions: [Action] = settings.publishDistricts ? before.texts.filter { !kept.contains($0) }.map {
+            .publish(OutgoingMessage(topic: $0, text: "", qos: 1, retain: true), kind: .texts)
+        } : []
+        if before.fingerprint != current.fingerprint, devices.count > 0 {
+            shapePending = current
+        } else {
+            actions.append(.recordShape(current))
+        }
+        return actions
+    }
+}

@@ -1,0 +1,152 @@
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+
+/// What the executor writes to the journal (``Journal``; a recording one in the tests).
+protocol DecisionJournal: AnyObject, Sendable {
+    /// A change nobody is told about.
+    func append(_ change: SignalEngine.Change)
+    /// A change with the messages that announce it, in one write; their ids, in order.
+    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64]
+    /// The broker took announcement `id`.
+    func acknowledge(_ id: UInt64)
+}
+
+extension Journal: DecisionJournal {}
+
+/// Carries out the engine's actions against the journal, the broker and the webhooks, in the
+/// order that makes an alert exactly-once across a crash (``Decision``):
+///
+/// 1. the decision and its announcements in one journal write;
+/// 2. the announcements handed to the broker, each acknowledged in the journal when the broker
+///    took it;
+/// 3. the webhooks queued, keyed by the alert's journal id;
+/// 4. the retained publishes, the witness last.
+///
+/// A crash before 1 leaves the input unhandled in the journal: the next start decides again. A
+/// crash between 1 and 4 leaves the announcement pending: the next start reads the witness
+/// back and sends it again only if the broker does not retain the witness.
+///
+/// Publishes are handed over without waiting (``DaemonTransport/enqueue(_:)``), so one input's
+/// actions are never interleaved with another's. What is neither a publish nor a decision goes
+/// to the daemon's handler, in its place in the list.
+final class ActionExecutor {
+    let journal: any DecisionJournal
+    let transport: any DaemonTransport
+    let webhooks: Webhooks
+    let logger: Logger
+    let now: @Sendable () -> Date
+    /// Runs after an announced decision is journaled and before its first announcement is
+    /// handed over: the one moment a crash test cannot hit from outside (``FaultInjection``).
+    var afterJournaling: (() -> Void)?
+    private(set) var tally = Tally()
+    private var publishLog = RateLimiter(interval: 10, burst: 5)
+
+    /// What was carried out, for `bridge/info` and `/metrics`.
+    struct Tally {
+        var published = 0
+        /// Publishes that repeated what was published before (a recovery); also in ``published``.
+        var republished = 0
+        var alerts = 0
+        var owntracksTransitions = 0
+        var publishFailures = 0
+        var forgotten = 0
+        /// Device records changed or removed: whether the device table changed since a reader last had it.
+        var deviceChanges = 0
+        var byKind: [SignalEngine.PublishKind: Int] = [:]
+    }
+
+    init(journal: any DecisionJournal, transport: any DaemonTransport, webhooks: Webhooks, logger: Logger,
+         now: @escaping @Sendable () -> Date) {
+        self.journal = journal
+        self.transport = transport
+        self.webhooks = webhooks
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Carries out `actions` in order; `republished`: the publishes repeat what was published
+    /// before (a recovery). Every other action goes to `other`, in its place.
+    func execute(_ actions: [SignalEngine.Action], republished: Bool = false, other: (SignalEngine.Action) -> Void = { _ in }) {
+        for action in actions {
+            switch action {
+            case .decide(let decision):
+                carryOut(decision, republished: republished)
+            case .publish(let message, let kind):
+                publish(message, kind: kind, republished: republished)
+            default:
+                other(action)
+            }
+        }
+    }
+
+    func carryOut(_ decision: Decision, republished: Bool) {
+        switch decision.change {
+        case .device: tally.deviceChanges &+= 1
+        case .forgotten:
+            tally.deviceChanges &+= 1
+            tally.forgotten += 1
+        case .district: break
+        }
+        guard let announcement = decision.announcement else { return journal.append(decision.change) }
+        let ids = journal.append(decision.change, announcedBy: announcement.messages.map(\.message), witness: announcement.journalWitness)
+        afterJournaling?()
+        for (publish, id) in zip(announcement.messages, ids) {
+            announce(publish.message, id: id)
+            tally.published += 1
+            tally.byKind[publish.kind, default: 0] += 1
+            if publish.kind.isAlert { tally.alerts += 1 } else { tally.owntracksTransitions += 1 }
+        }
+        // The webhook's idempotency key is made of the alert's id, not its transition's.
+        if let alertID = ids.first {
+            for notification in announcement.notifications {
+                webhooks.send(webhook: notification.webhook, alertID: alertID, payload: notification.payload, now: now().timeIntervalSince1970)
+            }
+        }
+        for publish in announcement.retained + [announcement.witness] {
+            self.publish(publish.message, kind: publish.kind, republished: republished)
+        }
+    }
+
+    /// Hands an announcement over; its id leaves the journal's pending list when the broker
+    /// took it. One that is not acknowledged (the client closed first) stays pending: the next
+    /// start sends it.
+    func announce(_ message: OutgoingMessage, id: UInt64) {
+        let journal = self.journal
+        do {
+            try transport.enqueue(message) { error in
+                // A broker that refuses it (not authorised) will refuse it again: done either way.
+                if error == nil || error?.code == .rejected { journal.acknowledge(id) }
+            }
+        } catch {
+            failed(message, error)
+        }
+    }
+
+    /// In order, without a round trip per message: libmosquitto delivers QoS 1.
+    func publish(_ message: OutgoingMessage, kind: SignalEngine.PublishKind, republished: Bool = false) {
+        do {
+            try transport.enqueue(message)
+            tally.published += 1
+            tally.byKind[kind, default: 0] += 1
+            if republished { tally.republished += 1 }
+        } catch {
+            failed(message, error)
+        }
+    }
+
+    /// Counts a publish that libmosquitto refused, and logs it within the rate limit.
+    func failed(_ message: OutgoingMessage, _ error: any Error) {
+        tally.publishFailures += 1
+        let admitted = publishLog.admit(now: now().timeIntervalSince1970)
+        if admitted.log {
+            logger.warning("publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)", "suppressed": "\(admitted.suppressed)"])
+        }
+    }
+
+    /// Logs how many publish failures the rate limit held back.
+    func logHeldBack(now: Double) {
+        publishLog.logHeldBack(now: now, to: logger, "held back further warnings of failed publishes (counters.publishFailures in bridge/info counts them all)")
+    }
+}

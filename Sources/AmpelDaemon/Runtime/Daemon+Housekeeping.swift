@@ -1,0 +1,89 @@
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import Synchronization
+import ServiceLifecycle
+
+/// The tick's work: logs held back, the snapshot and the journal's tidying, forgetting,
+/// giving free heap pages back, `bridge/info` and the status hand-over.
+extension AmpelDaemon {
+    func tick(_ engine: inout SignalEngine) {
+        let now = ContinuousClock.now
+        let wallClock = self.now().timeIntervalSince1970
+        dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
+        executor.logHeldBack(now: wallClock)
+        let shed = gate.shed
+        if shed != shedLogged {
+            logger.warning("the intake was full: shed QoS 0 location messages (counters.dropped.intake-full in bridge/info)",
+                           metadata: ["shed": "\(shed - shedLogged)", "total": "\(shed)"])
+            shedLogged = shed
+            infoDirty = true
+        }
+        // A snapshot once the journal has outgrown the last one: each change costs a
+        // constant amount of writing, whatever the number of devices.
+        if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
+            takeSnapshot(engine)
+        }
+        ticksSinceTidy += 1
+        if ticksSinceTidy >= 10 {
+            ticksSinceTidy = 0
+            journal.removeCovered()
+        }
+        // The clock is the daemon's; the decision, and which devices, the engine's.
+        ticksSinceForget += 1
+        if let forgetAfter = configuration.forgetAfter, ticksSinceForget >= Self.forgetEvery(forgetAfter, tick: flushInterval) {
+            ticksSinceForget = 0
+            let forgotten = engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
+            if !forgotten.isEmpty {
+                logger.info("forgot devices not heard from within devices.forget_after", metadata: [
+                    "devices": "\(forgotten.reduce(0) { if case .decide = $1 { $0 + 1 } else { $0 } })",
+                ])
+                perform(forgotten, engine: engine)
+            }
+        }
+        if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
+        // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
+        // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
+        // lone fix: the trim walks the whole heap.
+        // A state write (tens of MB of JSON for a large table) leaves its buffers free too.
+        let statesWritten = saver.statesWritten
+        if engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages
+            || statesWritten != trimmedAt.statesWritten || (dataSinceTrim && !engine.isReevaluating),
+           now - intakeSeen.at >= trimQuiet {
+            trimmedAt = (engine.devices.count, messagesReceived, statesWritten)
+            // A trim in the middle of a walk (a quiet intake is enough for one) leaves the
+            // walk's own garbage: the trim it is owed comes once the walk is done. Without
+            // this the start's trim cleared the flag, and 100,000 devices' first walk left
+            // the daemon at 70.8 MB where a trim gives 58-60 MB.
+            if !engine.isReevaluating { dataSinceTrim = false }
+            saver.trimHeap()
+        }
+        if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
+        if infoDirty { publishInfo(engine) }
+        publishStatus(engine)
+    }
+
+    /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every
+    /// device's time, so once a minute at most, and at least 60 times per `forgetAfter`.
+    static func forgetEvery(_ forgetAfter: Duration, tick: Duration) -> Int {
+        let ticksPerMinute = max(1, Int(Duration.seconds(60) / tick))
+        return max(1, min(ticksPerMinute, Int(forgetAfter / tick) / 60))
+    }
+
+    /// A rough size of a device in the snapshot, to compare the journal with.
+    static let snapshotBytesPerDevice = 160
+
+    /// Starts a snapshot on the writer thread: the loop only copies the state (copy-on-write),
+    /// so a large one never holds up the next location. The journal opens a new segment first;
+    /// the old ones go once the snapshot is on disk and their messages are handled.
+    func takeSnapshot(_ engine: SignalEngine) {
+        let journal = self.journal!
+        let mark = journal.beginSnapshot()
+        saver.save(PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)) {
+            journal.snapshotWritten(mark)
+        }
+    }
+}

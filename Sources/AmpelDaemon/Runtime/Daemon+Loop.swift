@@ -1,0 +1,247 @@
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import Synchronization
+import ServiceLifecycle
+
+/// The loop: one queue of inputs (broker messages, data, ticks, a stop), handled in order by
+/// the one task that owns the engine.
+extension AmpelDaemon {
+    /// The inputs that do not come from the broker: new data, the tick, the stop.
+    func startProducers(_ inputs: AsyncStream<Input>.Continuation) -> Task<Void, Never> {
+        Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await state in self.feed.updates() { inputs.yield(.feed(state)) }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(for: self.flushInterval) } catch { return }
+                        inputs.yield(.tick)
+                    }
+                }
+                group.addTask {
+                    for await _ in self.stopStream {
+                        inputs.yield(.stop)
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles `events` until a stop.
+    func loop(_ events: AsyncStream<Input>, _ inputs: AsyncStream<Input>.Continuation, _ engine: inout SignalEngine) async {
+        await withGracefulShutdownHandler {
+            var sinceYield = 0
+            for await input in events {
+                if case .stop = input { break }
+                // A stream with a backlog hands out its elements without suspending: without a
+                // yield now and then, the loop keeps its thread of the two-thread pool for
+                // seconds, and the signal handler's task (SIGTERM) waits behind it.
+                sinceYield += 1
+                if sinceYield == 256 {
+                    sinceYield = 0
+                    await Task.yield()
+                }
+                if stopRequested.load(ordering: .relaxed), stopHandlingNow() { break }
+                await waitForBrokerIfBehind(before: input)
+                if let metrics, case .message = input {
+                    let started = ContinuousClock.now
+                    handle(input, &engine)
+                    metrics.recordHandling(ContinuousClock.now - started)
+                } else {
+                    handle(input, &engine)
+                }
+            }
+        } onGracefulShutdown: {
+            self.requestStop()
+            inputs.yield(.stop)
+        }
+    }
+
+    func handle(_ input: Input, _ engine: inout SignalEngine) {
+        switch input {
+        case .message(let message, let seq, let receivedAt):
+            messagesReceived &+= 1
+            defer {
+                journal.appendHandled(seq)
+                gate.handled(bytes: message.payload.count)
+            }
+            for route in intake.route(topic: message.topic, payload: message.payload, retained: message.retain) {
+                switch route {
+                case .input(let kind, let key, let appTopic):
+                    handleLocation(kind, key: key, appTopic: appTopic, message, receivedAt: receivedAt, &engine)
+                case .lampAvailability(let name, let online, let retained):
+                    logger.debug("lamp availability", metadata: ["lamp": "\(name)", "online": "\(online)", "retained": "\(retained)"])
+                    perform(engine.event(.lampAvailability(name: name, online: online, retained: retained)))
+                case .homeAssistantOnline:
+                    logger.info("Home Assistant online: sending discovery again")
+                    perform(engine.event(.homeAssistantOnline))
+                case .ignore:
+                    break
+                }
+            }
+        case .feed(let state):
+            let previous = feedState
+            feedState = state
+            infoDirty = true
+            if state.dataset != previous?.dataset {
+                counters.datasetsApplied += 1
+                dataSinceTrim = true
+                logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
+            } else if let error = state.lastError, error != previous?.lastError {
+                counters.datasetsRejected += 1
+                recentErrors.append(StatusView.ErrorEntry(at: Int(self.now().timeIntervalSince1970), kind: "rejected", reason: "refresh failed",
+                                                          topic: state.dataset.source, detail: error))
+                // A stand-in was never fetched: calling it the last good data would mislead.
+                let inForce = state.kind == .standIn
+                    ? "the bundled data of \(state.dataset.date.iso) stands in until the source answers"
+                    : "the data of \(state.dataset.date.iso) stays in force"
+                logger.warning("data check failed; \(inForce)", metadata: ["error": "\(error)", "stale": "\(state.stale)"])
+            } else if state.stale != previous?.stale {
+                logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
+            }
+            perform(engine.event(.data(state.dataset, stale: state.stale)))
+        case .tick:
+            tick(&engine)
+        case .connected(let sessionPresent):
+            connections += 1
+            // The first CONNACK is the start's: it published everything already.
+            guard connections > 1 else { return }
+            counters.reconnects += 1
+            infoDirty = true
+            logger.notice("reconnected: publishing online and every retained topic again", metadata: [
+                "sessionPresent": "\(sessionPresent)", "devices": "\(engine.devices.count)",
+            ])
+            let actions = engine.event(.reconnected)
+            perform(actions, republished: true, engine: engine)
+            // The info in the actions went out before the publishes after it were counted.
+            infoDirty = true
+        case .recover(let generation):
+            infoDirty = true
+            let walking = engine.isRecovering
+            perform(engine.event(.recoverDevices(generation: generation)), republished: true)
+            if walking, !engine.isRecovering { logger.info("every device state republished", metadata: ["devices": "\(engine.devices.count)"]) }
+        case .reevaluate(let generation):
+            let walking = engine.isReevaluating
+            perform(engine.event(.reevaluateDevices(generation: generation)))
+            if walking, !engine.isReevaluating { logger.info("every device re-evaluated", metadata: ["devices": "\(engine.devices.count)"]) }
+        case .stop:
+            break
+        }
+    }
+
+    func handleLocation(_ kind: InputKind, key: String, appTopic: Bool, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
+        switch parser.parse(kind, topicKey: key, payload: message.payload) {
+        case .fix(var fix):
+            fix.owntracks = appTopic
+            let place: Place
+            if let metrics {
+                let started = ContinuousClock.now
+                place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+                metrics.recordLookup(ContinuousClock.now - started)
+            } else {
+                place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
+            }
+            if fix.langIgnored { counters.invalidLang += 1 }
+            let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
+            if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
+                counters.accepted[kind.rawValue, default: 0] += 1
+            }
+            infoDirty = true
+            logger.trace("fix", metadata: ["device": "\(fix.device)", "lat": "\(fix.latitude)", "lon": "\(fix.longitude)"])
+            perform(actions, topic: message.topic)
+        case .skipped(let type):
+            counters.skipped[type, default: 0] += 1
+            infoDirty = true
+        case .dropped(let reason, let detail):
+            drop(reason, detail: detail, topic: message.topic)
+        }
+    }
+
+    func drop(_ reason: DropReason, detail: String, topic: String) {
+        counters.dropped[reason.rawValue, default: 0] += 1
+        infoDirty = true
+        let time = now().timeIntervalSince1970
+        recentErrors.append(StatusView.ErrorEntry(at: Int(time), kind: "dropped", reason: reason.rawValue, topic: topic, detail: detail))
+        let admitted = dropLog.admit(now: time)
+        if admitted.log {
+            var metadata: Logger.Metadata = ["reason": "\(reason)", "topic": "\(topic)", "detail": "\(detail)"]
+            if admitted.suppressed > 0 { metadata["suppressed"] = "\(admitted.suppressed)" }
+            logger.warning("dropped a location message", metadata: metadata)
+        }
+    }
+
+    /// Carries out the engine's actions (``ActionExecutor``); counts and queues what is the daemon's own.
+    /// - Parameters:
+    ///   - republished: the publishes repeat what was published before (a recovery), counted
+    ///     under `republished` as well.
+    ///   - engine: the engine after the event, for a `bridge/info` it asks for.
+    func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
+        executor.execute(actions, republished: republished) { action in
+            switch action {
+            case .dropped(let reason):
+                drop(reason, detail: reason == .inaccurate ? "acc above inputs.max_accuracy, in another district" : "older than the fix held for the device",
+                     topic: topic)
+            case .alertSuppressed(let reason):
+                counters.alertsSuppressed[reason.rawValue, default: 0] += 1
+                infoDirty = true
+            case .problem(let message):
+                logger.warning("no signal", metadata: ["problem": "\(message)"])
+            case .publishInfo:
+                if let engine { publishInfo(engine) } else { infoDirty = true }
+            case .continueRecovery(let generation):
+                pace(then: .recover(generation: generation))
+            case .continueReevaluation(let generation):
+                pace(then: .reevaluate(generation: generation))
+            case .recordDiscovery(let scopes, let whenTaken):
+                recordDiscovery(scopes, whenTaken: whenTaken)
+            case .recordShape(let shape):
+                recordShape(shape)
+            case .publish, .decide:
+                break  // the executor's
+            }
+        }
+    }
+
+    /// Queues `next` (the next batch of a recovery or re-evaluation) once the broker has
+    /// acknowledged a publish made after this batch: it has then taken the whole batch (one
+    /// connection, in order), libmosquitto holds at most one batch for it, and the messages
+    /// that arrived meanwhile are queued before `next` (``BrokerProbes``).
+    func pace(then next: Input) {
+        let inbox = self.inbox
+        probes.start { _ in inbox?.yield(next) }
+    }
+
+    /// Whether a stop ends its handling now: at the drain limit, or once ``outgoingLimit``
+    /// publishes wait for the broker. Reading is paused during the stop, so their answers stay
+    /// unread and the goodbye waits for all of them: without this bound a busy drain left the
+    /// goodbye thousands of answers to wait for behind the messages the broker sends meanwhile,
+    /// and a loaded machine ran past its limit. What is not handled waits in the journal.
+    func stopHandlingNow() -> Bool {
+        if transport.unanswered >= outgoingLimit { return true }
+        guard let deadline = stopDeadline.withLock({ $0 }) else { return false }
+        return ContinuousClock.now >= deadline
+    }
+
+    /// Waits until the broker has acknowledged half of ``outgoingLimit`` publishes, at most
+    /// ``outgoingWaitLimit``. Its answers come on the same socket as the messages, so the
+    /// intake is read meanwhile even when it is full (``IntakeGate/holdOpen(_:)``).
+    func waitForBrokerIfBehind(before input: Input) async {
+        guard case .message = input, transport.unanswered >= outgoingLimit, !stopRequested.load(ordering: .relaxed) else { return }
+        counters.outgoingWaits += 1
+        infoDirty = true
+        gate.holdOpen(true)
+        defer { gate.holdOpen(false) }
+        let transport = self.transport
+        let target = outgoingLimit / 2
+        _ = await FirstOutcome.finished(before: .now + outgoingWaitLimit) {
+            await transport.waitForAnswers(atMost: target)
+            return true
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import AmpelCore
+import AmpelData
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import Synchronization
+
+/// The stop: what was taken and not handled waits in the journal; the snapshot within the
+/// drain limit, the goodbye (`bridge/info`, `offline`) within its own, then a clean leave, or
+/// a dropped connection so that the broker's Last Will says `offline`.
+extension AmpelDaemon {
+    func finish(_ engine: SignalEngine, producers: Task<Void, Never>, inputs: AsyncStream<Input>.Continuation) async {
+        // Nothing more is taken from the socket (``requestStop()``); what was taken and not
+        // handled within the drain limit waits in the journal. Then the snapshot (within the
+        // same limit), the goodbye, and a clean leave.
+        let loopEnded = ContinuousClock.now
+        let unhandled = gate.waiting
+        if unhandled > 0 {
+            logger.notice("stopping with messages not handled; the journal keeps them for the next start", metadata: ["messages": "\(unhandled)"])
+        }
+        producers.cancel()
+        inputs.finish()
+        // The webhooks deliver what they hold while the snapshot and the goodbye run.
+        let webhooks = self.webhooks
+        let webhookDeadline = loopEnded + webhookDrainLimit
+        let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
+        // Every `online` probe goes out before the `offline` below.
+        await probes.finishAll()
+        let deadline = stopDeadline.withLock { $0 } ?? .now + drainLimit
+        await writeSnapshot(engine, before: max(deadline, .now + .milliseconds(500)))
+        let snapshotWritten = ContinuousClock.now
+        gate.readForGoodbye()
+        // Say offline, but do not wait for a broker that is gone or frozen: a QoS 1 publish waits
+        // for the reconnect or the PUBACK, and a stop must not hang on it. Unacknowledged, the
+        // goodbye may never arrive, so the connection is then dropped without DISCONNECT and
+        // the broker's Last Will says offline.
+        let transport = self.transport
+        let goodbye = [
+            OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true),
+            OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true),
+        ]
+        let outcome: String? = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                do {
+                    for message in goodbye { try await transport.publish(message) }
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: self.goodbyeTimeout)
+                return "no acknowledgement within \(self.goodbyeTimeout)"
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let outcome {
+            logger.warning(
+                "could not publish offline state; leaving without DISCONNECT so that the broker publishes the Last Will",
+                metadata: ["error": "\(outcome)"])
+        } else {
+            // The broker acknowledged the goodbye, so everything published before it too.
+            journal.appendStopped()
+        }
+        let goodbyeEnded = ContinuousClock.now
+        let undelivered = await webhookDrain.value
+        if !undelivered.isEmpty {
+            logger.warning("webhook alerts not delivered by the stop's limit are lost", metadata: [
+                "undelivered": "\(undelivered.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))",
+            ])
+        }
+        gate.stopReading()
+        await transport.shutdown(clean: outcome == nil)
+        // Messages taken while saying goodbye are in the journal (handled at the next start).
+        transport.deliver { _ in }
+        journal.sync()
+        await producers.value
+        // How long each step of the stop took, for an operator whose stop ran into systemd's limit.
+        let requested = deadline - drainLimit
+        func took(_ from: ContinuousClock.Instant, _ to: ContinuousClock.Instant) -> String {
+            let elapsed = (to - from).components
+            return "\(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000) ms"
+        }
+        logger.info("stopped", metadata: [
+            "devices": "\(engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)",
+            "handling": "\(took(requested, loopEnded))", "snapshot": "\(took(loopEnded, snapshotWritten))",
+            "goodbye": "\(took(snapshotWritten, goodbyeEnded))", "disconnect": "\(took(goodbyeEnded, .now))",
+        ])
+    }
+
+    /// The stop's snapshot, waited for until `deadline` at most (the journal has it all anyway).
+    func writeSnapshot(_ engine: SignalEngine, before deadline: ContinuousClock.Instant) async {
+        let journal = self.journal!
+        let mark = journal.beginSnapshot()
+        let state = PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)
+        let saver = self.saver
+        let written = await FirstOutcome.finished(before: deadline, priority: .high) { saver.writeNow(state) }
+        if written {
+            journal.snapshotWritten(mark)
+        } else {
+            logger.notice("the snapshot did not finish within the stop's limit; the journal holds the state", metadata: ["devices": "\(engine.devices.count)"])
+        }
+        journal.sync()
+    }
+}

@@ -1,0 +1,204 @@
+@testable import AmpelDaemon
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// The executor's order, the one exactly-once rests on: an announcement is handed over only
+/// after its decision is journaled with it, and before the retained publish that witnesses it.
+/// The engine's real actions (a phone's first alert and transition, new data that changes
+/// districts and devices) go through a journal and a transport that write into one log.
+@Suite("ActionExecutor: journal, announcements, witness")
+struct ActionExecutorTests {
+    enum Entry: Equatable {
+        /// A journal write: the change's key, the topics it announces, its witness (topic and payload).
+        case journaled(key: String, announced: [String], witness: String?)
+        /// A publish handed over: its topic and payload.
+        case handedOver(String)
+    }
+
+    final class Log: Sendable {
+        let entries = Mutex<[Entry]>([])
+        func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
+        var all: [Entry] { entries.withLock { $0 } }
+    }
+
+    final class RecordingJournal: DecisionJournal {
+        let log: Log
+        let lastID = Mutex<UInt64>(0)
+        let acknowledged = Mutex<[UInt64]>([])
+        init(_ log: Log) { self.log = log }
+
+        static func key(_ change: SignalEngine.Change) -> String {
+            switch change {
+            case .device(let key, _), .forgotten(let key): key
+            case .district(let ags, _): ags
+            }
+        }
+
+        func append(_ change: SignalEngine.Change) {
+            log.append(.journaled(key: Self.key(change), announced: [], witness: nil))
+        }
+
+        func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
+            log.append(.journaled(key: Self.key(change), announced: messages.map(\.topic),
+                                  witness: witness.map { $0.topic + " " + String(decoding: $0.payload, as: UTF8.self) }))
+            return lastID.withLock { last in
+                messages.map { _ in
+                    last += 1
+                    return last
+                }
+            }
+        }
+
+        func acknowledge(_ id: UInt64) { acknowledged.withLock { $0.append(id) } }
+    }
+
+    /// Hands every publish to the log and acknowledges it at once.
+    final class RecordingTransport: DaemonTransport {
+        let log: Log
+        init(_ log: Log) { self.log = log }
+        func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
+        func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
+        func connect() async throws {}
+        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
+        func unsubscribe(_ filters: [String]) async throws {}
+        func publish(_ message: OutgoingMessage) async throws(MQTTError) { log.append(.handedOver(message.topic + " " + message.text)) }
+        func enqueue(_ message: OutgoingMessage) { log.append(.handedOver(message.topic + " " + message.text)) }
+        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {
+            log.append(.handedOver(message.topic + " " + message.text))
+            acknowledged(nil)
+        }
+        var unanswered: Int { 0 }
+        func waitForAnswers(atMost target: Int) async {}
+        func pauseReading() {}
+        func resumeReading() {}
+        func shutdown(clean: Bool) async {}
+        var brokerInUse: String? { nil }
+        var failovers: Int { 0 }
+    }
+
+    /// A phone's first fix in München (alert and OwnTracks transition), then the November data:
+    /// districts and the phone change phase.
+    static func actions() -> [[SignalEngine.Action]] {
+        var engine = SignalEngine(settings: Fixtures.settings(owntracks: OwnTracksNotices()), dataset: Fixtures.october, stale: false)
+        let start = engine.event(.start)
+        let phone = LocationFix(device: "alice/phone", latitude: 48.137, longitude: 11.575, tst: 1_602_720_000, owntracks: true)
+        let fix = engine.event(.fix(phone, place: Fixtures.muenchen, receivedAt: 1_602_720_000))
+        let data = engine.followingReevaluation(engine.event(.data(Fixtures.november, stale: false))).actions
+        return [start, fix, data]
+    }
+
+    /// Every announcement handed over after a journal write that names it, and before that
+    /// write's witness; every witness handed over. Returns what failed.
+    static func violations(_ entries: [Entry]) -> [String] {
+        var problems: [String] = []
+        // The journal writes naming each announcement topic, oldest first; each handed-over
+        // announcement takes the oldest one (a topic may be announced again later).
+        var journaled: [String: [(at: Int, witness: String?)]] = [:]
+        for (index, entry) in entries.enumerated() {
+            switch entry {
+            case .journaled(_, let announced, let witness):
+                for topic in announced { journaled[topic, default: []].append((index, witness)) }
+            case .handedOver(let message):
+                let topic = String(message.prefix { $0 != " " })
+                guard topic.hasSuffix("/alert") || topic.hasSuffix("/event") else { continue }
+                guard let write = journaled[topic]?.first else {
+                    problems.append("\(topic) handed over without its decision journaled before it")
+                    continue
+                }
+                journaled[topic]?.removeFirst()
+                guard let witness = write.witness else {
+                    problems.append("\(topic) journaled without a witness")
+                    continue
+                }
+                // The witness, byte for byte: a state retained before its alert would pass for
+                // the alert's acknowledgement after a crash.
+                if entries[..<index].contains(.handedOver(witness)) {
+                    problems.append("\(topic): its witness \(witness) handed over before it")
+                } else if !entries[index...].contains(.handedOver(witness)) {
+                    problems.append("\(topic): its witness \(witness) never handed over after it")
+                }
+            }
+        }
+        return problems
+    }
+
+    @Test("each alert and transition goes out after its decision is journaled with it, and before its witness; the broker's acknowledgement reaches the journal")
+    func order() throws {
+        let log = Log()
+        let journal = RecordingJournal(log)
+        let executor = ActionExecutor(journal: journal, transport: RecordingTransport(log), webhooks: Webhooks([], logger: Logger(label: "test")),
+                                      logger: Logger(label: "test"), now: { Date() })
+        var others: [SignalEngine.Action] = []
+        for batch in Self.actions() {
+            executor.execute(batch) { others.append($0) }
+        }
+        let entries = log.all
+        let announcements = entries.compactMap { entry -> String? in
+            guard case .handedOver(let message) = entry else { return nil }
+            let topic = String(message.prefix { $0 != " " })
+            return topic.hasSuffix("/alert") || topic.hasSuffix("/event") ? topic : nil
+        }
+        // The phone's first alert and transition, its alert and transition for November, and
+        // the districts that changed: enough to mean something.
+        #expect(announcements.count >= 4 + 3, "\(announcements)")
+        #expect(announcements.filter { $0 == "owntracks/alice/ampel/event" }.count == 2)
+        #expect(Self.violations(entries) == [])
+        #expect(journal.acknowledged.withLock { $0.count } == announcements.count, "every acknowledged announcement leaves the pending list")
+        #expect(executor.tally.alerts + executor.tally.owntracksTransitions == announcements.count)
+        #expect(!others.contains { if case .decide = $0 { true } else if case .publish = $0 { true } else { false } })
+    }
+
+    @Test("the check itself fails on a wrong order: an alert before its journal write, a witness before its alert")
+    func checkCatchesWrongOrder() {
+        let alert = "ampel/device/a/alert {}", state = "ampel/device/a/state {\"phase\":\"red\"}"
+        #expect(Self.violations([.handedOver(alert), .journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(state)]).count == 1)
+        #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(state), .handedOver(alert)]).count == 1)
+        #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(alert)]).count == 1)
+        #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(alert), .handedOver(state)]).isEmpty)
+    }
+
+    @Test("with the daemon's journal: what the broker has not acknowledged stays pending for the next start, with its witness")
+    func pendingInTheRealJournal() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-executor-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = try Journal(directory: dir, continuing: JournalReplay.read(directory: dir, over: PersistedState()), logger: Logger(label: "test"))
+        /// A broker that takes publishes and never answers.
+        final class Silent: DaemonTransport {
+            func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
+            func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
+            func connect() async throws {}
+            func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
+            func unsubscribe(_ filters: [String]) async throws {}
+            func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
+            func enqueue(_ message: OutgoingMessage) {}
+            func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
+            var unanswered: Int { 0 }
+            func waitForAnswers(atMost target: Int) async {}
+            func pauseReading() {}
+            func resumeReading() {}
+            func shutdown(clean: Bool) async {}
+            var brokerInUse: String? { nil }
+            var failovers: Int { 0 }
+        }
+        let executor = ActionExecutor(journal: journal, transport: Silent(), webhooks: Webhooks([], logger: Logger(label: "test")),
+                                      logger: Logger(label: "test"), now: { Date() })
+        let batches = Self.actions()
+        for batch in batches { executor.execute(batch) }
+        journal.sync()
+        let replay = JournalReplay.read(directory: dir, over: PersistedState())
+        var expected: [String: String] = [:]
+        for case .decide(let decision) in batches.joined() {
+            guard let announcement = decision.announcement else { continue }
+            for message in announcement.messages { expected[message.message.topic + " " + message.message.text] = announcement.witness.message.topic }
+        }
+        let pending = Dictionary(replay.pendingAlerts.map { ($0.message.topic + " " + $0.message.text, $0.witness?.topic ?? "none") }) { first, _ in first }
+        #expect(!expected.isEmpty)
+        #expect(pending == expected)
+        #expect(replay.state.devices["alice/phone"]?.phase == "darkred", "the decisions are in the journal too")
+    }
+}
