@@ -72,7 +72,7 @@ broker=mqtt://127.0.0.1:$port
 
 start_daemon() { # STATE_DIR [BINARY]
   # A restart of this build over devices it knows re-evaluates and announces them in paced
-  # batches (docs/DESIGN.md, decision 29) for a few seconds; the figures are of the steady
+  # batches (docs/DESIGN.md, decision 48) for a few seconds; the figures are of the steady
   # state after it (a baseline build may have no such walk). Its cost is in the Scale section.
   local walk=0 http=()
   # An earlier build has no HTTP server (no --http flag).

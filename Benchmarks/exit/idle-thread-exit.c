@@ -1,7 +1,7 @@
 /* How long a process takes from SIGTERM to being reaped when one of its threads sits in a
  * low scheduling class, with the CPU it runs on busy. A process ends only when every thread has
  * run to its end, and a thread in SCHED_IDLE (or at nice 19) has to wait for CPU time for that
- * too, even one asleep with nothing to do. docs/DESIGN.md, decision 20; run.sh runs it.
+ * too, even one asleep with nothing to do. docs/DESIGN.md, decision 35; run.sh runs it.
  *
  * Usage: idle-thread-exit MODE ROUNDS   (MODE 0: normal thread, 1: SCHED_IDLE, 2: nice 19) */
 #define _GNU_SOURCE

@@ -28,7 +28,7 @@ What is expected, computed here and not read from the daemon:
     to another phase (never for the first data of a fresh daemon).
 Only two things are taken from the daemon: where, between two fixes of a device, a new
 publication took effect, and whether the daemon's walk over its devices after the publication
-reached the device before its next fix (docs/DESIGN.md, decision 29: the re-evaluation goes in
+reached the device before its next fix (docs/DESIGN.md, decision 48: the re-evaluation goes in
 paced batches; a fix that comes first is judged with the new data at once, so that device gets
 one alert from its old phase at its old place to its new phase at its new one, not two). The
 walk's state for a device (the new `dataDate` with the `tst` of its last fix) says it did. A fix and a refresh that happen close together may be handled in

@@ -20,7 +20,7 @@ public struct MapShapes: Sendable {
 
     /// The width of the view box; the height follows from the region's extent.
     public static let width = 1000.0
-    /// The Douglas-Peucker tolerance in view-box units (DESIGN 36: the page shows the map at
+    /// The Douglas-Peucker tolerance in view-box units (DESIGN 61: the page shows the map at
     /// 400-700 px, so 0.6 units stay below half a pixel: 18,778 of the 80,133 VG250 vertices,
     /// 165 KB of SVG).
     public static let defaultTolerance = 0.6

@@ -1,5 +1,5 @@
 /// The page's script, embedded: it polls the JSON API and updates the map, the district
-/// list, the devices, the lamps and the bridge in place (DESIGN 36: a poll, not SSE).
+/// list, the devices, the lamps and the bridge in place (DESIGN 62: a poll, not SSE).
 ///
 /// Every value from the API goes into the page through `textContent` or an attribute, never
 /// as markup: device keys and error texts come from outside.

@@ -66,7 +66,7 @@ struct RunCrashTests {
             try await scene.stop()
             // None lost, in order. A repeat is possible only when the process died in the moment
             // between handing an alert and its witness (the state after it) to the kernel
-            // (docs/DESIGN.md, "The journal"): at most one per crash, and each is counted.
+            // (docs/DESIGN.md, decision 34): at most one per crash, and each is counted.
             let alerts = scene.collector.alerts()
             var repeats = 0
             for key in keys {

@@ -186,7 +186,7 @@ struct RunStopUnderLoadTests {
             let records = collector.records()
             // A clean stop says offline once. A second is the Last Will: the broker did not get the
             // DISCONNECT. It then delivers the messages whose PUBACK it had not read again to the next
-            // start, which has them in its journal: fixes handled twice (docs/DESIGN.md, decision 27:
+            // start, which has them in its journal: fixes handled twice (docs/DESIGN.md, decision 46:
             // a close with unread bytes resets the connection; the verbose broker makes it likelier).
             let offline = records[..<secondRun].filter { $0.topic == "ampel/bridge/state" && $0.payload.contains("offline") }.count
             let steps = logs[0].split(separator: "\n").filter { $0.contains("] stopped") || $0.contains("could not publish offline") }

@@ -109,7 +109,7 @@ struct RunWebhookTests {
             print("hanging webhook: \(devices) alerts per round on MQTT in \(took); stop took \(stop)")
             #expect(daemon.stderr.contains("webhook alerts not delivered by the stop's limit are lost"), "\(daemon.stderr)")
             #expect(daemon.stderr.contains("undelivered=hook: \(2 * devices)"), "\(daemon.stderr)")
-            // The stop's limits (docs/DESIGN.md, decision 27): a webhook that hangs holds no step.
+            // The stop's limits (docs/DESIGN.md, decision 45): a webhook that hangs holds no step.
             try Scene.expectStopWithinLimits(daemon.stderr, took: stop, webhooks: true)
             let counters = try Self.counters(collector)
             #expect(counters["delivered"] as? Int == 0, "\(counters)")

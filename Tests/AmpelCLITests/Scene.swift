@@ -257,7 +257,7 @@ final class Scene {
 }
 
 extension Scene {
-    /// Checks a stop against its limits (docs/DESIGN.md, decision 27), each step on the daemon's
+    /// Checks a stop against its limits (docs/DESIGN.md, decision 45), each step on the daemon's
     /// own clock (its `stopped` line in `stderr`): handling 2 s, the snapshot by then or 0.5 s
     /// after, the goodbye 3 s, the broker's close 1 s; 500 ms each for a timer that fires late on
     /// a loaded machine (a step that ignored its limit would wait for seconds). `took`, from the

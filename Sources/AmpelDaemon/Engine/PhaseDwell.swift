@@ -31,7 +31,7 @@ public enum Dwell: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A device that entered another phase which is not confirmed yet: its record still names the
-/// district and phase last announced (``SignalEngine``, decision 32).
+/// district and phase last announced (``SignalEngine``, decision 30).
 struct PendingPhase: Sendable, Hashable {
     /// The phase the device's latest fixes lie in.
     var phase: String

@@ -32,7 +32,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// with more levels, a topic of another prefix, a filter that leaves the user out of the key)
     /// gives no user the app would be listening under.
     public static func isAppTopic(_ topic: String, key: String) -> Bool {
-        // By bytes, as topics and keys are compared everywhere (decision 19).
+        // By bytes, as topics and keys are compared everywhere (decision 28).
         let topic = topic.utf8, key = key.utf8, head = "owntracks/".utf8
         guard topic.count == head.count + key.count, topic.starts(with: head), topic.dropFirst(head.count).elementsEqual(key) else {
             return false

@@ -54,7 +54,7 @@ public struct Topics: Sendable, Hashable {
     }
 
     /// The device key of ``deviceState(_:)``'s topic; `nil` for any other topic or a key the
-    /// daemon would refuse (``DeviceKey/isSafe(_:)``). By bytes, as keys are compared (decision 19).
+    /// daemon would refuse (``DeviceKey/isSafe(_:)``). By bytes, as keys are compared (decision 28).
     public func deviceKey(stateTopic topic: String) -> String? {
         let prefix = devicePrefix.utf8, suffix = "/state".utf8
         let bytes = Array(topic.utf8)

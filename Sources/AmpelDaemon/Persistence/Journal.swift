@@ -8,7 +8,7 @@ import Synchronization
 
 /// The daemon's write-ahead journal: every message taken from the broker, every decision of
 /// the engine and every alert's fate, appended as it happens, so that `kill -9` at any moment
-/// loses nothing that was acknowledged or decided (docs/DESIGN.md, "The journal").
+/// loses nothing that was acknowledged or decided (docs/DESIGN.md, decision 33).
 ///
 /// Appends are copies into a memory-mapped segment file (`journal-<n>.log` in the state
 /// directory): the page cache holds them the moment the copy ends, so a process that dies

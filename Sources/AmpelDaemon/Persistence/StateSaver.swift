@@ -19,7 +19,7 @@ import Synchronization
 /// once each of its threads has run to its end, and on a busy machine an idle-class thread gets
 /// no CPU for that either, even one asleep with nothing to do. A writer thread kept waiting for
 /// work held every stop under load up to its exit for 3-10 s after the daemon had finished
-/// (docs/DESIGN.md, decision 20).
+/// (docs/DESIGN.md, decision 35).
 ///
 /// Every state handed over gets a generation, and a write puts its file in place only when no
 /// newer generation is there already. So ``writeNow(_:)`` (the stop's snapshot) never waits for

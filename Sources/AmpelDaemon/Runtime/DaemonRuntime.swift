@@ -144,7 +144,7 @@ public enum DaemonRuntime {
         let metrics = prepared.configuration.http.listen == nil ? nil : DaemonMetrics()
         let daemon = try makeDaemon(prepared, logger: logger, metrics: metrics)
         // The group stops its services in reverse order: the daemon comes last so that a SIGTERM
-        // stops its intake at once (decision 27) instead of after the HTTP server has closed;
+        // stops its intake at once (decision 45) instead of after the HTTP server has closed;
         // the server keeps answering until the daemon is done.
         var services: [any Service] = []
         guard let listen = prepared.configuration.http.listen else {

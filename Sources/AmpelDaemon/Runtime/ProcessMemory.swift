@@ -32,7 +32,7 @@ enum ProcessMemory {
     /// 28 MB, of which start-up (the geometry index, the data, the HTTP server) touches 18 MB,
     /// each page mapped with its neighbours. Unmapped, they stay in the page cache, and the
     /// code the daemon runs from then on is mapped again at its first use (docs/DESIGN.md,
-    /// decision 21).
+    /// decision 41).
     static func trim() {
         ampel_malloc_trim()
         _ = ampel_release_code_pages()
