@@ -144,16 +144,26 @@ public struct SnapshotSource: IncidenceSource {
     }
 }
 
-/// The bundled daily RKI values of the Bavarian districts, for a chosen day.
-public struct HistorySource: IncidenceSource {
+/// The bundled data for a chosen day: the latest snapshot or daily value on or before it
+/// (`bundled`), or the daily values of the Bavarian districts only (`history`).
+public struct BundledSource: IncidenceSource {
+    public enum Kind: String, Sendable {
+        /// Snapshots and daily values.
+        case bundled
+        /// The daily values only (`--source history`).
+        case history
+    }
+
     let day: Day?
+    let kind: Kind
 
     /// The publication on or before `day` (the latest bundled one without a day).
-    public init(day: Day? = nil) {
+    public init(day: Day? = nil, _ kind: Kind = .bundled) {
         self.day = day
+        self.kind = kind
     }
 
-    public var name: String { "history:\(day?.iso ?? "latest")" }
+    public var name: String { "\(kind.rawValue):\(day?.iso ?? "latest")" }
     public var isLive: Bool { false }
 
     public func earlier(than day: Day, count: Int) -> [Dataset] {
@@ -166,31 +176,9 @@ public struct HistorySource: IncidenceSource {
 
     /// The same as ``fetch()``, for callers outside an async context (the CLI).
     public func load() throws(DataError) -> Dataset {
-        try BundledData.shared.history(on: day)
-    }
-}
-
-/// Everything bundled: the latest snapshot or daily value on or before a day.
-public struct BundledSource: IncidenceSource {
-    let day: Day?
-
-    public init(day: Day? = nil) {
-        self.day = day
-    }
-
-    public var name: String { "bundled:\(day?.iso ?? "latest")" }
-    public var isLive: Bool { false }
-
-    public func earlier(than day: Day, count: Int) -> [Dataset] {
-        BundledData.shared.historyWindow(before: day, count: count)
-    }
-
-    public func fetch() async throws(DataError) -> Dataset {
-        try load()
-    }
-
-    /// The same as ``fetch()``, for callers outside an async context (the CLI).
-    public func load() throws(DataError) -> Dataset {
-        try BundledData.shared.dataset(on: day)
+        switch kind {
+        case .bundled: try BundledData.shared.dataset(on: day)
+        case .history: try BundledData.shared.history(on: day)
+        }
     }
 }

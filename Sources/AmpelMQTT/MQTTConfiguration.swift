@@ -202,25 +202,13 @@ public struct MQTTConfiguration: Sendable, Hashable {
 /// `ampel run` and `ampel lamp` both parse `--broker` with this type, so one URL means the same
 /// broker to both. The ``description`` leaves the credentials out: it is meant for logs.
 public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
-    /// One broker's address.
-    public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-    }
+    public typealias Endpoint = MQTTConfiguration.Endpoint
 
     public var host: String
     public var port: Int
-    /// Further nodes of the same cluster, tried in order after ``host``:``port``: the first
-    /// `connect()` takes the first that answers; after a lost connection each attempt goes to
-    /// the next one (round the end of the list), with the reconnect backoff between attempts.
-    /// They share TLS settings, credentials, client id and session with the first.
+    /// Further nodes of the same cluster (``MQTTConfiguration/failover``).
     public var failover: [Endpoint] = []
-    /// ``host``:``port`` and then ``failover``: every broker the client may use, in order.
+    /// ``host``:``port`` and then ``failover``.
     public var endpoints: [Endpoint] { [Endpoint(host: host, port: port)] + failover }
     public var username: String?
     public var password: String?

@@ -258,7 +258,7 @@ import Testing
         #expect(await store.dataset?.date == day("2020-11-05"), "the chosen snapshot, not the cache")
         #expect(await store.isStale(now: isoDate("2026-01-01T00:00:00Z")) == false)
 
-        let history = IncidenceStore(source: HistorySource(day: day("2020-12-24")), logger: quietLogger)
+        let history = IncidenceStore(source: BundledSource(day: day("2020-12-24"), .history), logger: quietLogger)
         #expect(await history.start() == .source)
         #expect(await history.dataset?.date == day("2020-12-24"))
         #expect(await history.isStale(now: isoDate("2026-01-01T00:00:00Z")) == false)

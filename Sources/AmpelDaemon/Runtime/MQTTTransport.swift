@@ -72,18 +72,16 @@ public final class MQTTTransport: DaemonTransport {
     /// The client configuration for `configuration`.
     public static func clientConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker
-        var mqtt = MQTTConfiguration(host: broker.first.host, port: broker.first.port, clientID: configuration.mqtt.clientID)
-        mqtt.failover = broker.urls.dropFirst().map { MQTTConfiguration.Endpoint(host: $0.host, port: $0.port) }
+        var mqtt = try MQTTConfiguration(brokers: broker, clientID: configuration.mqtt.clientID,
+                                         caFile: configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile)
         mqtt.protocolVersion = configuration.mqtt.protocolVersion
         mqtt.keepAlive = configuration.mqtt.keepAlive
         mqtt.cleanStart = false
         mqtt.sessionExpiry = max(.seconds(1), configuration.mqtt.sessionExpiry)
         mqtt.username = configuration.mqtt.username ?? broker.username
         mqtt.password = configuration.mqtt.password ?? broker.password
-        if broker.usesTLS {
-            let ca = configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile
-            mqtt.tls = .init(caFile: ca, certFile: configuration.mqtt.certFile, keyFile: configuration.mqtt.keyFile)
-        }
+        mqtt.tls?.certFile = configuration.mqtt.certFile
+        mqtt.tls?.keyFile = configuration.mqtt.keyFile
         let topics = configuration.topics
         mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
         mqtt.incomingBufferSize = 1_000_000

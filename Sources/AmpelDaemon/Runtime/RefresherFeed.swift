@@ -37,7 +37,7 @@ public final class RefresherFeed: DatasetFeed {
         case .snapshot:
             source = SnapshotSource(day: data.date)
         case .history:
-            source = HistorySource(day: data.date)
+            source = BundledSource(day: data.date, .history)
         case .bundled:
             source = BundledSource(day: data.date)
         }

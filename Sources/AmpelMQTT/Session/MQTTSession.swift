@@ -34,11 +34,11 @@ final class MQTTSession: Sendable {
     let machine: Mutex<SessionStateMachine<AckWaiter, Waiter>>
 
     let messageStream: AsyncStream<MQTTMessage>
-    private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+    let messageContinuation: AsyncStream<MQTTMessage>.Continuation
     /// Set: received messages go here, on the network thread, instead of `messageStream`.
     private let handler: (@Sendable (MQTTMessage) -> Void)?
     let eventStream: AsyncStream<MQTTConnectionEvent>
-    private let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
+    let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
     /// Tasks waiting for an answer, plus sends about to register one: raised *before* the
     /// libmosquitto call that produces the answer, lowered when a waiter leaves. While it is 0
@@ -47,12 +47,12 @@ final class MQTTSession: Sendable {
     let possibleWaiters = Atomic<Int>(0)
     /// Hands out the tokens by which a cancelled publish or request finds its wait (from 1).
     let nextToken = Atomic<UInt64>(0)
-    private let sentCount = Atomic<Int>(0)
-    private let acknowledgedCount = Atomic<Int>(0)
-    private let receivedCount = Atomic<Int>(0)
-    private let droppedCount = Atomic<Int>(0)
-    private let reconnectCount = Atomic<Int>(0)
-    private let failoverCount = Atomic<Int>(0)
+    let sentCount = Atomic<Int>(0)
+    let acknowledgedCount = Atomic<Int>(0)
+    let receivedCount = Atomic<Int>(0)
+    let droppedCount = Atomic<Int>(0)
+    let reconnectCount = Atomic<Int>(0)
+    let failoverCount = Atomic<Int>(0)
     /// The broker (index in ``MQTTConfiguration/endpoints``) of the current or last accepted
     /// connection, -1 before the first: read without the lock by ``connectedBroker``.
     private let connectedIndex = Atomic<Int>(-1)
@@ -437,7 +437,7 @@ final class MQTTSession: Sendable {
         }
     }
 
-    private func releaseAnswersWaiter() {
+    func releaseAnswersWaiter() {
         let waiter = answersWaiter.withLock { waiter in
             defer {
                 waiter = nil
@@ -477,55 +477,5 @@ final class MQTTSession: Sendable {
             return
         }
         if case .dropped = messageContinuation.yield(message) { droppedCount.add(1, ordering: .relaxed) }
-    }
-
-    // MARK: - Stopping
-
-    /// Shutdown: DISCONNECT (so the broker discards the Will) or, with `sendDisconnect` false,
-    /// a dropped connection (so that it publishes it); stop the thread, fail waiters.
-    func disconnect(sendDisconnect: Bool) async {
-        _ = await withCheckedContinuation { (continuation: Waiter) in
-            switch machine.withLock({ $0.disconnect(continuation) }) {
-            case .stopNetworkThread: loop.requestStop(sendDisconnect: sendDisconnect)
-            case .wait: break
-            case .closedNow(let closed): finish(closed)
-            case .alreadyClosed: continuation.resume(returning: .success(false))
-            }
-        }
-    }
-
-    /// The owning MQTTClient went away without `disconnect()`: the same steps, without waiting.
-    /// The network thread keeps the session alive until it has exited.
-    func shutdownFromDeinit() {
-        switch machine.withLock({ $0.disconnect(nil) }) {
-        case .stopNetworkThread: loop.requestStop()
-        case .closedNow(let closed): finish(closed)
-        case .wait, .alreadyClosed: break
-        }
-    }
-
-    /// The network thread ended.
-    func networkThreadExited() {
-        if let closed = machine.withLock({ $0.networkThreadExited() }) { finish(closed) }
-    }
-
-    private func finish(_ closed: SessionStateMachine<AckWaiter, Waiter>.Closed) {
-        possibleWaiters.store(0, ordering: .sequentiallyConsistent)
-        releaseAnswersWaiter()
-        for waiter in closed.failed { waiter.resume(returning: .failed(SessionErrors.closed)) }
-        closed.connectWaiter?.resume(returning: .failure(SessionErrors.closed))
-        messageContinuation.finish()
-        eventContinuation.finish()
-        for waiter in closed.exitWaiters { waiter.resume(returning: .success(false)) }
-    }
-
-    var counters: MQTTCounters {
-        MQTTCounters(
-            sent: sentCount.load(ordering: .relaxed),
-            acknowledged: acknowledgedCount.load(ordering: .relaxed),
-            received: receivedCount.load(ordering: .relaxed),
-            droppedOnOverflow: droppedCount.load(ordering: .relaxed),
-            reconnects: reconnectCount.load(ordering: .relaxed),
-            failovers: failoverCount.load(ordering: .relaxed))
     }
 }
