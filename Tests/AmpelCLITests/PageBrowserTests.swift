@@ -228,7 +228,9 @@ struct PageDataBadgeBrowserTests {
     @Test("an unreachable RKI: a stand-in badge with the bundled day and the refused reason on the page within 10 s, in both languages")
     func unreachableSource() async throws {
         // Nothing listens there: every attempt is refused at once.
-        let port = try MosquittoBroker.freeLoopbackPort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let report = try await Self.check(["--source", "rki", "--url", "http://127.0.0.1:\(port)/x.csv"],
                                           expect: ["Stand-in", "2020-11-23", "RKI unreachable", "refused"])
         let text = report.text

@@ -34,7 +34,9 @@ struct RunClusterTests {
         defer { second.stop() }
         let third = try await MosquittoBroker.start()
         defer { third.stop() }
-        let dead = try MosquittoBroker.freeLoopbackPort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let dead = refusing.port
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let onSecond = try Collector(second, topics: ["ampel/bridge/info"])

@@ -15,7 +15,9 @@ struct RunFirstRunStatusTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         // Nothing listens there: every attempt is refused at once, and retried.
-        let port = try MosquittoBroker.freeLoopbackPort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let daemon = try Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "rki",
                                  "--url", "http://127.0.0.1:\(port)/COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv"])
         let base = try await daemon.httpURL()
@@ -68,7 +70,9 @@ struct RunFirstRunStatusTests {
     func brokerDown() async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let port = try MosquittoBroker.freeLoopbackPort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let daemon = try Daemon(["--broker", "mqtt://127.0.0.1:\(port)", "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"])
         let base = try await daemon.httpURL()
         let answer = try await httpAwait(base + "/readyz", "the broker's error in /readyz") { answer in

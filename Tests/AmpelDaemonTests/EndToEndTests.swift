@@ -105,20 +105,39 @@ struct EndToEndTests {
         await recorder.close()
     }
 
-    @Test("on MQTT 3.1.1 alerts go out without message expiry")
-    func mqtt311() async throws {
+    /// The message expiry interval (mosquitto_sub's `%E`, empty for none) of the alert a first
+    /// fix in München sends, as an MQTT 5 subscriber receives it, from a daemon with `yaml`.
+    func alertExpiry(yaml: String) async throws -> String {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
-                                             yaml: "mqtt:\n  protocol: 3.1.1\n", flags: Self.october)
+        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml, flags: Self.october)
         defer { daemon.requestStop() }
+        let output = Watched("")
+        // Line-buffered: its SUBACK line must arrive while it runs.
+        let subscriber = try ChildProcess("/usr/bin/stdbuf",
+                                          ["-oL", "/usr/bin/mosquitto_sub", "-d", "-V", "5", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "ampel/device/old/alert",
+                                           "-F", "expiry=[%E] %t", "-C", "1", "-W", "30"],
+                                          output: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } },
+                                          errors: .sameAsOutput, onExit: { _ in })
+        defer { subscriber.signal(SIGKILL) }
+        try await withTimeout(.seconds(20), "mosquitto_sub's SUBACK") { await output.wait { $0.contains("SUBACK") } }
         let devices = try await Devices.connect(broker)
         try await devices.plain("old", Places.muenchen.0, Places.muenchen.1)
-        try await recorder.json("ampel/device/old/alert") { $0["to"] as? String == "red" }
+        try await withTimeout(.seconds(20), "the alert at mosquitto_sub") { await output.wait { $0.contains("ampel/device/old/alert") } }
         await devices.close()
         try await daemon.stop()
         await recorder.close()
+        let line = try #require(output.value.split(separator: "\n").first { $0.hasSuffix("ampel/device/old/alert") })
+        return String(line.dropFirst("expiry=[".count).prefix { $0 != "]" })
+    }
+
+    @Test("on MQTT 3.1.1 alerts go out without message expiry; on MQTT 5 with alerts.expiry")
+    func mqtt311() async throws {
+        #expect(try await alertExpiry(yaml: "mqtt:\n  protocol: 3.1.1\n") == "")
+        // The same check sees an expiry where there is one: the broker counts it down from 120 s.
+        let v5 = try await alertExpiry(yaml: "alerts:\n  expiry: 2m\n")
+        #expect(Int(v5).map { (100...120).contains($0) } == true, "expiry [\(v5)]")
     }
 
     @Test("bad payloads are counted by reason and change nothing")

@@ -7,10 +7,11 @@ import Testing
 /// The transport hands messages from the network thread to the daemon's queue. A target
 /// closure kept directly in a `Mutex` is wrapped in two more re-abstraction thunks on every
 /// message, so delivery gets slower with each message and overflows the stack after some 10^5
-/// messages. This pushes enough messages through to see that.
+/// messages. This pushes enough messages through to overflow it; the cost per message is
+/// measured where timing belongs, in Benchmarks/mqtt and Benchmarks/daemon.
 @Suite("MQTT transport", .timeLimit(.minutes(2)))
 struct MQTTTransportTests {
-    @Test("50,000 messages reach the daemon's queue in order, at a steady cost")
+    @Test("50,000 messages reach the daemon's queue in order, none lost, without the thunks that overflowed the stack")
     func manyMessagesInOrder() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }

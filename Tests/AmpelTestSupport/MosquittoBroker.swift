@@ -501,3 +501,36 @@ public func threadSleep(for duration: Duration) async {
         thread.start()
     }
 }
+
+/// A loopback port that refuses every connection for as long as this value lives: bound and
+/// never listening, so no other test's server can take it meanwhile. A port from
+/// ``MosquittoBroker/freeLoopbackPort()`` is only free when asked for: beside the parallel
+/// suites, Home Assistant once took one and answered a test's "unreachable" source with a 404.
+public final class RefusingPort: Sendable {
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw MosquittoBroker.BrokerError(description: "socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard bound == 0, named == 0 else {
+            close(fd)
+            throw MosquittoBroker.BrokerError(description: "bind() or getsockname() failed")
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+}
