@@ -103,7 +103,12 @@ public final class MQTTClient: Sendable {
     public func publish(
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil
     ) async throws(MQTTError) {
-        try await session.publish(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
+        try await session.publish(OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expiry: messageExpiry))
+    }
+
+    /// ``publish(topic:payload:qos:retain:messageExpiry:)`` for a message as the daemon makes it.
+    public func publish(_ message: OutgoingMessage) async throws(MQTTError) {
+        try await session.publish(message)
     }
 
     /// Publishes without waiting for the broker's acknowledgement; messages go out in call order.
@@ -123,7 +128,14 @@ public final class MQTTClient: Sendable {
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil,
         acknowledged: (@Sendable (MQTTError?) -> Void)? = nil
     ) throws(MQTTError) {
-        try session.enqueue(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry, acknowledged: acknowledged)
+        try session.enqueue(OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expiry: messageExpiry),
+                            acknowledged: acknowledged)
+    }
+
+    /// ``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)`` for a message as the
+    /// daemon makes it: handed to libmosquitto as it is.
+    public func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)? = nil) throws(MQTTError) {
+        try session.enqueue(message, acknowledged: acknowledged)
     }
 
     /// Stops reading from the broker's socket (and so acknowledging its messages) until

@@ -59,7 +59,7 @@ struct BrokerProbesTests {
 
         await probes.finishAll()
 
-        let online = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
+        let online = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: .atLeastOnce, retain: true)
         #expect(broker.handedOver == [online, online, online])
         #expect(outcomes.withLock { $0 } == [false, false, false])
         #expect(probes.count == 0)

@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelDomain
 import Foundation
@@ -232,7 +233,7 @@ struct DeviceStateOutputTests {
             var (engine, start) = engine(ruleSet: ruleSet)
             var texts: [String: [String: Any]] = [:]
             for case .publish(let message, let kind) in start.steps where kind == .texts {
-                #expect(message.retain && message.qos == 1)
+                #expect(message.retain && message.qos == .atLeastOnce)
                 texts[message.topic] = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
             }
             var expected: [String: (title: String, rules: [String])] = [:]

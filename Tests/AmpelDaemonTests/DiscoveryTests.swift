@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelCore
 import AmpelData
@@ -12,7 +13,7 @@ struct DiscoveryTests {
     func configs(_ messages: [OutgoingMessage]) throws -> [String: [String: Any]] {
         var configs: [String: [String: Any]] = [:]
         for message in messages {
-            #expect(message.retain && message.qos == 1, "\(message.topic)")
+            #expect(message.retain && message.qos == .atLeastOnce, "\(message.topic)")
             configs[message.topic] = try #require(JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
         }
         #expect(configs.count == messages.count, "a topic twice")
@@ -194,7 +195,7 @@ struct DiscoveryRemovalTests {
         let removed = Self.removed(actions)
         #expect(Set(removed) == Set(Self.keys.flatMap { Self.deviceTopics("homeassistant", $0) }))
         #expect(removed.count == Self.keys.count * 2)
-        #expect(actions.published.filter { $0.payload.isEmpty }.allSatisfy { $0.retain && $0.qos == 1 })
+        #expect(actions.published.filter { $0.payload.isEmpty }.allSatisfy { $0.retain && $0.qos == .atLeastOnce })
         // The districts stay announced, the devices are not announced again.
         #expect(actions.topics.filter { $0.hasPrefix("homeassistant/") && !removed.contains($0) }.count == 3 + 96 * 3)
         let records = Self.records(actions)

@@ -43,7 +43,7 @@ struct ForgetTests {
             "homeassistant/sensor/ampel/device_\(object)/config",
             "homeassistant/event/ampel/device_\(object)/config",
         ])
-        #expect(cleared.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == 1 })
+        #expect(cleared.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == .atLeastOnce })
         // The entities go before their state: Home Assistant would render the emptied state
         // with the entity's template while it still has the entity.
         #expect(cleared.last?.topic == "ampel/device/alice/phone/state", "\(cleared.map(\.topic))")
@@ -70,7 +70,7 @@ struct ForgetTests {
         let first = engine.event(.forget(now: 1_001 + 30 * Self.day))
         #expect(first.on(card).isEmpty)
         let bobs = first.on("owntracks/bob/ampel/info")
-        #expect(bobs.count == 1 && bobs.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == 1 })
+        #expect(bobs.count == 1 && bobs.allSatisfy { $0.payload.isEmpty && $0.retain && $0.qos == .atLeastOnce })
         // The tablet goes too: alice's card is cleared.
         let second = engine.event(.forget(now: 1_001 + 40 * Self.day))
         let alices = second.on(card)

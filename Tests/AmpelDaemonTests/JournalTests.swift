@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import Foundation
 import Logging
@@ -9,7 +10,7 @@ import Testing
 /// such a kill leaves, an alert with nothing after it, is written on purpose.
 @Suite("Journal: a decision and its alert")
 struct JournalTests {
-    static let alert = OutgoingMessage(topic: "ampel/district/09162/alert", text: #"{"from":"red","to":"darkred"}"#, qos: 1, retain: false)
+    static let alert = OutgoingMessage(topic: "ampel/district/09162/alert", text: #"{"from":"red","to":"darkred"}"#, qos: .atLeastOnce, retain: false)
     static let witness = Witness(topic: "ampel/district/09162/phase", payload: Array("darkred".utf8))
 
     func directory() throws -> String {
@@ -58,7 +59,7 @@ struct JournalTests {
         #expect(replay.alertsWithoutDecision == 1)
     }
 
-    static let transition = OutgoingMessage(topic: "owntracks/alice/ampel/event", text: #"{"_type":"transition","desc":"Red"}"#, qos: 1,
+    static let transition = OutgoingMessage(topic: "owntracks/alice/ampel/event", text: #"{"_type":"transition","desc":"Red"}"#, qos: .atLeastOnce,
                                             retain: false, expiry: .seconds(3600))
 
     @Test("an alert and its OwnTracks transition are journaled with their decision: both pending, both with the witness")
@@ -68,7 +69,7 @@ struct JournalTests {
         let (journal, _) = try open(dir)
         let record = DeviceRecord(lat: 48.1, lon: 11.5, tst: 7, lang: "de", district: nil, phase: "red", dataDate: "2020-10-15", stale: false,
                                   owntracks: true)
-        let deviceAlert = OutgoingMessage(topic: "ampel/device/alice/phone/alert", text: #"{"to":"red"}"#, qos: 1, retain: false)
+        let deviceAlert = OutgoingMessage(topic: "ampel/device/alice/phone/alert", text: #"{"to":"red"}"#, qos: .atLeastOnce, retain: false)
         let witness = Witness(topic: "ampel/device/alice/phone/state", payload: Array(#"{"phase":"red","tst":7}"#.utf8))
         let ids = journal.append(.device(key: "alice/phone", record: record), announcedBy: [deviceAlert, Self.transition], witness: witness)
         #expect(ids.count == 2)

@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelDomain
 import Foundation
@@ -61,7 +62,7 @@ struct OwnTracksNoticesTests {
             Issue.record("the alert is announced with its decision")
         }
         let transition = try #require(actions.on("owntracks/alice/ampel/event").first)
-        #expect(transition.qos == 1 && !transition.retain)
+        #expect(transition.qos == .atLeastOnce && !transition.retain)
         let alert = try #require(actions.on("ampel/device/alice/phone/alert").first)
         #expect(transition.expiry == alert.expiry)
         let json = try object(transition)
@@ -74,7 +75,7 @@ struct OwnTracksNoticesTests {
         // The fix's accuracy in whole metres (the schema wants an integer).
         #expect(json["acc"] as? Int == 12)
         let card = try #require(actions.on("owntracks/alice/ampel/info").first)
-        #expect(card.retain && card.qos == 1)
+        #expect(card.retain && card.qos == .atLeastOnce)
         #expect(try object(card) as NSDictionary == ["_type": "card", "name": "Ampel"] as NSDictionary)
     }
 

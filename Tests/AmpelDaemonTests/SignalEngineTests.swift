@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelCore
 import AmpelData
@@ -143,7 +144,7 @@ struct SignalEngineTests {
         let phases = actions.published.filter { $0.topic.hasSuffix("/phase") }
         #expect(states.count == 96)
         #expect(phases.count == 96)
-        #expect(states.allSatisfy { $0.retain && $0.qos == 1 })
+        #expect(states.allSatisfy { $0.retain && $0.qos == .atLeastOnce })
         #expect(actions.on("ampel/district/09162/phase").first?.text == "red")
         #expect(actions.on("ampel/district/09184/phase").first?.text == "yellow")
         #expect(actions.on("ampel/district/09171/phase").first?.text == "green")
@@ -185,7 +186,7 @@ struct SignalEngineTests {
         #expect(alert["message"] as? String == "alice/phone – SK München – \(alert["title"] as? String ?? "")")
         #expect(alert["priority"] as? Int == 7)
         let alertMessage = try #require(first.on("ampel/device/alice/phone/alert").first)
-        #expect(!alertMessage.retain && alertMessage.qos == 1 && alertMessage.expiry == .seconds(3600))
+        #expect(!alertMessage.retain && alertMessage.qos == .atLeastOnce && alertMessage.expiry == .seconds(3600))
 
         let again = engine.event(.fix(fix(tst: 1010), place: Fixtures.muenchen, receivedAt: 5010))
         #expect(again.topics == [])
@@ -392,7 +393,7 @@ struct SignalEngineTests {
         let lampCommands = before.published.filter { $0.topic.hasPrefix("cmnd/signs/city/") }.suffix(2)
 
         var all = engine.event(.reconnected)
-        let online = OutgoingMessage(topic: "ampel/bridge/state", text: BridgeState.online, qos: 1, retain: true)
+        let online = OutgoingMessage(topic: "ampel/bridge/state", text: BridgeState.online, qos: .atLeastOnce, retain: true)
         #expect(all.first == .publish(online, kind: .bridgeState))
         #expect(all.dropFirst().first == .publishInfo)
         var batches = 1

@@ -1,3 +1,4 @@
+import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelDomain
 import Foundation
@@ -26,7 +27,7 @@ struct StateFileReaderTests {
         devices["bob/queued"] = DeviceRecord(lat: 48.1, lon: 11.6, tst: 1_599_990_000, lang: nil, district: bavaria,
                                              phase: "red", dataDate: "2020-10-15", stale: false, owntracks: true, announced: false)
         let mark = JournalMark(segment: 3, handled: 10, lastSeq: 12, lastAlertID: 4, pendingAlerts: [
-            PendingAlert(id: 4, message: OutgoingMessage(topic: "ampel/device/a/alert", text: #"{"to":"red"}"#, qos: 1, retain: false,
+            PendingAlert(id: 4, message: OutgoingMessage(topic: "ampel/device/a/alert", text: #"{"to":"red"}"#, qos: .atLeastOnce, retain: false,
                                                          expiry: .seconds(3600)),
                          witness: Witness(topic: "ampel/device/a/state", payload: Array(#"{"phase":"red"}"#.utf8))),
         ])

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelTestSupport
 import Foundation
 import Testing

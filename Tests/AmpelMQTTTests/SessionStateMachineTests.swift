@@ -1,3 +1,4 @@
+import AmpelMQTT
 import Testing
 
 @testable import AmpelMQTT
@@ -12,8 +13,8 @@ struct SessionStateMachineTests {
         Machine(backoff: MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: offlineLimit)
     }
 
-    private func message(_ topic: String, qos: MQTTQoS = .atLeastOnce) -> OutgoingPublish {
-        OutgoingPublish(topic: topic, payload: Array(topic.utf8), qos: qos, retain: false, expirySeconds: nil)
+    private func message(_ topic: String, qos: MQTTQoS = .atLeastOnce) -> OutgoingMessage {
+        OutgoingMessage(topic: topic, payload: Array(topic.utf8), qos: qos, retain: false)
     }
 
     private let lost = MQTTError(code: .connectionLost, message: "lost")
@@ -240,7 +241,7 @@ struct SessionStateMachineTests {
         var steps: [(String, (inout Machine) -> Void)] = [
             ("connect", { _ = $0.connect("c") }),
             ("CONNACK", { _ = $0.connectionEstablished(sessionPresent: false) }),
-            ("publish", { _ = $0.publish(OutgoingPublish(topic: "t", payload: [], qos: .atLeastOnce, retain: false), token: 1, waiter: "w") }),
+            ("publish", { _ = $0.publish(OutgoingMessage(topic: "t", payload: [], qos: .atLeastOnce, retain: false), token: 1, waiter: "w") }),
             ("loss", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
             ("failed attempt", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
             ("CONNACK again", { _ = $0.connectionEstablished(sessionPresent: true) }),

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelDomain
 
 /// A publish and what it is for.

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
@@ -65,7 +66,7 @@ extension SignalEngine {
         guard let before = settings.publishedShape, before != current else { return [] }
         let kept = Set(current.texts)
         var actions: [Action] = settings.publishDistricts ? before.texts.filter { !kept.contains($0) }.map {
-            .publish(OutgoingMessage(topic: $0, text: "", qos: 1, retain: true), kind: .texts)
+            .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: .texts)
         } : []
         if before.fingerprint != current.fingerprint, devices.count > 0 {
             shapePending = current

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
@@ -141,7 +142,7 @@ extension SignalEngine {
 
     func deviceState(_ key: String, _ record: DeviceRecord, _ state: Signal.StateJSON) -> OutgoingMessage {
         let fields = Signal.DeviceFields(device: key, lat: record.lat, lon: record.lon, tst: record.tst)
-        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: state.json(device: fields), qos: 1, retain: true)
+        return OutgoingMessage(topic: settings.topics.deviceState(key), payload: state.json(device: fields), qos: .atLeastOnce, retain: true)
     }
 
     /// What ``signalCache`` holds for a place and language.

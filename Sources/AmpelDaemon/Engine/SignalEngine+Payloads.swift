@@ -1,9 +1,10 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
 extension SignalEngine {
     func districtState(_ ags: String, _ signal: Signal) -> OutgoingMessage {
-        OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(texts: textsTopic(signal)), qos: 1, retain: true)
+        OutgoingMessage(topic: settings.topics.districtState(ags), payload: signal.json(texts: textsTopic(signal)), qos: .atLeastOnce, retain: true)
     }
 
     /// The texts topic a state names; `nil` with the texts in the state.
@@ -27,7 +28,7 @@ extension SignalEngine {
             } + [outside]
             for signal in signals {
                 guard let topic = textsTopic(signal) else { continue }
-                actions.append(.publish(OutgoingMessage(topic: topic, payload: signal.textsJSON(), qos: 1, retain: true), kind: .texts))
+                actions.append(.publish(OutgoingMessage(topic: topic, payload: signal.textsJSON(), qos: .atLeastOnce, retain: true), kind: .texts))
             }
         }
         return actions
@@ -37,7 +38,7 @@ extension SignalEngine {
     func deviceAlert(_ key: String, from: String?, _ signal: Signal) -> OutgoingMessage {
         OutgoingMessage(topic: settings.topics.deviceAlert(key),
                         payload: signal.alertJSON(device: key, from: from, push: Self.push(signal, who: settings.devices[key]?.name ?? key)),
-                        qos: 1, retain: false, expiry: settings.alertExpiry)
+                        qos: .atLeastOnce, retain: false, expiry: settings.alertExpiry)
     }
 
     // MARK: Webhooks

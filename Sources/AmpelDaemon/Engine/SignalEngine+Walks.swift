@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
@@ -11,7 +12,7 @@ extension SignalEngine {
         // Before the start nothing was published; the start publishes everything.
         guard stage == .running else { return [] }
         var actions: [Action] = [
-            .publish(OutgoingMessage(topic: settings.topics.bridgeState, text: BridgeState.online, qos: 1, retain: true), kind: .bridgeState),
+            .publish(OutgoingMessage(topic: settings.topics.bridgeState, text: BridgeState.online, qos: .atLeastOnce, retain: true), kind: .bridgeState),
             .publishInfo,
         ]
         actions += texts()
@@ -21,7 +22,7 @@ extension SignalEngine {
             guard let signal = districtSignals[ags] else { continue }
             actions.append(.publish(districtState(ags, signal), kind: .districtState))
             actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: districtPhases[ags] ?? signal.phase,
-                                                    qos: 1, retain: true),
+                                                    qos: .atLeastOnce, retain: true),
                                     kind: .districtPhase))
         }
         actions += districtDiscovery()
@@ -97,13 +98,13 @@ extension SignalEngine {
                 continue
             }
             let state = initial || previousSignal != signal ? [Publish(districtState(ags, signal), kind: .districtState)] : []
-            let phase = Publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: 1, retain: true), kind: .districtPhase)
+            let phase = Publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), text: signal.phase, qos: .atLeastOnce, retain: true), kind: .districtPhase)
             // A district's first phase ever is no change: 96 alerts on a fresh install would be
             // noise. The retained phase after the alert is its witness.
             if let change, let previousPhase {
                 let alert = Publish(OutgoingMessage(topic: settings.topics.districtAlert(ags),
                                                     payload: signal.alertJSON(device: nil, from: previousPhase, push: Self.push(signal, who: nil)),
-                                                    qos: 1, retain: false, expiry: settings.alertExpiry),
+                                                    qos: .atLeastOnce, retain: false, expiry: settings.alertExpiry),
                                     kind: .districtAlert)
                 let notifications = notifications(district: ags, from: previousPhase, signal) { (language) throws(SignalError) in
                     try settings.ruleSet.signal(for: entry, dataDate: dataset.date, language: language, stale: stale, course: dataset.courses[ags])
@@ -134,8 +135,8 @@ extension SignalEngine {
         for ags in districtSignals.keys.sorted() where !present.contains(ags) {
             districtSignals[ags] = nil
             guard settings.publishDistricts else { continue }
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: [], qos: 1, retain: true), kind: .districtState))
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), payload: [], qos: 1, retain: true), kind: .districtPhase))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtState(ags), payload: [], qos: .atLeastOnce, retain: true), kind: .districtState))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.districtPhase(ags), payload: [], qos: .atLeastOnce, retain: true), kind: .districtPhase))
         }
         return actions
     }

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
@@ -159,7 +160,7 @@ public struct SignalEngine: Sendable {
             if let discovery = settings.discovery, discovery.scope.devices {
                 actions += discovery.names.removals(device: key).map { .publish($0, kind: .discovery) }
             }
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: 1, retain: true), kind: .deviceState))
+            actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: .atLeastOnce, retain: true), kind: .deviceState))
         }
         actions += clearCards(of: ownTracksUsers)
         if !actions.isEmpty { actions.append(.publishInfo) }
@@ -176,7 +177,7 @@ public struct SignalEngine: Sendable {
         }
         return gone.sorted().map { user in
             cardUsers.remove(user)
-            return .publish(OutgoingMessage(topic: owntracks.infoTopic(user: user), payload: [], qos: 1, retain: true), kind: .ownTracksCard)
+            return .publish(OutgoingMessage(topic: owntracks.infoTopic(user: user), payload: [], qos: .atLeastOnce, retain: true), kind: .ownTracksCard)
         }
     }
 

@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 import AmpelDomain
 
@@ -116,7 +117,7 @@ public struct Discovery: Sendable {
     }
 
     func message(_ entity: DiscoveryTopics.Entity, _ config: EntityConfig) -> OutgoingMessage {
-        OutgoingMessage(topic: names.topic(entity), payload: Encode.json(config), qos: 1, retain: true)
+        OutgoingMessage(topic: names.topic(entity), payload: Encode.json(config), qos: .atLeastOnce, retain: true)
     }
 }
 
@@ -198,7 +199,7 @@ struct DiscoveryTopics: Sendable, Hashable {
 
     /// Empty retained configs: Home Assistant deletes the entity, the broker the config.
     func removals(_ entities: [Entity]) -> [OutgoingMessage] {
-        entities.map { OutgoingMessage(topic: topic($0), payload: [], qos: 1, retain: true) }
+        entities.map { OutgoingMessage(topic: topic($0), payload: [], qos: .atLeastOnce, retain: true) }
     }
 
     func removals(bridgeAndDistricts districts: [String]) -> [OutgoingMessage] {

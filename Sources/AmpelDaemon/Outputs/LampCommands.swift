@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelCore
 
 /// Turns a lamp's colour into the commands its firmware understands.
@@ -28,16 +29,16 @@ public enum LampDriver {
         let hex = look.color.hex
         switch lamp.driver {
         case .plain:
-            return [OutgoingMessage(topic: lamp.topic, text: hex, qos: 1, retain: false)]
+            return [OutgoingMessage(topic: lamp.topic, text: hex, qos: .atLeastOnce, retain: false)]
         case .wled:
             return [
-                OutgoingMessage(topic: "\(lamp.topic)/col", text: hex, qos: 1, retain: false),
-                OutgoingMessage(topic: "\(lamp.topic)/api", text: look.blink ? "T=1&FX=1" : "T=1&FX=0", qos: 1, retain: false),
+                OutgoingMessage(topic: "\(lamp.topic)/col", text: hex, qos: .atLeastOnce, retain: false),
+                OutgoingMessage(topic: "\(lamp.topic)/api", text: look.blink ? "T=1&FX=1" : "T=1&FX=0", qos: .atLeastOnce, retain: false),
             ]
         case .tasmota:
             return [
-                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Color", text: hex, qos: 1, retain: false),
-                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Power", text: look.blink ? "BLINK" : "ON", qos: 1, retain: false),
+                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Color", text: hex, qos: .atLeastOnce, retain: false),
+                OutgoingMessage(topic: "cmnd/\(lamp.topic)/Power", text: look.blink ? "BLINK" : "ON", qos: .atLeastOnce, retain: false),
             ]
         }
     }

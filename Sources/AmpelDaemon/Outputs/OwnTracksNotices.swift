@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelDomain
 
 /// A device's alerts as the OwnTracks apps of its user show them (`notify.owntracks`).
@@ -85,7 +86,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
         json.raw(#","wtst":"#)
         json.number(Self.dayStart(signal.dataDate) ?? tst)
         json.raw("}")
-        return OutgoingMessage(topic: eventTopic(user: Self.user(of: key)), payload: json.bytes, qos: 1, retain: false, expiry: expiry)
+        return OutgoingMessage(topic: eventTopic(user: Self.user(of: key)), payload: json.bytes, qos: .atLeastOnce, retain: false, expiry: expiry)
     }
 
     /// The retained card that names the sender in the apps (retained: an app that connects
@@ -95,7 +96,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
         json.raw(#"{"_type":"card","name":"#)
         json.string(Self.name)
         json.raw("}")
-        return OutgoingMessage(topic: infoTopic(user: user), payload: json.bytes, qos: 1, retain: true)
+        return OutgoingMessage(topic: infoTopic(user: user), payload: json.bytes, qos: .atLeastOnce, retain: true)
     }
 
     /// 00:00 UTC of a `YYYY-MM-DD` day, in seconds since 1970.

@@ -413,7 +413,7 @@ public struct PendingAlert: Codable, Sendable, Equatable {
         self.id = id
         topic = message.topic
         payload = message.text
-        qos = message.qos
+        qos = message.qos.rawValue
         retain = message.retain
         expirySeconds = message.expiry.map { Int($0.components.seconds) }
     }
@@ -424,6 +424,6 @@ public struct PendingAlert: Codable, Sendable, Equatable {
     }
 
     var message: OutgoingMessage {
-        OutgoingMessage(topic: topic, text: payload, qos: qos, retain: retain, expiry: expirySeconds.map { .seconds($0) })
+        OutgoingMessage(topic: topic, text: payload, qos: MQTTQoS(rawValue: qos) ?? .atLeastOnce, retain: retain, expiry: expirySeconds.map { .seconds($0) })
     }
 }

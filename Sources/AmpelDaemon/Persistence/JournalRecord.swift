@@ -1,3 +1,4 @@
+import AmpelMQTT
 import AmpelDomain
 import CAmpelLinux
 
@@ -105,7 +106,7 @@ enum JournalRecord: Sendable, Equatable {
             writer.u64(id)
             writer.string16(message.topic)
             writer.bytes32(message.payload)
-            writer.u8(UInt8(message.qos))
+            writer.u8(UInt8(message.qos.rawValue))
             writer.u8(message.retain ? 1 : 0)
             writer.u32(message.expiry.map { UInt32(clamping: $0.components.seconds) } ?? 0)
             writer.string16(witness?.topic ?? "")
@@ -179,10 +180,10 @@ enum JournalRecord: Sendable, Equatable {
             guard let ags = reader.string16(), let phase = reader.string16() else { return nil }
             record = .district(ags: ags, phase: phase)
         case .alert:
-            guard let id = reader.u64(), let topic = reader.string16(), let payload = reader.bytes32(), let qos = reader.u8(),
+            guard let id = reader.u64(), let topic = reader.string16(), let payload = reader.bytes32(), let qosByte = reader.u8(), let qos = MQTTQoS(rawValue: Int(qosByte)),
                   let retain = reader.u8(), let expiry = reader.u32(), let witnessTopic = reader.string16(),
                   let witnessPayload = reader.bytes32() else { return nil }
-            record = .alert(id: id, message: OutgoingMessage(topic: topic, payload: payload, qos: Int(qos), retain: retain != 0,
+            record = .alert(id: id, message: OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain != 0,
                                                              expiry: expiry == 0 ? nil : .seconds(Int(expiry))),
                             witness: witnessTopic.isEmpty ? nil : Witness(topic: witnessTopic, payload: witnessPayload))
         case .alertAcknowledged:

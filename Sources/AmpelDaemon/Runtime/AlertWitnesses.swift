@@ -57,7 +57,7 @@ final class AlertWitnesses: Sendable {
             asking.withLock { $0 = Task {
                 do {
                     try await transport.subscribe(topics.sorted() + [probeTopic])
-                    try await transport.publish(OutgoingMessage(topic: probeTopic, text: "probe", qos: 1, retain: false))
+                    try await transport.publish(OutgoingMessage(topic: probeTopic, text: "probe", qos: .atLeastOnce, retain: false))
                 } catch {}
                 try? await Task.sleep(for: timeout)
                 watch.withLock { watch in

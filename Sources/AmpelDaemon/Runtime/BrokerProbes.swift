@@ -23,7 +23,7 @@ final class BrokerProbes: Sendable {
 
     init(transport: any DaemonTransport, topics: Topics) {
         self.transport = transport
-        probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true)
+        probe = OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: .atLeastOnce, retain: true)
     }
 
     /// Publishes a probe and passes its outcome to `then` (`nil`: the broker acknowledged it),

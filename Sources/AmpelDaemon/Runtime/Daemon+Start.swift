@@ -134,7 +134,7 @@ extension AmpelDaemon {
             // round trip must not be left waiting then.
             try? await transport.unsubscribe(retained.filters)
         }
-        try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: 1, retain: true))
+        try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: .atLeastOnce, retain: true))
         if stateRecovery != nil {
             await rebuild(from: retained, &engine)
         }

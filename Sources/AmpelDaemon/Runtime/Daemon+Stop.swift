@@ -37,8 +37,8 @@ extension AmpelDaemon {
         // the broker's Last Will says offline.
         let transport = self.transport
         let goodbye = [
-            OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: 1, retain: true),
-            OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: 1, retain: true),
+            OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: .atLeastOnce, retain: true),
+            OutgoingMessage(topic: topics.bridgeState, text: BridgeState.offline, qos: .atLeastOnce, retain: true),
         ]
         let outcome: String? = await withTaskGroup(of: String?.self) { group in
             group.addTask {

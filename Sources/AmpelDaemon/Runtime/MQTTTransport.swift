@@ -128,18 +128,15 @@ public final class MQTTTransport: DaemonTransport {
     // (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks the topic and the expiry.
 
     public func publish(_ message: OutgoingMessage) async throws(MQTTError) {
-        try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                                 retain: message.retain, messageExpiry: message.expiry)
+        try await client.publish(message)
     }
 
     public func enqueue(_ message: OutgoingMessage) throws(MQTTError) {
-        try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                           retain: message.retain, messageExpiry: message.expiry)
+        try client.enqueue(message)
     }
 
     public func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) throws(MQTTError) {
-        try client.enqueue(topic: message.topic, payload: message.payload, qos: message.qos == 0 ? .atMostOnce : .atLeastOnce,
-                           retain: message.retain, messageExpiry: message.expiry, acknowledged: acknowledged)
+        try client.enqueue(message, acknowledged: acknowledged)
     }
 
     public var unanswered: Int { client.unanswered }

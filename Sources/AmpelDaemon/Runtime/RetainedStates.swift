@@ -137,7 +137,7 @@ final class RetainedStates: Sendable {
         watching.store(true, ordering: .sequentiallyConsistent)
         defer { watching.store(false, ordering: .sequentiallyConsistent) }
         let filters = self.filters
-        let probe = OutgoingMessage(topic: probeTopic, text: "probe", qos: 1, retain: false)
+        let probe = OutgoingMessage(topic: probeTopic, text: "probe", qos: .atLeastOnce, retain: false)
         let asking = Mutex<Task<Void, Never>?>(nil)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             shared.withLock { $0.done = continuation }

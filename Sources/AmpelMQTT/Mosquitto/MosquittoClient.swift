@@ -216,7 +216,7 @@ final class MosquittoClient: @unchecked Sendable {
     // MARK: - Packets (any thread)
 
     /// Queues a publish; returns the code and the message id libmosquitto gave it.
-    func publish(_ message: OutgoingPublish) -> (rc: Int32, mid: Int32) {
+    func publish(_ message: OutgoingMessage) -> (rc: Int32, mid: Int32) {
         var properties: OpaquePointer?
         if let seconds = message.expirySeconds {
             _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)

@@ -200,11 +200,12 @@ final class MQTTSession: Sendable {
 
     // MARK: - Publishing
 
-    func publish(topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?) async throws(MQTTError) {
+    func publish(_ message: OutgoingMessage) async throws(MQTTError) {
         // Hot path: no checks of our own before the call; libmosquitto validates the topic, and
         // the readable reason is worked out only when it refuses.
-        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
-        if qos == .atMostOnce {
+        try checkExpiry(message)
+        let topic = message.topic
+        if message.qos == .atMostOnce {
             try sendQoS0(message)
             return
         }
@@ -226,7 +227,7 @@ final class MQTTSession: Sendable {
 
     /// Sends or queues an awaited QoS 1/2 publish; returns the answer if there is one already
     /// (refused, closed, cancelled), nil when `waiter` now waits in the state machine.
-    private func submit(_ message: OutgoingPublish, token: UInt64, waiter: AckWaiter) -> AckResult? {
+    private func submit(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter) -> AckResult? {
         enum Outcome { case waiting, failed(MQTTError), refused(Int32), sentCancelled(Int32), queuedCancelled }
         let outcome: Outcome = machine.withLock { machine in
             // Checked under the lock, which the cancellation handler takes too: either it ran
@@ -276,7 +277,7 @@ final class MQTTSession: Sendable {
     }
 
     /// libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
-    private func sendQoS0(_ message: OutgoingPublish) throws(MQTTError) {
+    private func sendQoS0(_ message: OutgoingMessage) throws(MQTTError) {
         let rc: Int32 = machine.withLock { machine in
             guard machine.isConnected else { return MosquittoResult.noConnection }
             // Raised first: a written-note that comes before the id is recorded waits for this lock.
@@ -294,12 +295,10 @@ final class MQTTSession: Sendable {
     /// Hands a publish over in call order without waiting for PUBACK (see ``MQTTClient/enqueue``).
     ///
     /// With `acknowledged`, the broker's answer is reported to it (on the network thread, once).
-    func enqueue(
-        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?,
-        acknowledged: (@Sendable (MQTTError?) -> Void)? = nil
-    ) throws(MQTTError) {
-        let message = try outgoing(topic: topic, payload: payload, qos: qos, retain: retain, messageExpiry: messageExpiry)
-        if qos == .atMostOnce {
+    func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)? = nil) throws(MQTTError) {
+        try checkExpiry(message)
+        let topic = message.topic
+        if message.qos == .atMostOnce {
             try sendQoS0(message)
             acknowledged?(nil)
             return
@@ -331,7 +330,7 @@ final class MQTTSession: Sendable {
         }
         switch outcome {
         case .handedOver: sentCount.add(1, ordering: .relaxed)
-        case .refused(let rc): throw publishFailure(rc, topic: topic, qos: qos)
+        case .refused(let rc): throw publishFailure(rc, topic: topic, qos: message.qos)
         case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
         case .closed: throw SessionErrors.closed
         }
@@ -353,18 +352,11 @@ final class MQTTSession: Sendable {
         }
     }
 
-    /// The message to hand to libmosquitto; message expiry needs MQTT 5.
-    private func outgoing(
-        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, messageExpiry: Duration?
-    ) throws(MQTTError) -> OutgoingPublish {
-        var expirySeconds: UInt32?
-        if let messageExpiry {
-            guard configuration.protocolVersion == .v5 else {
-                throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
-            }
-            expirySeconds = UInt32(clamping: max(messageExpiry.components.seconds, 1))
+    /// Message expiry needs MQTT 5.
+    private func checkExpiry(_ message: OutgoingMessage) throws(MQTTError) {
+        guard message.expiry == nil || configuration.protocolVersion == .v5 else {
+            throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
         }
-        return OutgoingPublish(topic: topic, payload: payload, qos: qos, retain: retain, expirySeconds: expirySeconds)
     }
 
     /// Why a publish was refused, in words: closed client, bad topic, no connection. Takes the

@@ -25,7 +25,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     struct Queued {
         /// The publishing task's token (0 for `enqueue`, which nobody cancels).
         var token: UInt64
-        var message: OutgoingPublish
+        var message: OutgoingMessage
         /// Nil once the publishing task stopped waiting (cancelled); the message is still sent.
         var waiter: AckWaiter?
     }
@@ -248,7 +248,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
 
     /// A QoS 1/2 publish (QoS 0 is only ever sent while ``isConnected``: libmosquitto drops it
     /// while disconnected, and queueing it here would promise what QoS 0 does not).
-    mutating func publish(_ message: OutgoingPublish, token: UInt64, waiter: AckWaiter?) -> PublishDecision {
+    mutating func publish(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter?) -> PublishDecision {
         if isConnected { return .send }
         switch state {
         case .connected:
