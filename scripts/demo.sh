@@ -52,8 +52,9 @@ if [ -n "${AMPEL_BIN:-}" ]; then
   bin=$AMPEL_BIN
 else
   say "building ampel (the first build takes several minutes)"
-  # Without debug info: a fresh clone's build took 272 s instead of 305 s on 2 cores (the demo
-  # needs no debugger). scripts/test.sh builds with it, and so rebuilds once after this.
+  # Without debug info (the demo needs no debugger): less to write for 1,800 compile jobs. From
+  # fresh clones on 2 cores, 272 s and 296 s against 305 s with it; single runs vary by 30 s.
+  # scripts/test.sh builds with debug info, and so rebuilds once after this.
   swift build --product ampel -Xswiftc -gnone -Xcc -g0
   bin=$(swift build --product ampel -Xswiftc -gnone -Xcc -g0 --show-bin-path)/ampel
 fi
