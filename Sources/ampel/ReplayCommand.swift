@@ -31,23 +31,10 @@ struct Replay: AsyncParsableCommand {
     @Option(name: .customLong("day-seconds"), help: "Seconds per publication day; fractions allowed.")
     var daySeconds: Double = 2
 
-    @Option(name: .long, help: "The YAML configuration file (default: $AMPEL_CONFIG, else none).")
-    var config: String?
-
-    @Option(name: .long, help: DaemonHelp.broker)
-    var broker: String?
-
-    @Option(name: .long, help: DaemonHelp.rules)
-    var rules: String?
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(name: .customLong("state-dir"), help: "The state directory; the replay keeps its state in its replay/ subdirectory (default: $AMPEL_STATE_DIR, else $STATE_DIRECTORY, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
-
-    @Option(name: .long, help: DaemonHelp.lang)
-    var lang: String?
-
-    @Option(name: .customLong("log-level"), help: DaemonHelp.logLevel)
-    var logLevel: String?
 
     @Option(name: .customLong("client-id"), help: "The MQTT client id (default: ampel-replay, so a running daemon keeps its session).")
     var clientID: String?
@@ -95,12 +82,13 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let flags = ConfigurationOverrides(broker: broker, stateDir: stateDir, lang: lang, logLevel: logLevel, http: http, rules: rules)
+        let flags = ConfigurationOverrides(broker: daemon.broker, stateDir: stateDir, lang: daemon.lang, logLevel: daemon.logLevel, http: http,
+                                           rules: daemon.rules)
         var said: [String] = []
         let from = self.from.flatMap(Day.init(iso:))
         let to = self.to.flatMap(Day.init(iso:))
         let pause = Duration.milliseconds(Int64((daySeconds * 1000).rounded()))
-        let prepared = try Run.prepare(config: config, flags: flags, adjust: { configuration in
+        let prepared = try Run.prepare(config: daemon.config, flags: flags, adjust: { configuration in
             // Apart from a real daemon's state: the replay's phases and journal are of 2020/21.
             configuration.stateDirectory = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("replay").path
             // Apart from production's topics, session and consumers: a replay with the daemon's

@@ -21,11 +21,7 @@ struct Run: AsyncParsableCommand {
               ampel run --broker mqtt://127.0.0.1:1883 --source bundled --lang de
             """)
 
-    @Option(name: .long, help: "The YAML configuration file (default: $AMPEL_CONFIG, else none).")
-    var config: String?
-
-    @Option(name: .long, help: DaemonHelp.broker)
-    var broker: String?
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(name: .long, help: DaemonHelp.source)
     var source: String?
@@ -42,15 +38,6 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "How often to check for new data: seconds, or 10m, 1h (default: \(DaemonHelp.duration(DaemonHelp.defaults.data.refresh))).")
     var refresh: String?
 
-    @Option(name: .long, help: DaemonHelp.lang)
-    var lang: String?
-
-    @Option(name: .long, help: DaemonHelp.rules)
-    var rules: String?
-
-    @Option(name: .customLong("log-level"), help: DaemonHelp.logLevel)
-    var logLevel: String?
-
     @Option(name: .long, help: "Where the HTTP server listens (host:port), or false for none (default: \(DaemonHelp.defaults.http.listen.map { "\($0)" } ?? "false")).")
     var http: String?
 
@@ -58,9 +45,9 @@ struct Run: AsyncParsableCommand {
     var checkConfig = false
 
     func run() async throws {
-        let flags = ConfigurationOverrides(broker: broker, source: source, url: url, date: date, stateDir: stateDir,
-                                           refresh: refresh, lang: lang, logLevel: logLevel, http: http, rules: rules)
-        let prepared = try Self.prepare(config: config, flags: flags)
+        let flags = ConfigurationOverrides(broker: daemon.broker, source: source, url: url, date: date, stateDir: stateDir,
+                                           refresh: refresh, lang: daemon.lang, logLevel: daemon.logLevel, http: http, rules: daemon.rules)
+        let prepared = try Self.prepare(config: daemon.config, flags: flags)
         if checkConfig {
             print(prepared.summary)
             return
@@ -133,6 +120,24 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// The flags `run` and `replay` share: the same names, help and defaults.
+struct DaemonOptions: ParsableArguments {
+    @Option(name: .long, help: "The YAML configuration file (default: $AMPEL_CONFIG, else none).")
+    var config: String?
+
+    @Option(name: .long, help: DaemonHelp.broker)
+    var broker: String?
+
+    @Option(name: .long, help: DaemonHelp.rules)
+    var rules: String?
+
+    @Option(name: .long, help: DaemonHelp.lang)
+    var lang: String?
+
+    @Option(name: .customLong("log-level"), help: DaemonHelp.logLevel)
+    var logLevel: String?
 }
 
 /// The help of the daemon's flags that `run` and `replay` share, with the defaults of

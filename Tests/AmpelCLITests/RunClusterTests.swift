@@ -4,7 +4,9 @@ import Testing
 
 /// `ampel run` with a list of brokers: failover between nodes, a clustered broker (nats-server),
 /// and partitioned instances on it. Built binary, real brokers.
-@Suite("ampel run on a list of brokers and on a nats-server cluster (built binary)", .timeLimit(.minutes(6)))
+// One at a time: two nats-server clusters starting side by side beside the other heavy suites
+// once missed their JetStream election.
+@Suite("ampel run on a list of brokers and on a nats-server cluster (built binary)", .serialized, .timeLimit(.minutes(6)))
 struct RunClusterTests {
     typealias Collector = RunCrashTests.Collector
 

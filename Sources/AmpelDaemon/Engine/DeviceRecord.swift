@@ -88,8 +88,11 @@ public enum Place: Sendable, Hashable {
     /// In no German district.
     case abroad
 
-    /// The district's code and the geometry's name for it; `nil` abroad.
-    var district: (ags: String, name: String)? {
-        if case .district(let ags, let name) = self { (ags, name) } else { nil }
+    /// Where a record or a signal says a position lies: the district it names, else abroad.
+    init(_ district: Signal.DistrictRef?) {
+        self = district.map { .district(ags: $0.ags, name: $0.name) } ?? .abroad
     }
+
+    var ags: String? { if case .district(let ags, _) = self { ags } else { nil } }
+    var name: String? { if case .district(_, let name) = self { name } else { nil } }
 }

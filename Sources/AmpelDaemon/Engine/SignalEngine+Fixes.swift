@@ -56,7 +56,7 @@ extension SignalEngine {
             } else {
                 pending[pendingKey] = entered
                 do {
-                    chosen = try shownSignal(at: previous.district.map { .district(ags: $0.ags, name: $0.name) } ?? .abroad, language: language)
+                    chosen = try shownSignal(at: Place(previous.district), language: language)
                 } catch {
                     return actions + [.problem(error.message)]
                 }
@@ -95,7 +95,7 @@ extension SignalEngine {
                 messages: [Publish(deviceAlert(key, from: announced?.phase, shown), kind: .deviceAlert)]
                     // `acc` may be any finite distance.
                     + ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0),
-                notifications: notifications(device: key, district: shown.district.map { ($0.ags, $0.name) }, from: announced?.phase, shown),
+                notifications: notifications(device: key, place: Place(shown.district), from: announced?.phase, shown),
                 witness: statePublish)
             actions.append(.decide(Decision(.device(key: key, record: record), announcement: announcement)))
         } else {
@@ -128,11 +128,11 @@ extension SignalEngine {
         return settings.defaultLanguage
     }
 
-    /// The signal for a district (code and the geometry's name), `nil` for no German district:
+    /// The signal for a place (a district's code and the geometry's name, or abroad):
     /// ``RuleSet/signal(atDistrict:placeName:dataset:region:language:stale:directory:)``, the one
     /// path from a position to a signal that `ampel check` takes too.
-    func signal(at district: (ags: String, name: String)?, language: Language) throws(SignalError) -> Signal {
-        try settings.ruleSet.signal(atDistrict: district?.ags, placeName: district?.name, dataset: dataset,
+    func signal(at place: Place, language: Language) throws(SignalError) -> Signal {
+        try settings.ruleSet.signal(atDistrict: place.ags, placeName: place.name, dataset: dataset,
                                     region: settings.region, language: language, stale: stale)
     }
 
@@ -161,7 +161,7 @@ extension SignalEngine {
     mutating func shownSignal(at place: Place, language: Language) throws(SignalError) -> ShownSignal {
         let key = SignalKey(place: place, language: language)
         if let cached = signalCache[key] { return cached }
-        let signal = try signal(at: place.district, language: language)
+        let signal = try signal(at: place, language: language)
         let shown = ShownSignal(signal: signal, state: Signal.StateJSON(signal, texts: textsTopic(signal)))
         signalCache[key] = shown
         return shown

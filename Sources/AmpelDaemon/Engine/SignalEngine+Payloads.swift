@@ -45,11 +45,11 @@ extension SignalEngine {
 
     /// A device alert for every webhook that wants it, each in the webhook's language (the
     /// device's own when it names none).
-    func notifications(device key: String, district: (ags: String, name: String)?, from: String?, _ signal: Signal) -> [Decision.Notification] {
+    func notifications(device key: String, place: Place, from: String?, _ signal: Signal) -> [Decision.Notification] {
         guard !settings.webhooks.isEmpty else { return [] }
         let who = settings.devices[key]?.name ?? key
         return notifications(from: from, signal, wanted: { $0.wants(device: key) }, device: key, who: who) { (language) throws(SignalError) in
-            try self.signal(at: district, language: language)
+            try self.signal(at: place, language: language)
         }
     }
 

@@ -79,9 +79,9 @@ enum APIRoutes {
             let snapshot = view.snapshot()
             guard let ruleSet = snapshot.ruleSet, let dataset = snapshot.dataset else { throw APIError(.serviceUnavailable, "data not loaded") }
             // The engine's path for a fix: the index, then the rule set (`ampel check` takes it too).
-            let district = context.locator.place(latitude: lat, longitude: lon).district
+            let place = context.locator.place(latitude: lat, longitude: lon)
             do {
-                let signal = try ruleSet.signal(atDistrict: district?.ags, placeName: district?.name, dataset: dataset, region: ruleSet.region,
+                let signal = try ruleSet.signal(atDistrict: place.ags, placeName: place.name, dataset: dataset, region: ruleSet.region,
                                                 language: language, stale: snapshot.stale)
                 return HTTPResponses.json(signal.json())
             } catch {
