@@ -138,7 +138,7 @@ homeassistant:
   discovery: true
 # The generator paces itself on the state of a probe device that sends the same fix again:
 # every accepted fix must publish its state (on_change would stay silent); the check compares
-# the München state with `ampel check`, texts included.
+# the München state with ampel check, texts included.
 outputs:
   device_state: every_fix
   texts_in_state: true
