@@ -92,7 +92,9 @@ public final class RKIDistrictCSV {
     }
 
     /// The first day the duplicate check can tell apart (the data starts in 2020).
-    private static let baseDay = Int32(Day(year: 2000, month: 1, day: 1)!.daysSinceEpoch)
+    /// 2000-01-01 in days since 1970 (a literal: a computed `static let` costs a `swift_once`
+    /// check on every row; RKIDistrictCSVTests checks it against `Day`).
+    static let baseDay: Int32 = 10_957
 
     /// - Parameters:
     ///   - windowDays: how many days up to the newest one to keep (the history's length).

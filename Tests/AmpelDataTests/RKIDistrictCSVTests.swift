@@ -1,4 +1,4 @@
-import AmpelData
+@testable import AmpelData
 import AmpelDomain
 import Foundation
 import Testing
@@ -42,6 +42,12 @@ import Testing
     }
 
     static let days = ["2026-08-18", "2026-08-19", "2026-08-20", "2026-08-21", "2026-08-22"]
+
+    @Test("the reader's literal constants: the base day is 2000-01-01, each power of ten the exact one")
+    func constants() {
+        #expect(RKIDistrictCSV.baseDay == Int32(Day(year: 2000, month: 1, day: 1)!.daysSinceEpoch))
+        for n in 1...22 { #expect(RKIDistrictCSV.powerOfTen(n) == pow(10, Double(n)), "10^\(n)") }
+    }
 
     @Test("the newest day and the window before it, every district joined with its name; the pseudo-ids skipped and counted")
     func keepsTheWindow() throws {
