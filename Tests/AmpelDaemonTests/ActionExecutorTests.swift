@@ -56,28 +56,21 @@ struct ActionExecutorTests {
         func acknowledge(_ id: UInt64) { acknowledged.withLock { $0.append(id) } }
     }
 
-    /// Hands every publish to the log and acknowledges it at once.
-    final class RecordingTransport: DaemonTransport {
+    /// Hands every publish to the log; acknowledges it at once unless `silent` (a broker that
+    /// takes publishes and never answers).
+    final class RecordingTransport: StubTransport {
         let log: Log
-        init(_ log: Log) { self.log = log }
-        func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-        func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
-        func connect() async throws {}
-        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
-        func unsubscribe(_ filters: [String]) async throws {}
+        let silent: Bool
+        init(_ log: Log, silent: Bool = false) {
+            self.log = log
+            self.silent = silent
+        }
         func publish(_ message: OutgoingMessage) async throws(MQTTError) { log.append(.handedOver(message.topic + " " + message.text)) }
         func enqueue(_ message: OutgoingMessage) { log.append(.handedOver(message.topic + " " + message.text)) }
         func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {
             log.append(.handedOver(message.topic + " " + message.text))
-            acknowledged(nil)
+            if !silent { acknowledged(nil) }
         }
-        var unanswered: Int { 0 }
-        func waitForAnswers(atMost target: Int) async {}
-        func pauseReading() {}
-        func resumeReading() {}
-        func shutdown(clean: Bool) async {}
-        var brokerInUse: String? { nil }
-        var failovers: Int { 0 }
     }
 
     /// A phone's first fix in München (alert and OwnTracks transition), then the November data:
@@ -167,25 +160,7 @@ struct ActionExecutorTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let journal = try Journal(directory: dir, continuing: JournalReplay.read(directory: dir, over: PersistedState()), logger: Logger(label: "test"))
-        /// A broker that takes publishes and never answers.
-        final class Silent: DaemonTransport {
-            func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-            func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
-            func connect() async throws {}
-            func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
-            func unsubscribe(_ filters: [String]) async throws {}
-            func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
-            func enqueue(_ message: OutgoingMessage) {}
-            func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
-            var unanswered: Int { 0 }
-            func waitForAnswers(atMost target: Int) async {}
-            func pauseReading() {}
-            func resumeReading() {}
-            func shutdown(clean: Bool) async {}
-            var brokerInUse: String? { nil }
-            var failovers: Int { 0 }
-        }
-        let executor = ActionExecutor(journal: journal, transport: Silent(), webhooks: Webhooks([], logger: Logger(label: "test")),
+        let executor = ActionExecutor(journal: journal, transport: RecordingTransport(Log(), silent: true), webhooks: Webhooks([], logger: Logger(label: "test")),
                                       logger: Logger(label: "test"), now: { Date() })
         let batches = Self.actions()
         for batch in batches { executor.execute(batch) }

@@ -10,7 +10,7 @@ import Testing
 struct BrokerProbesTests {
     /// A broker that never answers: each publish waits until its task is cancelled, and is
     /// then handed over (as a cancelled QoS 1 publish of the MQTT client still goes out).
-    final class SilentBroker: DaemonTransport {
+    final class SilentBroker: StubTransport {
         private let state = Mutex<[OutgoingMessage]>([])
         private let arrivals: AsyncStream<Void>.Continuation
         let arrived: AsyncStream<Void>
@@ -30,17 +30,6 @@ struct BrokerProbesTests {
             state.withLock { $0.append(message) }
             throw MQTTError(code: .cancelled, message: "cancelled")
         }
-
-        func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-        func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
-        func connect() async throws {}
-        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
-        func unsubscribe(_ filters: [String]) async throws {}
-        func enqueue(_ message: OutgoingMessage) {}
-        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
-        func pauseReading() {}
-        func resumeReading() {}
-        func shutdown(clean: Bool) async {}
     }
 
     @Test("the stop ends every probe under way, not only the latest of each kind")

@@ -9,20 +9,11 @@ import Testing
 @Suite("Intake gate")
 struct IntakeGateTests {
     /// Records pause/resume calls; the rest of the transport is not used by the gate.
-    final class ReadingSwitch: DaemonTransport {
+    final class ReadingSwitch: StubTransport {
         let calls = Mutex<[String]>([])
         var log: [String] { calls.withLock { $0 } }
-        func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-        func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
-        func connect() async throws {}
-        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
-        func unsubscribe(_ filters: [String]) async throws {}
-        func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
-        func enqueue(_ message: OutgoingMessage) {}
-        func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
         func pauseReading() { calls.withLock { $0.append("pause") } }
         func resumeReading() { calls.withLock { $0.append("resume") } }
-        func shutdown(clean: Bool) async {}
     }
 
     @Test("a full queue pauses reading; half handled resumes it")

@@ -1,0 +1,20 @@
+@testable import AmpelDaemon
+import AmpelMQTT
+
+/// A `DaemonTransport` whose every call does nothing: a test's fake conforms to this and writes
+/// only the calls its test watches.
+protocol StubTransport: DaemonTransport {}
+
+extension StubTransport {
+    func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
+    func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
+    func connect() async throws {}
+    func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
+    func unsubscribe(_ filters: [String]) async throws {}
+    func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
+    func enqueue(_ message: OutgoingMessage) {}
+    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
+    func pauseReading() {}
+    func resumeReading() {}
+    func shutdown(clean: Bool) async {}
+}
