@@ -440,7 +440,6 @@ public final class MosquittoBroker: Sendable {
         return String(cString: result)
     }
 
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
     /// `count` free loopback ports, all different: the kernel may hand out a port again as soon
     /// as the probe that found it has closed it (a 3-node cluster once got the same port for one
     /// node's routes and another's MQTT listener, which then could not bind).

@@ -170,11 +170,6 @@ public final class Journal: Sendable {
         sync()
     }
 
-    /// Alerts handed over and not yet acknowledged, oldest first.
-    var pendingAlerts: [(id: UInt64, message: OutgoingMessage, witness: Witness?)] {
-        state.withLock { $0.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value.message, $0.value.witness) } }
-    }
-
     private func append(_ record: JournalRecord, _ writer: inout WriterState) -> Bool {
         let size = JournalRecord.headerSize + record.bodySize
         guard reserve(size, &writer), let base = writer.base else { return false }

@@ -94,8 +94,7 @@ final class ActionExecutor {
         afterJournaling?()
         for (publish, id) in zip(announcement.messages, ids) {
             announce(publish.message, id: id)
-            tally.published += 1
-            tally.byKind[publish.kind, default: 0] += 1
+            count(publish.kind)
             if publish.kind.isAlert { tally.alerts += 1 } else { tally.owntracksTransitions += 1 }
         }
         // The webhook's idempotency key is made of the alert's id, not its transition's.
@@ -104,9 +103,10 @@ final class ActionExecutor {
                 webhooks.send(webhook: notification.webhook, alertID: alertID, payload: notification.payload, now: now().timeIntervalSince1970)
             }
         }
-        for publish in announcement.retained + [announcement.witness] {
+        for publish in announcement.retained {
             self.publish(publish.message, kind: publish.kind, republished: republished)
         }
+        self.publish(announcement.witness.message, kind: announcement.witness.kind, republished: republished)
     }
 
     /// Hands an announcement over; its id leaves the journal's pending list when the broker
@@ -128,12 +128,16 @@ final class ActionExecutor {
     func publish(_ message: OutgoingMessage, kind: SignalEngine.PublishKind, republished: Bool = false) {
         do {
             try transport.enqueue(message)
-            tally.published += 1
-            tally.byKind[kind, default: 0] += 1
+            count(kind)
             if republished { tally.republished += 1 }
         } catch {
             failed(message, error)
         }
+    }
+
+    private func count(_ kind: SignalEngine.PublishKind) {
+        tally.published += 1
+        tally.byKind[kind, default: 0] += 1
     }
 
     /// Counts a publish that libmosquitto refused, and logs it within the rate limit.

@@ -113,7 +113,6 @@ extension AmpelDaemon {
             // The first CONNACK is the start's: it published everything already.
             guard connections > 1 else { return }
             counters.reconnects += 1
-            infoDirty = true
             logger.notice("reconnected: publishing online and every retained topic again", metadata: [
                 "sessionPresent": "\(sessionPresent)", "devices": "\(engine.devices.count)",
             ])
