@@ -172,13 +172,11 @@ def main():
     try:
         scheme(driver, "light")
         if args.default_url:
-            driver.get(args.default_url)
-            WebDriverWait(driver, 30).until(lambda d: polls(d) >= 1)
+            loaded(driver, args.default_url)
             say("default page", json.dumps(driver.execute_script(
                 "return {lang: document.documentElement.lang, devices: document.getElementById('h-devices').textContent,"
                 " browser: navigator.language}"), ensure_ascii=False))
-        driver.get(args.url)
-        WebDriverWait(driver, 30).until(lambda d: polls(d) >= 1)
+        loaded(driver, args.url)
 
         fills = driver.execute_script(
             "return [...document.querySelectorAll('#map path.district')]"

@@ -107,10 +107,8 @@ stop_jobs() {
 }
 
 # end_daemon_and_broker: an EXIT trap for a script that started one daemon ($daemon_pid) and a
-# test broker ($BROKER_PID) in the scratch directory $tmp: kills both, waits, removes $tmp.
+# test broker ($BROKER_PID) in the scratch directory $tmp: stops both (stop_pid), removes $tmp.
 end_daemon_and_broker() {
-  [ -n "${daemon_pid:-}" ] && kill -9 "$daemon_pid" 2>/dev/null
-  [ -n "${BROKER_PID:-}" ] && kill "$BROKER_PID" 2>/dev/null
-  wait 2>/dev/null || true
+  stop_pid "${daemon_pid:-}" "${BROKER_PID:-}"
   rm -rf "$tmp"
 }
