@@ -137,7 +137,8 @@ public final class NatsCluster: Sendable {
             attempts += 1
             do {
                 return try await startOnce(nodes: count)
-            } catch is NatsError where attempts < 3 {
+            } catch let error as NatsError where attempts < 3
+                && (error.description.contains("address already in use") || error.description.contains("metadata leader")) {
                 continue
             }
         }
