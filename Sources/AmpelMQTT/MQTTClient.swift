@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// An MQTT 3.1.1 / 5 client on libmosquitto with an async, `Sendable` API.
 ///
@@ -43,6 +44,13 @@ public final class MQTTClient: Sendable {
 
     deinit {
         session.shutdownFromDeinit()
+    }
+
+    /// Hands every message received from now on to `handler` instead of ``messages``, as
+    /// ``init(configuration:logger:handler:)`` does, for a consumer made after the client.
+    /// Set it before ``connect()``: a message received before goes to ``messages``.
+    public func deliver(to handler: @escaping @Sendable (MQTTMessage) -> Void) {
+        session.deliver(to: handler)
     }
 
     /// Connects and returns once the broker accepted the connection (CONNACK).
@@ -128,14 +136,55 @@ public final class MQTTClient: Sendable {
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false, messageExpiry: Duration? = nil,
         acknowledged: (@Sendable (MQTTError?) -> Void)? = nil
     ) throws(MQTTError) {
-        try session.enqueue(OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expiry: messageExpiry),
-                            acknowledged: acknowledged)
+        try enqueue(OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: retain, expiry: messageExpiry),
+                    acknowledged: acknowledged)
     }
 
     /// ``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)`` for a message as the
     /// daemon makes it: handed to libmosquitto as it is.
+    ///
+    /// The daemon's hot path: done here, in one call from the caller to libmosquitto, under the
+    /// session's lock, with the state machine asked on the way.
     public func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)? = nil) throws(MQTTError) {
-        try session.enqueue(message, acknowledged: acknowledged)
+        let session = self.session
+        try session.checkExpiry(message)
+        let topic = message.topic
+        if message.qos == .atMostOnce {
+            try session.sendQoS0(message)
+            acknowledged?(nil)
+            return
+        }
+        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
+        enum Outcome { case handedOver, refused(Int32), full, closed }
+        let waiter = acknowledged.map { callback in
+            MQTTSession.AckWaiter.callback { result in callback(MQTTSession.failure(of: result, topic: topic)) }
+        }
+        let token = waiter == nil ? 0 : session.nextToken.add(1, ordering: .relaxed).newValue
+        let outcome: Outcome = session.machine.withLock { machine in
+            switch machine.publish(message, token: token, waiter: waiter) {
+            case .queued: return .handedOver
+            case .offlineQueueFull: return .full
+            case .closed: return .closed
+            case .send:
+                if waiter != nil { session.possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
+                let (rc, mid) = session.mosquitto.publish(message)
+                session.loop.wakeIfIdle()
+                // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
+                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
+                    if waiter != nil { session.possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+                    return .refused(rc)
+                }
+                session.handedOver()
+                if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
+                return .handedOver
+            }
+        }
+        switch outcome {
+        case .handedOver: session.sentCount.add(1, ordering: .relaxed)
+        case .refused(let rc): throw session.publishFailure(rc, topic: topic, qos: message.qos)
+        case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
+        case .closed: throw SessionErrors.closed
+        }
     }
 
     /// Stops reading from the broker's socket (and so acknowledging its messages) until

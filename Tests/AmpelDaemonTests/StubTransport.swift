@@ -7,13 +7,12 @@ protocol StubTransport: DaemonTransport {}
 
 extension StubTransport {
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-    func connections(_ target: @escaping @Sendable (Bool) -> Void) {}
-    func connect() async throws {}
+    func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable () -> Void) {}
+    func connectToBroker() async throws {}
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
     func unsubscribe(_ filters: [String]) async throws {}
     func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
-    func enqueue(_ message: OutgoingMessage) {}
-    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) {}
+    func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) {}
     func pauseReading() {}
     func resumeReading() {}
     func shutdown(clean: Bool) async {}

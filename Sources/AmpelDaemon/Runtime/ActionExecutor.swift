@@ -28,7 +28,7 @@ extension Journal: DecisionJournal {}
 /// crash between 1 and 4 leaves the announcement pending: the next start reads the witness
 /// back and sends it again only if the broker does not retain the witness.
 ///
-/// Publishes are handed over without waiting (``DaemonTransport/enqueue(_:)``), so one input's
+/// Publishes are handed over without waiting (``DaemonTransport/enqueue(_:acknowledged:)``), so one input's
 /// actions are never interleaved with another's. What is neither a publish nor a decision goes
 /// to the daemon's handler, in its place in the list.
 final class ActionExecutor {
@@ -127,7 +127,7 @@ final class ActionExecutor {
     /// In order, without a round trip per message: libmosquitto delivers QoS 1.
     func publish(_ message: OutgoingMessage, kind: SignalEngine.PublishKind, republished: Bool = false) {
         do {
-            try transport.enqueue(message)
+            try transport.enqueue(message, acknowledged: nil)
             count(kind)
             if republished { tally.republished += 1 }
         } catch {

@@ -106,12 +106,13 @@ extension AmpelDaemon {
             continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
         }
         let status = self.status
-        transport.connections {
+        transport.connections { sessionPresent in
             status.connected.store(true, ordering: .relaxed)
             status.brokerError.withLock { $0 = nil }
-            continuation.yield(.connected(sessionPresent: $0))
+            continuation.yield(.connected(sessionPresent: sessionPresent))
+        } lost: {
+            status.connected.store(false, ordering: .relaxed)
         }
-        transport.disconnections { status.connected.store(false, ordering: .relaxed) }
 
         // The data is loaded: `/readyz` and the page say so, and why the broker is not
         // there yet, instead of "data not loaded" while the connect is retried. Readiness
@@ -227,7 +228,7 @@ extension AmpelDaemon {
         while true {
             let delay = backoff.delay(attempt: attempt, jitter: Double.random(in: 0.5...1.0))
             do {
-                try await transport.connect()
+                try await transport.connectToBroker()
                 logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])
                 return true
             } catch let error as FatalConnectError {

@@ -97,7 +97,7 @@ extension AmpelDaemon {
         infoDirty = false
         webhookStats = webhooks.stats
         do {
-            try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: .atLeastOnce, retain: true))
+            try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: .atLeastOnce, retain: true), acknowledged: nil)
         } catch {
             logger.debug("bridge info not published", metadata: ["error": "\(error)"])
         }

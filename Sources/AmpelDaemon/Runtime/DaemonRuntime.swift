@@ -207,7 +207,7 @@ public enum DaemonRuntime {
     /// The daemon on a real MQTT client, not yet running.
     public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
                                   metrics: DaemonMetrics? = nil) throws -> AmpelDaemon {
-        let transport = MQTTTransport(configuration: try MQTTTransport.clientConfiguration(prepared.configuration), logger: logger)
+        let transport = MQTTClient(configuration: try MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
                            flushInterval: flushInterval, stateRecovery: prepared.stateRecovery, metrics: metrics)

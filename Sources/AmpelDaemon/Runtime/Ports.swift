@@ -11,15 +11,13 @@ public protocol DaemonTransport: Sendable {
     /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
     /// Called once, before ``connect()``.
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
-    /// Reports every accepted connection (CONNACK) to `target`, in order, with whether the
-    /// broker kept the session: the first for ``connect()``, then one per automatic reconnect.
-    /// Called once, before ``connect()``.
-    func connections(_ target: @escaping @Sendable (_ sessionPresent: Bool) -> Void)
-    /// Reports every lost connection to `target` (the client reconnects by itself). Called
-    /// once, before ``connections(_:)``.
-    func disconnections(_ target: @escaping @Sendable () -> Void)
+    /// Reports every accepted connection (CONNACK) to `connected`, in order, with whether the
+    /// broker kept the session (the first for ``connectToBroker()``, then one per automatic
+    /// reconnect), and every lost connection to `lost` (the client reconnects by itself).
+    /// Called once, before ``connectToBroker()``.
+    func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable () -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
-    func connect() async throws
+    func connectToBroker() async throws
     /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their
     /// messages while the daemon is away), QoS 0 for reading retained messages back.
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws
@@ -28,11 +26,10 @@ public protocol DaemonTransport: Sendable {
     /// Publishes; for QoS 1 returns when the broker has acknowledged.
     func publish(_ message: OutgoingMessage) async throws(MQTTError)
     /// Hands a publish over in call order without waiting for the acknowledgement (the hot
-    /// path; it never suspends, so the daemon's handling of one input is never interleaved).
-    func enqueue(_ message: OutgoingMessage) throws(MQTTError)
-    /// ``enqueue(_:)``, and reports the broker's answer to `acknowledged` (`nil`: taken; else
-    /// why not), from any thread, once.
-    func enqueue(_ message: OutgoingMessage, acknowledged: @escaping @Sendable (MQTTError?) -> Void) throws(MQTTError)
+    /// path; it never suspends, so the daemon's handling of one input is never interleaved),
+    /// and reports the broker's answer to `acknowledged` (`nil`: taken; else why not), from any
+    /// thread, once.
+    func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) throws(MQTTError)
     /// Publishes handed over that the broker has not acknowledged yet (held in memory for it).
     var unanswered: Int { get }
     /// Returns once at most `target` publishes are unanswered (or the transport is closed).
@@ -51,8 +48,6 @@ public protocol DaemonTransport: Sendable {
 }
 
 extension DaemonTransport {
-    public func disconnections(_ target: @escaping @Sendable () -> Void) {}
-
     public var brokerInUse: String? { nil }
     public var failovers: Int { 0 }
     /// A transport that hands every publish over at once holds none for the broker.

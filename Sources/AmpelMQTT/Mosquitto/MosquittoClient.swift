@@ -10,9 +10,15 @@ protocol MosquittoCallbacks: AnyObject {
     func connack(reason: Int32, sessionPresent: Bool)
     func disconnected(reason: Int32)
     func answered(mid: Int32, _ result: AckResult)
-    func received(_ message: MQTTMessage)
     /// A warning or error libmosquitto logged (explains TLS and socket failures).
     func logged(_ line: String)
+}
+
+/// Where libmosquitto's message callback hands each message, copied (network thread). Apart
+/// from ``MosquittoCallbacks``: a message goes straight to the session that delivers it,
+/// without passing through the network loop that only reads the socket.
+protocol MosquittoReceiver: AnyObject {
+    func received(_ message: MQTTMessage)
 }
 
 /// The only place that calls libmosquitto: one `struct mosquitto`, configured once, and the
@@ -113,19 +119,23 @@ final class MosquittoClient: @unchecked Sendable {
 
     // MARK: - Callbacks
 
-    /// libmosquitto's user-data pointer: a box with the target, so that a callback finds it
+    /// libmosquitto's user-data pointer: a box with the targets, so that a callback finds them
     /// without a dynamic cast per message.
     private final class CallbackBox {
         unowned(unsafe) let target: any MosquittoCallbacks
-        init(_ target: any MosquittoCallbacks) { self.target = target }
+        unowned(unsafe) let receiver: any MosquittoReceiver
+        init(_ target: any MosquittoCallbacks, _ receiver: any MosquittoReceiver) {
+            self.target = target
+            self.receiver = receiver
+        }
     }
 
     private var callbackBox: CallbackBox?
 
-    /// Routes libmosquitto's callbacks to `target`, which must outlive every loop call. Called
-    /// once, before the network thread starts.
-    func install(_ target: any MosquittoCallbacks) {
-        let box = CallbackBox(target)
+    /// Routes libmosquitto's callbacks to `target` and its messages to `receiver`; both must
+    /// outlive every loop call. Called once, before the network thread starts.
+    func install(_ target: any MosquittoCallbacks, receiver: any MosquittoReceiver) {
+        let box = CallbackBox(target, receiver)
         callbackBox = box
         mosquitto_user_data_set(pointer, Unmanaged.passUnretained(box).toOpaque())
         mosquitto_connect_v5_callback_set(pointer) { _, userdata, reason, flags, _ in
@@ -145,11 +155,12 @@ final class MosquittoClient: @unchecked Sendable {
             MosquittoClient.target(userdata)?.answered(mid: mid, .unsubscribed)
         }
         mosquitto_message_v5_callback_set(pointer) { _, userdata, message, _ in
-            guard let message, let target = MosquittoClient.target(userdata) else { return }
+            guard let message, let userdata else { return }
+            let receiver = Unmanaged<CallbackBox>.fromOpaque(userdata).takeUnretainedValue().receiver
             // Copied here: libmosquitto frees the message when the callback returns.
             let m = message.pointee
             let payload = [UInt8](UnsafeRawBufferPointer(start: m.payload, count: Int(max(m.payloadlen, 0))))
-            target.received(
+            receiver.received(
                 MQTTMessage(
                     topic: String(cString: m.topic), payload: payload,
                     qos: MQTTQoS(rawValue: Int(m.qos)) ?? .atMostOnce, retain: m.retain))

@@ -8,9 +8,9 @@ import Synchronization
 /// waiter registered in the same hold: the network thread matches answers under it too, so an
 /// answer can never arrive before its waiter. Continuations are resumed and events yielded
 /// after the lock is released.
-final class MQTTSession: Sendable {
+final class MQTTSession: MosquittoReceiver, Sendable {
     /// Who waits for the broker's answer to one packet: a suspended task, or a callback for a
-    /// caller that must not suspend (``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)``).
+    /// caller that must not suspend (``MQTTClient/enqueue(_:acknowledged:)``).
     enum AckWaiter: Sendable {
         case task(UnsafeContinuation<AckResult, Never>)
         /// Called on the network thread, after the session's lock is released.
@@ -36,7 +36,15 @@ final class MQTTSession: Sendable {
     let messageStream: AsyncStream<MQTTMessage>
     let messageContinuation: AsyncStream<MQTTMessage>.Continuation
     /// Set: received messages go here, on the network thread, instead of `messageStream`.
-    private let handler: (@Sendable (MQTTMessage) -> Void)?
+    ///
+    /// The closure sits in a class, not directly in the `Mutex`: a function value read and
+    /// written back through the generic `inout` of `withLock` is re-abstracted on each access,
+    /// and the thunks pile up (one pair per message, until the stack overflows).
+    private let handler: Mutex<Handler?>
+    final class Handler: Sendable {
+        let deliver: @Sendable (MQTTMessage) -> Void
+        init(_ deliver: @escaping @Sendable (MQTTMessage) -> Void) { self.deliver = deliver }
+    }
     let eventStream: AsyncStream<MQTTConnectionEvent>
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
@@ -75,7 +83,7 @@ final class MQTTSession: Sendable {
     init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
         self.configuration = configuration
         self.logger = logger
-        self.handler = handler
+        self.handler = Mutex(handler.map(Handler.init))
         mosquitto = MosquittoClient(configuration: configuration)
         machine = Mutex(
             SessionStateMachine(
@@ -91,7 +99,7 @@ final class MQTTSession: Sendable {
             of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
         loop = NetworkLoop(mosquitto: mosquitto, configuration: configuration)
         loop.attach(self)
-        mosquitto.install(loop)
+        mosquitto.install(loop, receiver: self)
     }
 
     deinit {
@@ -277,7 +285,7 @@ final class MQTTSession: Sendable {
     }
 
     /// libmosquitto drops a QoS 0 publish while disconnected (MOSQ_ERR_NO_CONN): say so.
-    private func sendQoS0(_ message: OutgoingMessage) throws(MQTTError) {
+    func sendQoS0(_ message: OutgoingMessage) throws(MQTTError) {
         let rc: Int32 = machine.withLock { machine in
             guard machine.isConnected else { return MosquittoResult.noConnection }
             // Raised first: a written-note that comes before the id is recorded waits for this lock.
@@ -290,50 +298,6 @@ final class MQTTSession: Sendable {
         }
         guard rc == MosquittoResult.success else { throw publishFailure(rc, topic: message.topic, qos: .atMostOnce) }
         sentCount.add(1, ordering: .relaxed)
-    }
-
-    /// Hands a publish over in call order without waiting for PUBACK (see ``MQTTClient/enqueue``).
-    ///
-    /// With `acknowledged`, the broker's answer is reported to it (on the network thread, once).
-    func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)? = nil) throws(MQTTError) {
-        try checkExpiry(message)
-        let topic = message.topic
-        if message.qos == .atMostOnce {
-            try sendQoS0(message)
-            acknowledged?(nil)
-            return
-        }
-        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
-        enum Outcome { case handedOver, refused(Int32), full, closed }
-        let waiter = acknowledged.map { callback in
-            AckWaiter.callback { result in callback(Self.failure(of: result, topic: topic)) }
-        }
-        let token = waiter == nil ? 0 : nextToken.add(1, ordering: .relaxed).newValue
-        let outcome: Outcome = machine.withLock { machine in
-            switch machine.publish(message, token: token, waiter: waiter) {
-            case .queued: return .handedOver
-            case .offlineQueueFull: return .full
-            case .closed: return .closed
-            case .send:
-                if waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
-                let (rc, mid) = mosquitto.publish(message)
-                loop.wakeIfIdle()
-                // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
-                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
-                    if waiter != nil { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
-                    return .refused(rc)
-                }
-                handedOver()
-                if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
-                return .handedOver
-            }
-        }
-        switch outcome {
-        case .handedOver: sentCount.add(1, ordering: .relaxed)
-        case .refused(let rc): throw publishFailure(rc, topic: topic, qos: message.qos)
-        case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
-        case .closed: throw SessionErrors.closed
-        }
     }
 
     /// What went wrong with a publish by its answer; `nil` when the broker took it.
@@ -353,7 +317,7 @@ final class MQTTSession: Sendable {
     }
 
     /// Message expiry needs MQTT 5.
-    private func checkExpiry(_ message: OutgoingMessage) throws(MQTTError) {
+    func checkExpiry(_ message: OutgoingMessage) throws(MQTTError) {
         guard message.expiry == nil || configuration.protocolVersion == .v5 else {
             throw MQTTError(code: .notSupported, message: "message expiry needs MQTT 5 (protocolVersion is 3.1.1)")
         }
@@ -361,7 +325,7 @@ final class MQTTSession: Sendable {
 
     /// Why a publish was refused, in words: closed client, bad topic, no connection. Takes the
     /// lock: never call it while holding it.
-    private func publishFailure(_ rc: Int32, topic: String, qos: MQTTQoS) -> MQTTError {
+    func publishFailure(_ rc: Int32, topic: String, qos: MQTTQoS) -> MQTTError {
         if machine.withLock({ $0.isClosed }) { return SessionErrors.closed }
         if rc == MosquittoResult.invalid || rc == MosquittoResult.malformedUTF8 {
             return MQTTTopicFilter.validateTopicName(topic)
@@ -377,7 +341,7 @@ final class MQTTSession: Sendable {
 
     /// A QoS 1/2 publish is now libmosquitto's until the broker answers.
     @inline(__always)
-    private func handedOver() {
+    func handedOver() {
         unansweredCount.add(1, ordering: .relaxed)
     }
 
@@ -461,11 +425,17 @@ final class MQTTSession: Sendable {
 
     // MARK: - Receiving
 
-    /// A message arrived (network thread).
-    func receive(_ message: MQTTMessage) {
+    /// Sends every message from now on to `deliver` instead of the stream.
+    func deliver(to deliver: @escaping @Sendable (MQTTMessage) -> Void) {
+        let boxed = Handler(deliver)
+        handler.withLock { $0 = boxed }
+    }
+
+    /// A message arrived (network thread, inside libmosquitto's message callback).
+    func received(_ message: MQTTMessage) {
         receivedCount.add(1, ordering: .relaxed)
-        if let handler {
-            handler(message)
+        if let handler = handler.withLock({ $0 }) {
+            handler.deliver(message)
             return
         }
         if case .dropped = messageContinuation.yield(message) { droppedCount.add(1, ordering: .relaxed) }

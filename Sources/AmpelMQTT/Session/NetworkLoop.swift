@@ -355,10 +355,6 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         answers.withLock { $0.append((mid, result)) }
     }
 
-    func received(_ message: MQTTMessage) {
-        session.receive(message)
-    }
-
     func logged(_ line: String) {
         record.withLock { $0.lastLogError = line }
     }

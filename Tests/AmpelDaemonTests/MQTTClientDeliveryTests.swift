@@ -4,23 +4,23 @@ import AmpelTestSupport
 import Logging
 import Testing
 
-/// The transport hands messages from the network thread to the daemon's queue. A target
-/// closure kept directly in a `Mutex` is wrapped in two more re-abstraction thunks on every
+/// The client, as the daemon's transport, hands messages from its network thread to the
+/// daemon's queue (`deliver(to:)`). A target closure kept directly in a `Mutex` is wrapped in two more re-abstraction thunks on every
 /// message, so delivery gets slower with each message and overflows the stack after some 10^5
 /// messages. This pushes enough messages through to overflow it; the cost per message is
 /// measured where timing belongs, in Benchmarks/mqtt and Benchmarks/daemon.
-@Suite("MQTT transport", .timeLimit(.minutes(2)))
-struct MQTTTransportTests {
+@Suite("MQTT client as the daemon's transport", .timeLimit(.minutes(2)))
+struct MQTTClientDeliveryTests {
     @Test("50,000 messages reach the daemon's queue in order, none lost, without the thunks that overflowed the stack")
     func manyMessagesInOrder() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         var configuration = MQTTConfiguration(host: broker.host, port: broker.port, clientID: "transport-test")
         configuration.receiveMaximum = 1000
-        let transport = MQTTTransport(configuration: configuration, logger: Logger(label: "test"))
+        let transport = MQTTClient(configuration: configuration, logger: Logger(label: "test"))
         let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
         transport.deliver { continuation.yield($0) }
-        try await transport.connect()
+        try await transport.connectToBroker()
         try await transport.subscribe(["t/#"])
 
         let publisher = MQTTClient(configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: "transport-pub"))

@@ -1,0 +1,93 @@
+import AmpelMQTT
+import Foundation
+import Logging
+
+/// `AmpelMQTT.MQTTClient` is the daemon's ``DaemonTransport`` itself: a publish goes from the
+/// executor to the client's `enqueue`, a message from the client's network thread to the
+/// daemon's queue, with no adapter between them that would only pass the call on.
+extension MQTTClient: DaemonTransport {
+    /// The client configuration for a daemon that must not lose a location: a fixed client id
+    /// with a persistent session (QoS 1 messages queued by the broker while the daemon is
+    /// away), a large receive buffer (libmosquitto acknowledges on receipt, so a message dropped
+    /// from the buffer would be lost), and the Last Will `{"state":"offline"}` on `bridge/state`.
+    public static func daemonConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
+        let broker = configuration.broker
+        var mqtt = try MQTTConfiguration(brokers: broker, clientID: configuration.mqtt.clientID,
+                                         caFile: configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile)
+        mqtt.protocolVersion = configuration.mqtt.protocolVersion
+        mqtt.keepAlive = configuration.mqtt.keepAlive
+        mqtt.cleanStart = false
+        mqtt.sessionExpiry = max(.seconds(1), configuration.mqtt.sessionExpiry)
+        mqtt.username = configuration.mqtt.username ?? broker.username
+        mqtt.password = configuration.mqtt.password ?? broker.password
+        mqtt.tls?.certFile = configuration.mqtt.certFile
+        mqtt.tls?.keyFile = configuration.mqtt.keyFile
+        let topics = configuration.topics
+        mqtt.will = MQTTWill(topic: topics.bridgeState, payload: Array(BridgeState.offline.utf8), qos: .atLeastOnce, retain: true)
+        mqtt.incomingBufferSize = 1_000_000
+        mqtt.receiveMaximum = 1000
+        mqtt.maxInflight = 1000
+        return mqtt
+    }
+
+    /// Reads the client's connection events (one stream, read here only). The reading task ends
+    /// with the stream, when the client disconnects.
+    public func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable () -> Void) {
+        let events = self.events
+        Task {
+            for await event in events {
+                switch event {
+                case .connected(let sessionPresent): connected(sessionPresent)
+                case .disconnected: lost()
+                }
+            }
+        }
+    }
+
+    public func connectToBroker() async throws {
+        do {
+            try await connect()
+        } catch {
+            // Retrying cannot help with wrong settings or credentials.
+            let fatal: [MQTTError.Code] = [.invalidConfiguration, .connectionRefused, .authentication]
+            // 0x84 (MQTT 5) or 1 (3.1.1): the broker does not speak the protocol level asked for.
+            if error.code == .connectionRefused, configuration.protocolVersion == .v5, error.reasonCode == 0x84 || error.reasonCode == 1 {
+                throw FatalConnectError(error: MQTTError(
+                    code: error.code, reasonCode: error.reasonCode,
+                    message: error.message + "; the broker does not speak MQTT 5 (nats-server speaks 3.1.1 only): set mqtt.protocol: \"3.1.1\""))
+            }
+            if fatal.contains(error.code) { throw FatalConnectError(error: error) }
+            // RabbitMQ before 3.13 cannot parse an MQTT 5 CONNECT and closes the connection
+            // without a CONNACK: a lost connection, retried, with no word of the protocol. A drop
+            // before the CONNACK has other causes too, so this stays a hint on the retried error.
+            if error.code == .connectionLost, configuration.protocolVersion == .v5 {
+                throw MQTTError(code: error.code, reasonCode: error.reasonCode, message: error.message
+                    + " (before the broker's CONNACK: a broker that speaks only MQTT 3.1.1, such as RabbitMQ before 3.13, does this; then set mqtt.protocol: \"3.1.1\")")
+            }
+            throw error
+        }
+    }
+
+    public func subscribe(_ filters: [String], qos: MQTTQoS) async throws {
+        guard !filters.isEmpty else { return }
+        try await subscribe(filters.map { ($0, qos) })
+    }
+
+    // `publish(_:)`, `enqueue(_:acknowledged:)`, `unsubscribe(_:)`, `unanswered`,
+    // `waitForAnswers(atMost:)`, `pauseReading()`, `resumeReading()` and `deliver(to:)` are the
+    // client's own. A message goes over as the engine made it: the engine adds an expiry only
+    // on MQTT 5 (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks topic and expiry.
+
+    public var brokerInUse: String? { connectedBroker?.description }
+    public var failovers: Int { counters.failovers }
+
+    public func shutdown(clean: Bool) async {
+        if clean { await disconnect() } else { await abort() }
+    }
+}
+
+/// A connection failure that retrying cannot fix (bad settings, refused credentials).
+public struct FatalConnectError: Error, CustomStringConvertible {
+    public let error: MQTTError
+    public var description: String { "\(error)" }
+}
