@@ -309,7 +309,6 @@ struct SignalEngineTests {
             case .texts: #expect(topic.hasPrefix("ampel/rules/bavaria/"))
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
-            #expect(kind.isAnnouncement == (topic.hasSuffix("/alert") || topic.hasSuffix("/event")))
         }
         #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery,
                                     .deviceTransition, .ownTracksCard, .texts])

@@ -53,9 +53,6 @@ extension SignalEngine {
 
         /// A phase change announced on an `…/alert` topic.
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
-        /// Announces a decision to people, exactly once: journaled with the decision, and sent
-        /// again after a crash unless the witness after it is retained (``Decision``).
-        public var isAnnouncement: Bool { isAlert || self == .deviceTransition }
     }
 
     /// A change of what the engine remembers, for the journal.

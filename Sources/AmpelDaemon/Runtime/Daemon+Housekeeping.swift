@@ -62,8 +62,9 @@ extension AmpelDaemon {
             saver.trimHeap()
         }
         if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
-        if infoDirty { publishInfo(engine) }
-        publishStatus(engine)
+        // Built once a tick: the status shows the `bridge/info` just published.
+        let info = infoDirty ? publishInfo(engine) : nil
+        publishStatus(engine, info: info)
     }
 
     /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every

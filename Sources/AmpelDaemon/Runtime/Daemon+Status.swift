@@ -27,9 +27,10 @@ extension AmpelDaemon {
         return counters
     }
 
-    func infoPayload(_ engine: SignalEngine) -> [UInt8] {
+    /// `bridge/info`'s payload; `counters`: ``liveCounters()`` when the caller has them already.
+    func infoPayload(_ engine: SignalEngine, counters live: Counters? = nil) -> [UInt8] {
         guard let feedState else { return [] }
-        var counters = liveCounters()
+        var counters = live ?? liveCounters()
         counters.failovers = transport.failovers
         let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
@@ -57,7 +58,8 @@ extension AmpelDaemon {
         return snapshot
     }
 
-    func publishStatus(_ engine: SignalEngine) {
+    /// - Parameter info: the `bridge/info` payload when this tick built it already.
+    func publishStatus(_ engine: SignalEngine, info: [UInt8]? = nil) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
         statusGeneration += 1
@@ -83,24 +85,29 @@ extension AmpelDaemon {
         snapshot.lamps = configuration.lamps.map {
             StatusView.Lamp(settings: $0, online: online[$0.name], color: looks[$0.name]?.color.hex, blink: looks[$0.name]?.blink ?? false)
         }
-        snapshot.bridgeInfo = infoPayload(engine)
-        snapshot.counters = liveCounters()
+        let counters = liveCounters()
+        snapshot.bridgeInfo = info ?? infoPayload(engine, counters: counters)
+        snapshot.counters = counters
         snapshot.messagesReceived = messagesReceived
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: tally.byKind.map { ("\($0.key)", $0.value) })
         snapshot.errors = recentErrors
         status.publish(snapshot)
     }
 
-    /// `bridge/info`, handed over without waiting for the broker (like every publish of the loop).
-    func publishInfo(_ engine: SignalEngine) {
-        guard feedState != nil else { return }
+    /// `bridge/info`, handed over without waiting for the broker (like every publish of the
+    /// loop); returns its payload, for the status of the same tick.
+    @discardableResult
+    func publishInfo(_ engine: SignalEngine) -> [UInt8]? {
+        guard feedState != nil else { return nil }
         infoDirty = false
         webhookStats = webhooks.stats
+        let payload = infoPayload(engine)
         do {
-            try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: infoPayload(engine), qos: .atLeastOnce, retain: true), acknowledged: nil)
+            try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: payload, qos: .atLeastOnce, retain: true), acknowledged: nil)
         } catch {
             logger.debug("bridge info not published", metadata: ["error": "\(error)"])
         }
+        return payload
     }
 
     /// Writes what may be announced to Home Assistant: at once, or (`whenTaken`) once the
