@@ -119,7 +119,7 @@ struct DiscoveryTests {
     func resend() {
         var engine = SignalEngine(settings: Fixtures.settings(), dataset: Fixtures.october, stale: false)
         _ = engine.event(.start)
-        _ = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: .abroad, receivedAt: 0))
+        _ = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: nil, receivedAt: 0))
         // The bridge's 3, 3 per district, 2 for the device.
         #expect(engine.event(.homeAssistantOnline).published.count == 3 + 96 * 3 + 2)
         var off = SignalEngine(settings: Fixtures.settings(discovery: false), dataset: Fixtures.october, stale: false)
@@ -134,7 +134,7 @@ struct DiscoveryTests {
         var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
         let start = engine.event(.start)
         #expect(start.topics.filter { $0.hasPrefix("homeassistant/") }.count == 3 + 96 * 3)
-        let fix = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: .abroad, receivedAt: 0))
+        let fix = engine.event(.fix(LocationFix(device: "d", latitude: 1, longitude: 1, tst: 1), place: nil, receivedAt: 0))
         #expect(!fix.topics.contains { $0.hasPrefix("homeassistant/") })
         #expect(fix.topics.contains("ampel/device/d/alert"))
         let online = engine.followingReevaluation(engine.event(.homeAssistantOnline)).actions

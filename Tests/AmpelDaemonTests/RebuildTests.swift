@@ -17,7 +17,7 @@ struct RebuildTests {
     }
 
     /// What a broker would hold after these fixes: the last retained message per topic.
-    func retained(after fixes: [(LocationFix, Place)], settings: SignalEngine.Settings = Fixtures.settings()) -> (SignalEngine, [String: [UInt8]]) {
+    func retained(after fixes: [(LocationFix, Signal.DistrictRef?)], settings: SignalEngine.Settings = Fixtures.settings()) -> (SignalEngine, [String: [UInt8]]) {
         var engine = engine(settings: settings)
         var retained: [String: [UInt8]] = [:]
         for case .publish(let message, _) in engine.event(.start).steps where message.retain { retained[message.topic] = message.payload }
@@ -43,12 +43,12 @@ struct RebuildTests {
         return (devices, districts)
     }
 
-    static let fleet: [(LocationFix, Place)] = [
+    static let fleet: [(LocationFix, Signal.DistrictRef?)] = [
         (LocationFix(device: "alice/phone", latitude: 48.137, longitude: 11.575, tst: 1000), Fixtures.muenchen),
         (LocationFix(device: "bob", latitude: 48.226, longitude: 12.677, tst: 1001, lang: "de-AT"), Fixtures.altoetting),
         (LocationFix(device: "carol", latitude: 48.249, longitude: 11.653, tst: 1002), Fixtures.landkreis),
         (LocationFix(device: "dave", latitude: 48.776, longitude: 9.183, tst: 1003), Fixtures.stuttgart),
-        (LocationFix(device: "erin", latitude: 48.85, longitude: 2.35, tst: 1004), .abroad),
+        (LocationFix(device: "erin", latitude: 48.85, longitude: 2.35, tst: 1004), nil),
         (LocationFix(device: "東京/phone", latitude: 48.137, longitude: 11.575, tst: 1005, lang: "de"), Fixtures.muenchen),
     ]
 

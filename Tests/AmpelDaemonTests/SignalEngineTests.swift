@@ -22,10 +22,15 @@ enum Fixtures {
             owntracks: owntracks)
     }
 
-    static let muenchen = Place.district(ags: "09162", name: "München")
-    static let landkreis = Place.district(ags: "09184", name: "München")
-    static let altoetting = Place.district(ags: "09171", name: "Altötting")
-    static let stuttgart = Place.district(ags: "08111", name: "Stuttgart")
+    static let muenchen = place("09162", "München")
+    static let landkreis = place("09184", "München")
+    static let altoetting = place("09171", "Altötting")
+    static let stuttgart = place("08111", "Stuttgart")
+
+    /// A district as the geometry locator gives it: code, the geometry's name, the state.
+    static func place(_ ags: String, _ name: String) -> Signal.DistrictRef {
+        Signal.DistrictRef(ags: ags, name: name, state: GermanState.name(ofDistrict: ags) ?? "", type: nil)
+    }
 }
 
 /// One step of carrying out the engine's actions, as ``ActionExecutor`` takes them: a decision
@@ -253,7 +258,7 @@ struct SignalEngineTests {
         #expect((state["district"] as? [String: Any])?["name"] as? String == "SK Stuttgart")
         #expect((state["district"] as? [String: Any])?["state"] as? String == "Baden-Württemberg")
         #expect(state["color"] as? String == Fixtures.ruleSet.outside.color.hex)
-        let paris = engine.event(.fix(fix("fr", 48.85, 2.35), place: .abroad, receivedAt: 0))
+        let paris = engine.event(.fix(fix("fr", 48.85, 2.35), place: nil, receivedAt: 0))
         let abroad = try paris.json("ampel/device/fr/state")
         #expect(abroad["phase"] as? String == "outside")
         #expect(abroad["district"] is NSNull)
@@ -276,7 +281,7 @@ struct SignalEngineTests {
             try Fixtures.ruleSet.signal(atDistrict: "09162", placeName: "München", dataset: partial, region: .bavaria, language: .en)
         }
         // A district outside the region that the data does not know stays outside, named by the geometry.
-        let berlin = engine.event(.fix(fix("b"), place: .district(ags: "11000", name: "Berlin"), receivedAt: 0))
+        let berlin = engine.event(.fix(fix("b"), place: Fixtures.place("11000", "Berlin"), receivedAt: 0))
         let state = try berlin.json("ampel/device/b/state")
         #expect(state["phase"] as? String == "outside")
         #expect((state["district"] as? [String: Any])?["state"] as? String == "Berlin")
@@ -318,7 +323,7 @@ struct SignalEngineTests {
     func newDataset() throws {
         var (engine, _) = started()
         _ = engine.event(.fix(fix("a"), place: Fixtures.muenchen, receivedAt: 0))
-        _ = engine.event(.fix(fix("b"), place: .abroad, receivedAt: 0))
+        _ = engine.event(.fix(fix("b"), place: nil, receivedAt: 0))
         let actions = engine.event(.data(Fixtures.november, stale: false))
         // Every district's state changed (new date and incidence).
         #expect(actions.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)

@@ -87,7 +87,7 @@ struct TrackReplayTests {
         // older than the one before is out of order, and the engine drops it.
         for fix in fixes where fix.tst >= runs.last?.last ?? .min {
             let place = locator.place(latitude: fix.lat, longitude: fix.lon)
-            let signal = try Fixtures.ruleSet.signal(atDistrict: place.ags, placeName: place.name, dataset: dataset,
+            let signal = try Fixtures.ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset,
                                                      region: .bavaria, language: .en, stale: false)
             if runs.last?.phase == signal.phase {
                 runs[runs.count - 1].last = fix.tst
@@ -168,7 +168,7 @@ struct TrackReplayTests {
             (index == late.count - 1 ? fix.tst : arrived, nil)
         }
         let end = Self.locator.place(latitude: late[late.count - 1].lat, longitude: late[late.count - 1].lon)
-        let ended = try Fixtures.ruleSet.signal(atDistrict: end.ags, placeName: end.name, dataset: dataset,
+        let ended = try Fixtures.ruleSet.signal(atDistrict: end?.ags, placeName: end?.name, dataset: dataset,
                                                 region: .bavaria, language: .en, stale: false).phase
         // Nothing about where the trip went an hour ago: one alert, about where the person is.
         #expect(alerts == [ended], "\(name): \(plain.count) alerts on time")

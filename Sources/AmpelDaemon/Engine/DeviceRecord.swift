@@ -80,19 +80,3 @@ public struct PersistedState: Codable, Sendable, Equatable {
         self.journal = journal
     }
 }
-
-/// Where a position lies, as the geometry index answers.
-public enum Place: Sendable, Hashable {
-    /// In a German district (code and name from the geometry).
-    case district(ags: String, name: String)
-    /// In no German district.
-    case abroad
-
-    /// Where a record or a signal says a position lies: the district it names, else abroad.
-    init(_ district: Signal.DistrictRef?) {
-        self = district.map { .district(ags: $0.ags, name: $0.name) } ?? .abroad
-    }
-
-    var ags: String? { if case .district(let ags, _) = self { ags } else { nil } }
-    var name: String? { if case .district(_, let name) = self { name } else { nil } }
-}

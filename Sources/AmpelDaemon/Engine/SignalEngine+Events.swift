@@ -7,7 +7,7 @@ extension SignalEngine {
         /// Publish everything once: district topics, re-evaluated devices, discovery, lamps.
         case start
         /// A position; `receivedAt` (seconds since 1970) stands in for a missing `tst`.
-        case fix(LocationFix, place: Place, receivedAt: Int)
+        case fix(LocationFix, place: Signal.DistrictRef?, receivedAt: Int)
         /// A dataset (a new publication, or the same one with another staleness).
         case data(Dataset, stale: Bool)
         /// A lamp reported whether it is online (`retained`: replayed by the broker at

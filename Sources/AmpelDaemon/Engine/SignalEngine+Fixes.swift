@@ -5,7 +5,7 @@ import AmpelDomain
 extension SignalEngine {
     // MARK: Devices
 
-    mutating func apply(_ fix: LocationFix, place: Place, receivedAt: Int) -> [Action] {
+    mutating func apply(_ fix: LocationFix, place: Signal.DistrictRef?, receivedAt: Int) -> [Action] {
         let key = fix.device
         let known = devices.recordAndStatePublished(key)
         let previous = known?.record
@@ -56,7 +56,7 @@ extension SignalEngine {
             } else {
                 pending[pendingKey] = entered
                 do {
-                    chosen = try shownSignal(at: Place(previous.district), language: language)
+                    chosen = try shownSignal(at: previous.district, language: language)
                 } catch {
                     return actions + [.problem(error.message)]
                 }
@@ -95,7 +95,7 @@ extension SignalEngine {
                 messages: [Publish(deviceAlert(key, from: announced?.phase, shown), kind: .deviceAlert)]
                     // `acc` may be any finite distance.
                     + ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0),
-                notifications: notifications(device: key, place: Place(shown.district), from: announced?.phase, shown),
+                notifications: notifications(device: key, place: shown.district, from: announced?.phase, shown),
                 witness: statePublish)
             actions.append(.decide(Decision(.device(key: key, record: record), announcement: announcement)))
         } else {
@@ -128,11 +128,11 @@ extension SignalEngine {
         return settings.defaultLanguage
     }
 
-    /// The signal for a place (a district's code and the geometry's name, or abroad):
+    /// The signal for a place (a district, `nil` abroad):
     /// ``RuleSet/signal(atDistrict:placeName:dataset:region:language:stale:directory:)``, the one
     /// path from a position to a signal that `ampel check` takes too.
-    func signal(at place: Place, language: Language) throws(SignalError) -> Signal {
-        try settings.ruleSet.signal(atDistrict: place.ags, placeName: place.name, dataset: dataset,
+    func signal(at place: Signal.DistrictRef?, language: Language) throws(SignalError) -> Signal {
+        try settings.ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset,
                                     region: settings.region, language: language, stale: stale)
     }
 
@@ -147,7 +147,7 @@ extension SignalEngine {
 
     /// What ``signalCache`` holds for a place and language.
     struct SignalKey: Hashable {
-        var place: Place
+        var place: Signal.DistrictRef?
         var language: Language
     }
 
@@ -158,7 +158,7 @@ extension SignalEngine {
     }
 
     /// ``signal(at:language:)`` for a fix's place, from ``signalCache`` once asked for.
-    mutating func shownSignal(at place: Place, language: Language) throws(SignalError) -> ShownSignal {
+    mutating func shownSignal(at place: Signal.DistrictRef?, language: Language) throws(SignalError) -> ShownSignal {
         let key = SignalKey(place: place, language: language)
         if let cached = signalCache[key] { return cached }
         let signal = try signal(at: place, language: language)

@@ -45,7 +45,7 @@ extension SignalEngine {
 
     /// A device alert for every webhook that wants it, each in the webhook's language (the
     /// device's own when it names none).
-    func notifications(device key: String, place: Place, from: String?, _ signal: Signal) -> [Decision.Notification] {
+    func notifications(device key: String, place: Signal.DistrictRef?, from: String?, _ signal: Signal) -> [Decision.Notification] {
         guard !settings.webhooks.isEmpty else { return [] }
         let who = settings.devices[key]?.name ?? key
         return notifications(from: from, signal, wanted: { $0.wants(device: key) }, device: key, who: who) { (language) throws(SignalError) in

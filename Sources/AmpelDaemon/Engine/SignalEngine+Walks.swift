@@ -201,7 +201,7 @@ extension SignalEngine {
         let language = self.language(device: key, messageLang: record.lang)
         let signal: Signal
         do {
-            signal = try self.signal(at: Place(record.district), language: language)
+            signal = try self.signal(at: record.district, language: language)
         } catch {
             actions.append(.problem(error.message))
             return .noSignal
@@ -224,7 +224,7 @@ extension SignalEngine {
             let announcement = Decision.Announcement(
                 messages: [Publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert)]
                     + ownTracksTransition(key, record, signal, tst: max(record.tst, dataStart)),
-                notifications: notifications(device: key, place: Place(record.district), from: previousPhase, signal),
+                notifications: notifications(device: key, place: record.district, from: previousPhase, signal),
                 witness: state)
             actions.append(.decide(Decision(.device(key: key, record: record), announcement: announcement)))
         } else {

@@ -81,7 +81,7 @@ enum APIRoutes {
             // The engine's path for a fix: the index, then the rule set (`ampel check` takes it too).
             let place = context.locator.place(latitude: lat, longitude: lon)
             do {
-                let signal = try ruleSet.signal(atDistrict: place.ags, placeName: place.name, dataset: dataset, region: ruleSet.region,
+                let signal = try ruleSet.signal(atDistrict: place?.ags, placeName: place?.name, dataset: dataset, region: ruleSet.region,
                                                 language: language, stale: snapshot.stale)
                 return HTTPResponses.json(signal.json())
             } catch {

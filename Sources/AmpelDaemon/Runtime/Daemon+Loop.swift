@@ -138,7 +138,7 @@ extension AmpelDaemon {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(var fix):
             fix.owntracks = appTopic
-            let place: Place
+            let place: Signal.DistrictRef?
             if let metrics {
                 let started = ContinuousClock.now
                 place = locator.place(latitude: fix.latitude, longitude: fix.longitude)

@@ -62,8 +62,9 @@ extension DaemonTransport {
 
 /// Finds the district of a position.
 public protocol Locator: Sendable {
-    /// The German district at the position, or ``Place/abroad``.
-    func place(latitude: Double, longitude: Double) -> Place
+    /// The German district at the position, as the engine keeps and publishes a district;
+    /// `nil` in no German district.
+    func place(latitude: Double, longitude: Double) -> Signal.DistrictRef?
 }
 
 /// What kind of data is in force, as the page's badge, `bridge/info` and `/readyz` name it.
