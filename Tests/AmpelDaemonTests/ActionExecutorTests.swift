@@ -13,10 +13,13 @@ import Testing
 @Suite("ActionExecutor: journal, announcements, witness")
 struct ActionExecutorTests {
     enum Entry: Equatable {
-        /// A journal write: the change's key, the topics it announces, its witness (topic and payload).
-        case journaled(key: String, announced: [String], witness: String?)
+        /// A journal write: the change's key, the topics it announces, its witness (topic and
+        /// payload), the ids the journal gave the announcements.
+        case journaled(key: String, announced: [String], witness: String?, ids: [UInt64] = [])
         /// A publish handed over: its topic and payload.
         case handedOver(String)
+        /// A webhook body queued: the webhook and the alert id that keys it.
+        case notified(webhook: Int, alertID: UInt64)
     }
 
     final class Log: Sendable {
@@ -43,14 +46,15 @@ struct ActionExecutorTests {
         }
 
         func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
-            log.append(.journaled(key: Self.key(change), announced: messages.map(\.topic),
-                                  witness: witness.map { $0.topic + " " + String(decoding: $0.payload, as: UTF8.self) }))
-            return lastID.withLock { last in
+            let ids = lastID.withLock { last in
                 messages.map { _ in
                     last += 1
                     return last
                 }
             }
+            log.append(.journaled(key: Self.key(change), announced: messages.map(\.topic),
+                                  witness: witness.map { $0.topic + " " + String(decoding: $0.payload, as: UTF8.self) }, ids: ids))
+            return ids
         }
 
         func acknowledge(_ id: UInt64) { acknowledged.withLock { $0.append(id) } }
@@ -72,10 +76,21 @@ struct ActionExecutorTests {
         }
     }
 
-    /// A phone's first fix in München (alert and OwnTracks transition), then the November data:
-    /// districts and the phone change phase.
+    /// Queues nothing; writes each webhook body's webhook and alert id to the log.
+    final class RecordingWebhooks: WebhookQueue {
+        let log: Log
+        init(_ log: Log) { self.log = log }
+        func send(webhook index: Int, alertID: UInt64, payload: [UInt8], now: Double) {
+            log.append(.notified(webhook: index, alertID: alertID))
+        }
+    }
+
+    /// A phone's first fix in München (alert, OwnTracks transition, two webhooks), then the
+    /// November data: districts and the phone change phase.
     static func actions() -> [[SignalEngine.Action]] {
-        var engine = SignalEngine(settings: Fixtures.settings(owntracks: OwnTracksNotices()), dataset: Fixtures.october, stale: false)
+        var settings = Fixtures.settings(owntracks: OwnTracksNotices())
+        settings.webhooks = [WebhookSettings(name: "de", url: "http://h/de", language: .de), WebhookSettings(name: "all", url: "http://h/all")]
+        var engine = SignalEngine(settings: settings, dataset: Fixtures.october, stale: false)
         let start = engine.event(.start)
         let phone = LocationFix(device: "alice/phone", latitude: 48.137, longitude: 11.575, tst: 1_602_720_000, owntracks: true)
         let fix = engine.event(.fix(phone, place: Fixtures.muenchen, receivedAt: 1_602_720_000))
@@ -90,9 +105,20 @@ struct ActionExecutorTests {
         // The journal writes naming each announcement topic, oldest first; each handed-over
         // announcement takes the oldest one (a topic may be announced again later).
         var journaled: [String: [(at: Int, witness: String?)]] = [:]
+        // Each journal write by the id of its first announcement (the alert's), for its webhooks.
+        var byAlertID: [UInt64: String?] = [:]
         for (index, entry) in entries.enumerated() {
             switch entry {
-            case .journaled(_, let announced, let witness):
+            case .notified(let webhook, let alertID):
+                guard let witness = byAlertID[alertID] else {
+                    problems.append("webhook \(webhook): alert \(alertID) queued without its decision journaled before it")
+                    continue
+                }
+                if let witness, entries[..<index].contains(.handedOver(witness)) {
+                    problems.append("webhook \(webhook): alert \(alertID) queued after its witness \(witness)")
+                }
+            case .journaled(_, let announced, let witness, let ids):
+                if let first = ids.first { byAlertID[first] = witness }
                 for topic in announced { journaled[topic, default: []].append((index, witness)) }
             case .handedOver(let message):
                 let topic = String(message.prefix { $0 != " " })
@@ -122,7 +148,7 @@ struct ActionExecutorTests {
     func order() throws {
         let log = Log()
         let journal = RecordingJournal(log)
-        let executor = ActionExecutor(journal: journal, transport: RecordingTransport(log), webhooks: Webhooks([], logger: Logger(label: "test")),
+        let executor = ActionExecutor(journal: journal, transport: RecordingTransport(log), webhooks: RecordingWebhooks(log),
                                       logger: Logger(label: "test"), now: { Date() })
         var others: [SignalEngine.Action] = []
         for batch in Self.actions() {
@@ -138,6 +164,8 @@ struct ActionExecutorTests {
         // the districts that changed: enough to mean something.
         #expect(announcements.count >= 4 + 3, "\(announcements)")
         #expect(announcements.filter { $0 == "owntracks/alice/ampel/event" }.count == 2)
+        let notified = entries.filter { if case .notified = $0 { true } else { false } }
+        #expect(notified.count >= 4, "both webhooks for the phone's two alerts at least: \(notified.count)")
         #expect(Self.violations(entries) == [])
         #expect(journal.acknowledged.withLock { $0.count } == announcements.count, "every acknowledged announcement leaves the pending list")
         #expect(executor.tally.alerts + executor.tally.owntracksTransitions == announcements.count)
@@ -151,6 +179,43 @@ struct ActionExecutorTests {
         #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(state), .handedOver(alert)]).count == 1)
         #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(alert)]).count == 1)
         #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state), .handedOver(alert), .handedOver(state)]).isEmpty)
+        // A webhook body queued before its journal write, or after its witness.
+        #expect(Self.violations([.notified(webhook: 0, alertID: 1), .journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state, ids: [1]),
+                                 .handedOver(alert), .handedOver(state)]).count == 1)
+        #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state, ids: [1]), .handedOver(alert),
+                                 .handedOver(state), .notified(webhook: 0, alertID: 1)]).count == 1)
+        #expect(Self.violations([.journaled(key: "a", announced: ["ampel/device/a/alert"], witness: state, ids: [1]), .handedOver(alert),
+                                 .notified(webhook: 0, alertID: 1), .handedOver(state)]).isEmpty)
+    }
+
+    /// The engine's tests read its actions as steps (`[SignalEngine.Action].steps`): what they
+    /// say about order holds only while the steps are the order the executor carries out.
+    @Test("the engine tests' steps are the executor's order: journal write, announcements, webhooks, retained publishes, witness")
+    func stepsAreTheExecutorsOrder() {
+        func described(_ step: ActionStep) -> String? {
+            switch step {
+            case .persist(let change): "journal " + RecordingJournal.key(change)
+            case .publish(let message, _): "publish " + message.topic + " " + message.text
+            case .notify(let webhook, _): "webhook \(webhook)"
+            case .other: nil
+            }
+        }
+        func described(_ entry: Entry) -> String {
+            switch entry {
+            case .journaled(let key, _, _, _): "journal " + key
+            case .handedOver(let message): "publish " + message
+            case .notified(let webhook, _): "webhook \(webhook)"
+            }
+        }
+        for batch in Self.actions() {
+            let log = Log()
+            let executor = ActionExecutor(journal: RecordingJournal(log), transport: RecordingTransport(log), webhooks: RecordingWebhooks(log),
+                                          logger: Logger(label: "test"), now: { Date() })
+            executor.execute(batch)
+            let carriedOut = log.all.map(described)
+            #expect(!carriedOut.isEmpty)
+            #expect(batch.steps.compactMap(described) == carriedOut)
+        }
     }
 
     @Test("with the daemon's journal: what the broker has not acknowledged stays pending for the next start, with its witness")

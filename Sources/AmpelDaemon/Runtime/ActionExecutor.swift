@@ -15,6 +15,14 @@ protocol DecisionJournal: AnyObject, Sendable {
 
 extension Journal: DecisionJournal {}
 
+/// Where the executor queues an alert's webhook bodies (``Webhooks``; a recording one in the tests).
+protocol WebhookQueue: AnyObject, Sendable {
+    /// Queues `payload` for webhook `index`, keyed by the alert's journal id.
+    func send(webhook index: Int, alertID: UInt64, payload: [UInt8], now: Double)
+}
+
+extension Webhooks: WebhookQueue {}
+
 /// Carries out the engine's actions against the journal, the broker and the webhooks, in the
 /// order that makes an alert exactly-once across a crash (``Decision``):
 ///
@@ -34,7 +42,7 @@ extension Journal: DecisionJournal {}
 final class ActionExecutor {
     let journal: any DecisionJournal
     let transport: any DaemonTransport
-    let webhooks: Webhooks
+    let webhooks: any WebhookQueue
     let logger: Logger
     let now: @Sendable () -> Date
     /// Runs after an announced decision is journaled and before its first announcement is
@@ -57,7 +65,7 @@ final class ActionExecutor {
         var byKind: [SignalEngine.PublishKind: Int] = [:]
     }
 
-    init(journal: any DecisionJournal, transport: any DaemonTransport, webhooks: Webhooks, logger: Logger,
+    init(journal: any DecisionJournal, transport: any DaemonTransport, webhooks: any WebhookQueue, logger: Logger,
          now: @escaping @Sendable () -> Date) {
         self.journal = journal
         self.transport = transport
