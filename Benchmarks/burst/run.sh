@@ -23,7 +23,7 @@ mkdir -p "$out"
 BUILD_LOCK=${BUILD_LOCK:-/tmp/ampel-build.lock} release_binaries "$out" ampel
 ampel=$bin/ampel
 tmp=$(mktemp -d)
-gcc -O2 -o "$tmp/burst" Benchmarks/burst/burst.c -lmosquitto
+cc -O2 -Wall -o "$tmp/fleet" Benchmarks/daemon/fleet.c -lmosquitto -lpthread
 
 daemon_pid=""; BROKER_PID=""
 trap end_daemon_and_broker EXIT
@@ -44,35 +44,51 @@ info = json.load(sys.stdin)
 c = info["counters"]
 print(sum(c["accepted"].values()), sum(c["dropped"].values()), c.get("intakePaused", 0), json.dumps(c["dropped"]))'
 }
-# until_handled N [settle]: until accepted + dropped reach N; with `settle`, also once they have
-# not moved for 6 s (QoS 0 fixes the broker shed never arrive). bridge/info follows the counts
-# within a tick or two.
+# until_handled N [settle]: reads each bridge/info as the daemon publishes it (once a tick while
+# its counts move) until accepted + dropped reach N; with `settle`, also once none has come for
+# 6 s: the counts stopped moving (QoS 0 fixes the broker shed never arrive).
 until_handled() {
-  local want=$1 settle=${2:-} accepted dropped rest last=-1 still=0
-  while true; do
-    read -r accepted dropped rest < <(info)
-    [ $((accepted + dropped)) -ge "$want" ] && break
-    if [ $((accepted + dropped)) -eq "$last" ]; then still=$((still + 1)); else still=0; fi
-    [ -n "$settle" ] && [ "$still" -ge 3 ] && break
-    last=$((accepted + dropped))
-    sleep 2
-  done
+  python3 - "$port" "$1" "${2:-}" <<'PY' || { echo "until_handled $1 ${2:-}: failed" >&2; return 1; }
+import json, os, select, subprocess, sys
+port, want, settle = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "settle"
+sub = subprocess.Popen(["mosquitto_sub", "-p", port, "-t", "ampel/bridge/info"], stdout=subprocess.PIPE)
+pending = b""
+try:
+    while True:
+        # Unbuffered: a line read along with the one before must not wait for the next message.
+        ready, _, _ = select.select([sub.stdout], [], [], 6 if settle else 600)
+        if not ready:
+            sys.exit(0 if settle else "no bridge/info for 600 s")
+        chunk = os.read(sub.stdout.fileno(), 1 << 20)
+        if not chunk:
+            sys.exit("mosquitto_sub ended")
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            c = json.loads(line)["counters"]
+            if sum(c["accepted"].values()) + sum(c["dropped"].values()) >= want:
+                sys.exit(0)
+finally:
+    sub.terminate()
+PY
 }
 
 # The broker's own count of publishes it dropped for a client whose queue was full.
-broker_dropped() { mosquitto_sub -p "$port" -t '$SYS/broker/publish/messages/dropped' -C 1 -W 15; }
+# Retained once the broker's first $SYS pass (sys_interval after its start) has counted; none
+# before it, when the count is still 0.
+broker_dropped() { mosquitto_sub -p "$port" -t '$SYS/broker/publish/messages/dropped' -C 1 -W 2 2>/dev/null || echo 0; }
 
 total_warm=$((PUBLISHERS * DEVICES))
-"$tmp/burst" --port "$port" --publishers "$PUBLISHERS" --count "$DEVICES" --devices "$DEVICES" --round 0 --alternate "$ALTERNATE" --qos 1 >/dev/null
+"$tmp/fleet" burst --port "$port" --publishers "$PUBLISHERS" --count "$DEVICES" --devices "$DEVICES" --round 0 --alternate "$ALTERNATE" --qos 1 >/dev/null
 until_handled "$total_warm"
-# Settled: the trim after a quiet intake (2 s) has run.
+# Settled: the daemon trims its heap at a tick once its intake has been quiet for 2 s; nothing
+# outside it tells when, so this waits that long and a margin.
 sleep 5
 settled=$(status "$daemon_pid" VmRSS)
 read -r accepted0 dropped0 rest < <(info)
 shed0=$(broker_dropped)
 echo 5 >"/proc/$daemon_pid/clear_refs"
 start=$(date +%s.%N)
-"$tmp/burst" --port "$port" --publishers "$PUBLISHERS" --count "$COUNT" --devices "$DEVICES" --round 1000 --alternate "$ALTERNATE" | sed 's/^/  /' >&2
+"$tmp/fleet" burst --port "$port" --publishers "$PUBLISHERS" --count "$COUNT" --devices "$DEVICES" --round 1000 --alternate "$ALTERNATE" | sed 's/^/  /' >&2
 sent_at=$(date +%s.%N)
 total=$((total_warm + PUBLISHERS * COUNT))
 # QoS 0 may be lost on the way (the broker sheds for a slow client): until the counts stop moving.
@@ -80,8 +96,10 @@ until_handled "$total" settle
 peak=$(status "$daemon_pid" VmHWM)
 after=$(status "$daemon_pid" VmRSS)
 read -r accepted dropped paused detail < <(info)
-# $SYS is published every sys_interval (10 s by default): wait for the next one after the burst.
-sleep 11
+# The broker counts in $SYS every sys_interval (10 s by default), a value only when it changed;
+# its uptime changes every time. The first uptime is the retained one, the second the next pass,
+# which has retained the dropped count up to now before this script connects again.
+mosquitto_sub -p "$port" -t '$SYS/broker/uptime' -C 2 -W 30 >/dev/null
 shed=$(( $(broker_dropped) - shed0 ))
 burst=$((PUBLISHERS * COUNT))
 python3 - "$settled" "$peak" "$after" "$((accepted - accepted0))" "$((dropped - dropped0))" "$paused" "$burst" "$start" "$sent_at" "$detail" "$shed" <<'PY' | tee "$out/results.txt"

@@ -16,6 +16,14 @@
 //       the target and of the broker per fix (from /proc/<pid>/stat), and the messages and
 //       bytes (topic + payload) the target published per fix, as a subscriber to all its
 //       outputs received them (markers' outputs not counted).
+//   fleet burst --port P --publishers P --count C --devices D [--qos 0] [--round R] [--alternate 1]
+//       P publishers at once (a process and a connection each), each as fast as libmosquitto
+//       lets it, send C OwnTracks fixes for D devices of their own (round robin), as a fleet
+//       reconnecting after a network outage does (Benchmarks/burst/run.sh). `--alternate 1`
+//       puts every device's fixes alternately in SK München and LK Altötting (red and green on
+//       2020-10-15): each fix changes its phase, the worst case for the daemon's outgoing side.
+//       A fix's `tst` grows with each round; `R` offsets the rounds of a second run. Prints,
+//       per publisher, the fixes handed to the broker and the seconds it took.
 #define _GNU_SOURCE
 #include <mosquitto.h>
 #include <pthread.h>
@@ -24,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -296,14 +305,95 @@ static int load(int argc, char **argv) {
     return 0;
 }
 
+// MARK: burst
+
+// Publishes libmosquitto has written (QoS 0) or the broker acknowledged (QoS 1), and a
+// semaphore posted for each while the publisher waits for them (a full queue, the end).
+static atomic_long burst_done;
+static atomic_int burst_waiting;
+static sem_t burst_progress;
+
+static void on_burst_publish(struct mosquitto *m, void *context, int mid) {
+    (void)m, (void)context, (void)mid;
+    atomic_fetch_add_explicit(&burst_done, 1, memory_order_relaxed);
+    if (atomic_load(&burst_waiting)) sem_post(&burst_progress);
+}
+
+// Waits until libmosquitto has written or the broker acknowledged one more publish. Called
+// only while publishes are outstanding, so one more always comes.
+static void await_progress(void) {
+    atomic_store(&burst_waiting, 1);
+    sem_wait(&burst_progress);
+    atomic_store(&burst_waiting, 0);
+}
+
+static int burst_publisher(int index, int port, long count, long devices, int qos, int round, int alternate) {
+    char id[64];
+    snprintf(id, sizeof id, "burst-%d-%d", index, (int)getpid());
+    sem_init(&burst_progress, 0, 0);
+    struct mosquitto *m = client(id, port, NULL);
+    mosquitto_publish_callback_set(m, on_burst_publish);
+    int rc = mosquitto_loop_start(m);
+    if (rc != MOSQ_ERR_SUCCESS) die("loop_start", rc);
+    double start = now_seconds();
+    char topic[96], payload[256];
+    // Positions spread over Bavaria's south (München .. Augsburg), a few km apart per device.
+    for (long i = 0; i < count; i++) {
+        long device = i % devices;
+        long step = round + i / devices;
+        double lat = 48.10 + (device % 50) * 0.005 + (step % 10) * 0.0005;
+        double lon = 10.90 + (device / 50 % 40) * 0.017;
+        if (alternate) {
+            lat = step % 2 ? 48.2264 : 48.1374;
+            lon = step % 2 ? 12.6770 : 11.5755;
+        }
+        snprintf(topic, sizeof topic, "owntracks/burst%d/d%ld", index, device);
+        int length = snprintf(payload, sizeof payload,
+                              "{\"_type\":\"location\",\"lat\":%.5f,\"lon\":%.5f,\"tst\":%ld,\"acc\":10,\"tid\":\"b%d\"}",
+                              lat, lon, 1700000000 + step, index);
+        // A full outgoing queue is libmosquitto's to drain: the fix goes once a publish is out.
+        while ((rc = mosquitto_publish(m, NULL, topic, length, payload, qos, false)) == MOSQ_ERR_NOMEM) await_progress();
+        if (rc != MOSQ_ERR_SUCCESS) die("publish", rc);
+    }
+    // A DISCONNECT now would drop what waits beyond the in-flight window: first every fix out
+    // (QoS 0) or acknowledged (QoS 1).
+    while (atomic_load_explicit(&burst_done, memory_order_relaxed) < count) await_progress();
+    mosquitto_disconnect(m);
+    mosquitto_loop_stop(m, false);
+    printf("publisher %d: %ld fixes in %.2f s\n", index, count, now_seconds() - start);
+    fflush(stdout);
+    mosquitto_destroy(m);
+    return 0;
+}
+
+static int burst(int argc, char **argv) {
+    int port = atoi(arg(argc, argv, "--port", "1883"));
+    int publishers = atoi(arg(argc, argv, "--publishers", "5"));
+    long count = atol(arg(argc, argv, "--count", "60000"));
+    long devices = atol(arg(argc, argv, "--devices", "2000"));
+    int qos = atoi(arg(argc, argv, "--qos", "0"));
+    int round = atoi(arg(argc, argv, "--round", "0"));
+    int alternate = atoi(arg(argc, argv, "--alternate", "0"));
+    for (int p = 0; p < publishers; p++) {
+        pid_t child = fork();
+        if (child == 0) _exit(burst_publisher(p, port, count, devices, qos, round, alternate));
+        if (child < 0) { perror("fork"); return 1; }
+    }
+    int failed = 0, status;
+    while (wait(&status) > 0)
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: fleet relay|load [options]\n");
+        fprintf(stderr, "usage: fleet relay|load|burst [options]\n");
         return 2;
     }
     mosquitto_lib_init();
     if (strcmp(argv[1], "relay") == 0) return relay(argc, argv);
     if (strcmp(argv[1], "load") == 0) return load(argc, argv);
+    if (strcmp(argv[1], "burst") == 0) return burst(argc, argv);
     fprintf(stderr, "fleet: unknown mode %s\n", argv[1]);
     return 2;
 }
