@@ -25,17 +25,18 @@ struct ExampleConfigTests {
             let environment = ["XDG_STATE_HOME": state.path, "HOME": scene.dir.appendingPathComponent("home").path,
                                "AMPEL_STATE_DIR": "", "STATE_DIRECTORY": ""]
             let mark = scene.collector.mark
-            let daemon = try Scene.Daemon(["--broker", scene.broker.url], environment: environment, configuration: text)
-            try await scene.collector.wait("ampel/bridge/state online", since: mark) { records in
-                records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("online") }
+            try await withDaemon(["--broker", scene.broker.url], environment: environment, configuration: text) { daemon in
+                try await scene.collector.wait("ampel/bridge/state online", since: mark) { records in
+                    records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("online") }
+                }
+                try await daemon.awaitLog("subscribed")
+                let info = try await scene.retainedInfo()
+                #expect(info["ruleSet"] as? String == "bavaria", "\(info)")
+                let status = try await scene.collector.stop(daemon)
+                #expect(status.exitCode == 0, "\(daemon.stderr)")
+                #expect(!daemon.stderr.contains(" error "), "\(daemon.stderr)")
+                #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("ampel").path), "the default state directory")
             }
-            try await daemon.awaitLog("subscribed")
-            let info = try await scene.retainedInfo()
-            #expect(info["ruleSet"] as? String == "bavaria", "\(info)")
-            let status = try await scene.collector.stop(daemon)
-            #expect(status.exitCode == 0, "\(daemon.stderr)")
-            #expect(!daemon.stderr.contains(" error "), "\(daemon.stderr)")
-            #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("ampel").path), "the default state directory")
         }
     }
 }

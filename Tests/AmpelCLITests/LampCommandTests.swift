@@ -98,22 +98,23 @@ import Testing
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let daemon = try RunRecoveryTests.Daemon([
+        try await withDaemon([
             "--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info",
-        ])
-        try await daemon.awaitLog("subscribed")
-        let lamp = try LampProcess.start(["lamp", "--json", "--broker", broker.url, "--device", "bob"])
-        defer { lamp.terminate() }
-        try await lamp.expect(#"{"pattern":"nosignal","reason":"waiting","leds":["blue"],"blink":true,"periodMs":2000}"#)
-        try await RunCrashTests.send(broker, [("bob", RunCrashTests.muenchen)], tst: 100)
-        try await lamp.expect(#"{"pattern":"red","reason":null,"leds":["red"],"blink":false,"periodMs":0}"#)
-        try await RunCrashTests.send(broker, [("bob", RunCrashTests.altoetting)], tst: 200)
-        try await lamp.expect(#"{"pattern":"green","reason":null,"leds":["green"],"blink":false,"periodMs":0}"#)
-        let state = try await RunHTTPTests.retained(broker, "ampel/device/bob/state")
-        #expect(state.contains(#""texts":"ampel/rules/bavaria/green/"#) && !state.contains(#""rules":"#),
-                "the default state names its texts' topic instead of carrying them: \(state)")
-        #expect(try await lamp.terminateAndWait() == 0)
-        #expect(try await daemon.stop().exitCode == 0, "\(daemon.stderr)")
+        ]) { daemon in
+            try await daemon.awaitLog("subscribed")
+            let lamp = try LampProcess.start(["lamp", "--json", "--broker", broker.url, "--device", "bob"])
+            defer { lamp.terminate() }
+            try await lamp.expect(#"{"pattern":"nosignal","reason":"waiting","leds":["blue"],"blink":true,"periodMs":2000}"#)
+            try await RunCrashTests.send(broker, [("bob", RunCrashTests.muenchen)], tst: 100)
+            try await lamp.expect(#"{"pattern":"red","reason":null,"leds":["red"],"blink":false,"periodMs":0}"#)
+            try await RunCrashTests.send(broker, [("bob", RunCrashTests.altoetting)], tst: 200)
+            try await lamp.expect(#"{"pattern":"green","reason":null,"leds":["green"],"blink":false,"periodMs":0}"#)
+            let state = try await RunHTTPTests.retained(broker, "ampel/device/bob/state")
+            #expect(state.contains(#""texts":"ampel/rules/bavaria/green/"#) && !state.contains(#""rules":"#),
+                    "the default state names its texts' topic instead of carrying them: \(state)")
+            #expect(try await lamp.terminateAndWait() == 0)
+            #expect(try await daemon.stop().exitCode == 0, "\(daemon.stderr)")
+        }
     }
 
     @Test(arguments: [
@@ -249,8 +250,8 @@ final class LampProcess: Sendable {
 
     private init(_ arguments: [String]) throws {
         let output = LineQueue(), errors = LineQueue(), exited = LineQueue()
-        child = try ChildProcess(
-            try AmpelBinary.url().path, arguments, output: .read { output.append($0) }, errors: .read { errors.append($0) },
+        child = try AmpelBinary.launch(
+            arguments, output: .read { output.append($0) }, errors: .read { errors.append($0) },
             onExit: { status in exited.append(Data("\(status.terminationStatus)\n".utf8)) })
         self.output = output
         self.errors = errors

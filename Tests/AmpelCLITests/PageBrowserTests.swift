@@ -66,92 +66,93 @@ struct PageBrowserTests {
               bob/car: {lang: en}
 
             """
-        let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
-                                                  "--source", "snapshot", "--date", "2020-10-15", "--lang", "de"],
-                                                 configuration: extra + RunRecoveryTests.Daemon.replayConfiguration)
-        let url = try await daemon.httpURL()
-        try await daemon.awaitLog("subscribed")
+        try await withDaemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
+                              "--source", "snapshot", "--date", "2020-10-15", "--lang", "de"],
+                             configuration: extra + Daemon.replayConfiguration) { daemon in
+            let url = try await daemon.httpURL()
+            try await daemon.awaitLog("subscribed")
 
-        let fills = try Self.expectedFills()
-        #expect(fills.count == 96)
-        #expect(Set(fills.values).count >= 3, "the day colours the map with several phases")
-        let expected = dir.appendingPathComponent("expected.json")
-        try JSONSerialization.data(withJSONObject: fills, options: [.sortedKeys]).write(to: expected)
-        let shots = ProcessInfo.processInfo.environment["AMPEL_UPDATE_SCREENSHOTS"] == "1"
-            ? Self.repository.appendingPathComponent("docs/images") : dir
-        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+            let fills = try Self.expectedFills()
+            #expect(fills.count == 96)
+            #expect(Set(fills.values).count >= 3, "the day colours the map with several phases")
+            let expected = dir.appendingPathComponent("expected.json")
+            try JSONSerialization.data(withJSONObject: fills, options: [.sortedKeys]).write(to: expected)
+            let shots = ProcessInfo.processInfo.environment["AMPEL_UPDATE_SCREENSHOTS"] == "1"
+                ? Self.repository.appendingPathComponent("docs/images") : dir
+            try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
 
-        let output = Watched("")
-        let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
-        let browser = try ChildProcess(
-            Self.venv + "/bin/python",
-            [Self.script, "--url", url + "/?lang=en", "--default-url", url + "/", "--expected", expected.path, "--device", "alice/phone",
-             "--also-device", "bob/car", "--also-device", "van-7", "--also-device", "field-team-vehicle-0042", "--shots", shots.path],
-            output: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } }, errors: .sameAsOutput,
-            onExit: { status in
-                continuation.yield(status)
-                continuation.finish()
-            })
-        defer { browser.signal(SIGKILL) }
-        try await withTimeout(.seconds(120), "the page loaded and its map checked") {
-            await output.wait { $0.contains("READY") || $0.contains("Traceback") }
-        }
-        try #require(output.value.contains("READY"), "\(output.value)")
+            let output = Watched("")
+            let (exits, continuation) = AsyncStream.makeStream(of: ChildProcess.Status.self)
+            let browser = try ChildProcess(
+                Self.venv + "/bin/python",
+                [Self.script, "--url", url + "/?lang=en", "--default-url", url + "/", "--expected", expected.path, "--device", "alice/phone",
+                 "--also-device", "bob/car", "--also-device", "van-7", "--also-device", "field-team-vehicle-0042", "--shots", shots.path],
+                output: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } }, errors: .sameAsOutput,
+                onExit: { status in
+                    continuation.yield(status)
+                    continuation.finish()
+                })
+            defer { browser.signal(SIGKILL) }
+            try await withTimeout(.seconds(120), "the page loaded and its map checked") {
+                await output.wait { $0.contains("READY") || $0.contains("Traceback") }
+            }
+            try #require(output.value.contains("READY"), "\(output.value)")
 
-        // Sent only now, while the page is open: it must reach the table by the page's own polling.
-        // Fixes of a minute ago, so the table's ages read as they would in use.
-        let now = Int(Date().timeIntervalSince1970)
-        for (topic, payload) in [
-            ("owntracks/alice/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now - 42)}"#),
-            ("owntracks/bob/car", #"{"_type":"location","lat":49.4521,"lon":11.0767,"tst":\#(now - 300)}"#),
-            ("ampel/location/van-7", #"{"latitude":48.3705,"longitude":10.8978,"lang":"en"}"#),
-            // A long key in the district with the longest name: the row a phone must still fit.
-            ("ampel/location/field-team-vehicle-0042", #"{"latitude":49.5797,"longitude":10.6117}"#),
-        ] {
-            _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", [
-                "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
-        }
-        let status = try await withTimeout(.seconds(180), "the browser check's end") {
-            var iterator = exits.makeAsyncIterator()
-            return await iterator.next()
-        }
-        let text = output.value
-        #expect(status?.exitCode == 0, "\(text)")
-        #expect(text.contains("paths 96"), "\(text)")
-        #expect(!text.contains("FAIL"), "\(text)")
-        #expect(text.contains(#"device row ["alice/phone", "SK München""#), "\(text)")
+            // Sent only now, while the page is open: it must reach the table by the page's own polling.
+            // Fixes of a minute ago, so the table's ages read as they would in use.
+            let now = Int(Date().timeIntervalSince1970)
+            for (topic, payload) in [
+                ("owntracks/alice/phone", #"{"_type":"location","lat":48.1374,"lon":11.5755,"tst":\#(now - 42)}"#),
+                ("owntracks/bob/car", #"{"_type":"location","lat":49.4521,"lon":11.0767,"tst":\#(now - 300)}"#),
+                ("ampel/location/van-7", #"{"latitude":48.3705,"longitude":10.8978,"lang":"en"}"#),
+                // A long key in the district with the longest name: the row a phone must still fit.
+                ("ampel/location/field-team-vehicle-0042", #"{"latitude":49.5797,"longitude":10.6117}"#),
+            ] {
+                _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", [
+                    "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+            }
+            let status = try await withTimeout(.seconds(180), "the browser check's end") {
+                var iterator = exits.makeAsyncIterator()
+                return await iterator.next()
+            }
+            let text = output.value
+            #expect(status?.exitCode == 0, "\(text)")
+            #expect(text.contains("paths 96"), "\(text)")
+            #expect(!text.contains("FAIL"), "\(text)")
+            #expect(text.contains(#"device row ["alice/phone", "SK München""#), "\(text)")
 
-        // Without ?lang= the page is in the configured language, not the browser's English.
-        let page = Self.reported("default page", in: text) as? [String: String]
-        #expect(page?["browser"]?.hasPrefix("en") == true, "\(text)")
-        #expect(page?["lang"] == "de" && page?["devices"] == "Geräte", "\(text)")
+            // Without ?lang= the page is in the configured language, not the browser's English.
+            let page = Self.reported("default page", in: text) as? [String: String]
+            #expect(page?["browser"]?.hasPrefix("en") == true, "\(text)")
+            #expect(page?["lang"] == "de" && page?["devices"] == "Geräte", "\(text)")
 
-        // The language column: the daemon's for alice and the vehicle (who asked for none), the
-        // configured one for bob/car, the one its message asked for for van-7: what each state carries.
-        let languages = text.split(separator: "\n").filter { $0.hasPrefix("device row ") }.compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.dropFirst("device row ".count).utf8))) as? [String]
-        }.reduce(into: [String: String]()) { $0[$1.first ?? ""] = $1.last }
-        #expect(languages == ["alice/phone": "de", "bob/car": "en", "van-7": "en", "field-team-vehicle-0042": "de"], "\(text)")
+            // The language column: the daemon's for alice and the vehicle (who asked for none), the
+            // configured one for bob/car, the one its message asked for for van-7: what each state carries.
+            let languages = text.split(separator: "\n").filter { $0.hasPrefix("device row ") }.compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.dropFirst("device row ".count).utf8))) as? [String]
+            }.reduce(into: [String: String]()) { $0[$1.first ?? ""] = $1.last }
+            #expect(languages == ["alice/phone": "de", "bob/car": "en", "van-7": "en", "field-team-vehicle-0042": "de"], "\(text)")
 
-        let bridge = try #require(Self.reported("bridge text", in: text) as? String, "\(text)")
-        #expect(!bridge.contains("[object Object]"), "\(bridge)")
-        let webhook = try Regex(#"webhooks\.gotify: delivered \d+ · dropped \(gaveUp \d+ · queueFull \d+\) · failedAttempts \d+ · queued \d+"#)
-        #expect(bridge.contains(webhook), "\(bridge)")
+            let bridge = try #require(Self.reported("bridge text", in: text) as? String, "\(text)")
+            #expect(!bridge.contains("[object Object]"), "\(bridge)")
+            let webhook = try Regex(#"webhooks\.gotify: delivered \d+ · dropped \(gaveUp \d+ · queueFull \d+\) · failedAttempts \d+ · queued \d+"#)
+            #expect(bridge.contains(webhook), "\(bridge)")
 
-        // At 390 px: no table scrolls sideways, and every phase and last-fix cell is in view.
-        let tables = try #require(Self.reported("narrow tables", in: text) as? [[String: Any]], "\(text)")
-        #expect(Set(tables.compactMap { $0["id"] as? String }) == ["district-table", "device-table", "lamp-table"], "\(tables)")
-        for table in tables {
-            let scrollWidth = table["scrollWidth"] as? Int ?? .max, clientWidth = table["clientWidth"] as? Int ?? 0
-            #expect(scrollWidth <= clientWidth, "\(table)")
-            #expect(table["cells"] as? Int == table["shown"] as? Int, "\(table)")
-        }
-        let byID = Dictionary(tables.map { ($0["id"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(byID["district-table"]?["phase"] as? Int == 96, "\(tables)")
-        #expect(byID["device-table"]?["phase"] as? Int == 4 && byID["device-table"]?["fix"] as? Int == 4, "\(tables)")
-        for name in ["status-light.png", "status-dark.png", "status-narrow.png"] {
-            let size = (try? FileManager.default.attributesOfItem(atPath: shots.appendingPathComponent(name).path)[.size] as? Int) ?? 0
-            #expect(size > 10_000, "\(name) is \(size) bytes")
+            // At 390 px: no table scrolls sideways, and every phase and last-fix cell is in view.
+            let tables = try #require(Self.reported("narrow tables", in: text) as? [[String: Any]], "\(text)")
+            #expect(Set(tables.compactMap { $0["id"] as? String }) == ["district-table", "device-table", "lamp-table"], "\(tables)")
+            for table in tables {
+                let scrollWidth = table["scrollWidth"] as? Int ?? .max, clientWidth = table["clientWidth"] as? Int ?? 0
+                #expect(scrollWidth <= clientWidth, "\(table)")
+                #expect(table["cells"] as? Int == table["shown"] as? Int, "\(table)")
+            }
+            let byID = Dictionary(tables.map { ($0["id"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(byID["district-table"]?["phase"] as? Int == 96, "\(tables)")
+            #expect(byID["device-table"]?["phase"] as? Int == 4 && byID["device-table"]?["fix"] as? Int == 4, "\(tables)")
+            for name in ["status-light.png", "status-dark.png", "status-narrow.png"] {
+                let size = (try? FileManager.default.attributesOfItem(atPath: shots.appendingPathComponent(name).path)[.size] as? Int) ?? 0
+                #expect(size > 10_000, "\(name) is \(size) bytes")
+            }
         }
     }
 }
@@ -208,21 +209,22 @@ struct PageDataBadgeBrowserTests {
         }
         try #require(output.value.contains("BROWSER"), "\(output.value)")
 
-        let daemon = try Scene.Daemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path] + arguments)
-        let base = try await daemon.httpURL()
-        // From the moment it listens: before that a debug build beside CI's parallel suites
-        // spends seconds loading its geometry (a user's clock starts with what they can ask).
-        let started = Date().timeIntervalSince1970
-        // `/` answers 503 until the first hand-over; the browser gets the address once it is the page.
-        _ = try await httpAwait(base + "/", "the page") { $0.status == 200 }
-        try base.write(to: urlFile, atomically: true, encoding: .utf8)
-        browser.closeInput()
-        let status = try await withTimeout(.seconds(180), "the browser check's end") {
-            var iterator = exits.makeAsyncIterator()
-            return await iterator.next()
+        return try await withDaemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path] + arguments) { daemon in
+            let base = try await daemon.httpURL()
+            // From the moment it listens: before that a debug build beside CI's parallel suites
+            // spends seconds loading its geometry (a user's clock starts with what they can ask).
+            let started = Date().timeIntervalSince1970
+            // `/` answers 503 until the first hand-over; the browser gets the address once it is the page.
+            _ = try await httpAwait(base + "/", "the page") { $0.status == 200 }
+            try base.write(to: urlFile, atomically: true, encoding: .utf8)
+            browser.closeInput()
+            let status = try await withTimeout(.seconds(180), "the browser check's end") {
+                var iterator = exits.makeAsyncIterator()
+                return await iterator.next()
+            }
+            _ = try await daemon.stop()
+            return Report(text: output.value, status: status, started: started)
         }
-        _ = try await daemon.stop()
-        return Report(text: output.value, status: status, started: started)
     }
 
     @Test("an unreachable RKI: a stand-in badge with the bundled day and the refused reason on the page within 10 s, in both languages")

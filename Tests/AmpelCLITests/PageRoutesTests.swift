@@ -12,27 +12,28 @@ struct PageRoutesTests {
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let daemon = try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"])
-        let base = try await daemon.httpURL()
+        try await withDaemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"]) { daemon in
+            let base = try await daemon.httpURL()
 
-        let german = try await httpAwait(base + "/", headers: ["Accept-Language": "fr-FR,de;q=0.8,en;q=0.5"], "the page after the first hand-over") { $0.status == 200 }
-        #expect(german.headers["content-type"] == "text/html; charset=utf-8")
-        #expect(german.headers["content-security-policy"]?.hasPrefix("default-src 'none';") == true)
-        #expect(german.text.hasPrefix(#"<!doctype html><html lang="de">"#))
-        #expect(german.text.contains(">Landkreise</h2>"))
-        #expect(german.text.components(separatedBy: #"<path id="d09"#).count - 1 == 96)
-        // The map's fill is what the district's state topic says.
-        #expect(german.text.contains(#"data-ags="09162" data-name="SK München" data-phase="red""#))
+            let german = try await httpAwait(base + "/", headers: ["Accept-Language": "fr-FR,de;q=0.8,en;q=0.5"], "the page after the first hand-over") { $0.status == 200 }
+            #expect(german.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(german.headers["content-security-policy"]?.hasPrefix("default-src 'none';") == true)
+            #expect(german.text.hasPrefix(#"<!doctype html><html lang="de">"#))
+            #expect(german.text.contains(">Landkreise</h2>"))
+            #expect(german.text.components(separatedBy: #"<path id="d09"#).count - 1 == 96)
+            // The map's fill is what the district's state topic says.
+            #expect(german.text.contains(#"data-ags="09162" data-name="SK München" data-phase="red""#))
 
-        let english = try await httpGet(base + "/?lang=en", headers: ["Accept-Language": "de-DE"])
-        #expect(english.text.hasPrefix(#"<!doctype html><html lang="en">"#))
-        #expect(english.text.contains(">Districts</h2>"))
+            let english = try await httpGet(base + "/?lang=en", headers: ["Accept-Language": "de-DE"])
+            #expect(english.text.hasPrefix(#"<!doctype html><html lang="en">"#))
+            #expect(english.text.contains(">Districts</h2>"))
 
-        let district = try await httpGet(base + "/districts/09162?lang=en")
-        #expect(district.status == 200)
-        #expect(district.text.contains("Rules in force"))
-        #expect(district.text.contains(#"<svg class="chart""#))
-        #expect(try await httpGet(base + "/districts/9162").status == 400)
-        #expect(try await httpGet(base + "/districts/01001").status == 404)
+            let district = try await httpGet(base + "/districts/09162?lang=en")
+            #expect(district.status == 200)
+            #expect(district.text.contains("Rules in force"))
+            #expect(district.text.contains(#"<svg class="chart""#))
+            #expect(try await httpGet(base + "/districts/9162").status == 400)
+            #expect(try await httpGet(base + "/districts/01001").status == 404)
+        }
     }
 }

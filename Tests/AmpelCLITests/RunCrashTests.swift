@@ -34,12 +34,6 @@ struct RunCrashTests {
         return try await Scene.publish(host: host, port: port, options: options, messages, checked: checked)
     }
 
-    /// A daemon on `dir` (its state directory) with the snapshot of 2020-10-15, outside a ``Scene``.
-    func start(_ broker: MosquittoBroker, _ dir: URL, environment: [String: String] = [:]) throws -> RunRecoveryTests.Daemon {
-        try RunRecoveryTests.Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15",
-                                     "--log-level", "info"], environment: environment)
-    }
-
     @Test("devices cross a phase border in rounds; the daemon is killed 0 ms to 1.5 s after each round: no alert lost, a repeat only in the witness gap")
     func killAfterCrossings() async throws {
         try await Scene.run { scene in

@@ -6,8 +6,6 @@ import Testing
 /// within seconds, in `bridge/info`, `/readyz` and the log, and what stands in meanwhile.
 @Suite("ampel run says plainly what is missing on its first run (built binary, real mosquitto)")
 struct RunFirstRunStatusTests {
-    typealias Daemon = Scene.Daemon
-
     @Test("an unreachable live source: its first failed attempt shows in bridge/info and /readyz within 10 s, with the reason and the bundled stand-in named")
     func unreachableSource() async throws {
         let broker = try await MosquittoBroker.start()
@@ -18,38 +16,39 @@ struct RunFirstRunStatusTests {
         let refusing = try RefusingPort()
         defer { withExtendedLifetime(refusing) {} }
         let port = refusing.port
-        let daemon = try Daemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "rki",
-                                 "--url", "http://127.0.0.1:\(port)/COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv"])
-        let base = try await daemon.httpURL()
-        // From the moment it listens (a debug build beside CI's parallel suites takes seconds to
-        // load the geometry before that; a user's clock starts with what they can ask).
-        let started = ContinuousClock.now
+        try await withDaemon(["--broker", broker.url, "--state-dir", dir.path, "--source", "rki",
+                              "--url", "http://127.0.0.1:\(port)/COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv"]) { daemon in
+            let base = try await daemon.httpURL()
+            // From the moment it listens (a debug build beside CI's parallel suites takes seconds to
+            // load the geometry before that; a user's clock starts with what they can ask).
+            let started = ContinuousClock.now
 
-        let ready = try await httpAwait(base + "/readyz", "the first failure in /readyz") { answer in
-            guard let data = (try? answer.object())?["data"] as? [String: Any] else { return false }
-            return data["lastError"] is String
+            let ready = try await httpAwait(base + "/readyz", "the first failure in /readyz") { answer in
+                guard let data = (try? answer.object())?["data"] as? [String: Any] else { return false }
+                return data["lastError"] is String
+            }
+            let took = ContinuousClock.now - started
+            #expect(took < .seconds(10), "the first failure showed after \(took)")
+            let data = try #require(try ready.object()["data"] as? [String: Any])
+            let error = try #require(data["lastError"] as? String)
+            #expect(error.contains("127.0.0.1:\(port)") && error.lowercased().contains("refused"), "a reason to act on: \(error)")
+            #expect(data["kind"] as? String == "stand-in", "\(data)")
+            #expect(data["dataDate"] as? String == "2020-11-23", "the latest bundled snapshot stands in: \(data)")
+            #expect(data["lastCheck"] is String, "\(data)")
+
+            // bridge/info says the same, without waiting for the check's last retry.
+            let info = try await Self.awaitRetainedInfo(broker) { $0["lastError"] is String }
+            #expect(info["dataKind"] as? String == "stand-in", "\(info)")
+            #expect((info["lastError"] as? String)?.lowercased().contains("refused") == true, "\(info)")
+            #expect(info["lastFetch"] is String, "\(info)")
+
+            // Once the check has given up: the log says what happened in words that fit it.
+            try await daemon.awaitLog("could not reach rki")
+            try await daemon.awaitLog("the bundled data of 2020-11-23 stands in until the source answers")
+            #expect(!daemon.stderr.contains("rejected the answer"), "there was no answer: \(daemon.stderr)")
+            #expect(!daemon.stderr.contains("last good data"), "nothing was fetched: \(daemon.stderr)")
+            _ = try await daemon.stop()
         }
-        let took = ContinuousClock.now - started
-        #expect(took < .seconds(10), "the first failure showed after \(took)")
-        let data = try #require(try ready.object()["data"] as? [String: Any])
-        let error = try #require(data["lastError"] as? String)
-        #expect(error.contains("127.0.0.1:\(port)") && error.lowercased().contains("refused"), "a reason to act on: \(error)")
-        #expect(data["kind"] as? String == "stand-in", "\(data)")
-        #expect(data["dataDate"] as? String == "2020-11-23", "the latest bundled snapshot stands in: \(data)")
-        #expect(data["lastCheck"] is String, "\(data)")
-
-        // bridge/info says the same, without waiting for the check's last retry.
-        let info = try await Self.awaitRetainedInfo(broker) { $0["lastError"] is String }
-        #expect(info["dataKind"] as? String == "stand-in", "\(info)")
-        #expect((info["lastError"] as? String)?.lowercased().contains("refused") == true, "\(info)")
-        #expect(info["lastFetch"] is String, "\(info)")
-
-        // Once the check has given up: the log says what happened in words that fit it.
-        try await daemon.awaitLog("could not reach rki")
-        try await daemon.awaitLog("the bundled data of 2020-11-23 stands in until the source answers")
-        #expect(!daemon.stderr.contains("rejected the answer"), "there was no answer: \(daemon.stderr)")
-        #expect(!daemon.stderr.contains("last good data"), "nothing was fetched: \(daemon.stderr)")
-        _ = try await daemon.stop()
     }
 
     /// Reads the retained `bridge/info` until `done` holds for it (it is republished at each
@@ -73,16 +72,17 @@ struct RunFirstRunStatusTests {
         let refusing = try RefusingPort()
         defer { withExtendedLifetime(refusing) {} }
         let port = refusing.port
-        let daemon = try Daemon(["--broker", "mqtt://127.0.0.1:\(port)", "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"])
-        let base = try await daemon.httpURL()
-        let answer = try await httpAwait(base + "/readyz", "the broker's error in /readyz") { answer in
-            ((try? answer.object())?["reason"] as? String)?.contains("broker not connected:") == true
+        try await withDaemon(["--broker", "mqtt://127.0.0.1:\(port)", "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"]) { daemon in
+            let base = try await daemon.httpURL()
+            let answer = try await httpAwait(base + "/readyz", "the broker's error in /readyz") { answer in
+                ((try? answer.object())?["reason"] as? String)?.contains("broker not connected:") == true
+            }
+            #expect(answer.status == 503)
+            let body = try answer.object()
+            let reason = try #require(body["reason"] as? String)
+            #expect(reason.lowercased().contains("refused"), "\(reason)")
+            #expect((body["data"] as? [String: Any])?["kind"] as? String == "snapshot", "\(body)")
+            _ = try await daemon.stop()
         }
-        #expect(answer.status == 503)
-        let body = try answer.object()
-        let reason = try #require(body["reason"] as? String)
-        #expect(reason.lowercased().contains("refused"), "\(reason)")
-        #expect((body["data"] as? [String: Any])?["kind"] as? String == "snapshot", "\(body)")
-        _ = try await daemon.stop()
     }
 }

@@ -68,56 +68,59 @@ struct RunRabbitMQTests {
 
         let arguments = ["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"]
         let environment = ["AMPEL_MQTT_PASSWORD": Self.password]
-        func start() async throws -> Scene.Daemon {
+        /// `body` with a daemon on RabbitMQ that is online and subscribed.
+        func withOnlineDaemon<T>(_ body: (Daemon) async throws -> T) async throws -> T {
             let mark = collector.mark
-            let daemon = try Scene.Daemon(arguments, environment: environment, configuration: Self.configuration)
-            do {
-                try await collector.wait("ampel run online on RabbitMQ", since: mark, timeout: .seconds(60)) { records in
-                    records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("online") }
+            return try await withDaemon(arguments, environment: environment, configuration: Self.configuration) { daemon in
+                do {
+                    try await collector.wait("ampel run online on RabbitMQ", since: mark, timeout: .seconds(60)) { records in
+                        records.contains { $0.topic == "ampel/bridge/state" && $0.payload.contains("online") }
+                    }
+                    try await daemon.awaitLog("subscribed")
+                } catch {
+                    Issue.record("\(error)\n--- ampel run\n\(daemon.stderr)\n--- rabbitmq\n\(broker.logText.suffix(3000))")
+                    throw error
                 }
-                try await daemon.awaitLog("subscribed")
-            } catch {
-                Issue.record("\(error)\n--- ampel run\n\(daemon.stderr)\n--- rabbitmq\n\(broker.logText.suffix(3000))")
-                throw error
+                return try await body(daemon)
             }
-            return daemon
         }
 
         // Without `mqtt.protocol: "3.1.1"`: RabbitMQ 3.10 cannot parse the MQTT 5 CONNECT and
         // closes the connection without a CONNACK. The daemon retries (a drop before the CONNACK
         // has other causes too) and its log says what to set.
-        let asV5 = try Scene.Daemon(arguments, environment: environment,
-                                    configuration: Self.configuration.replacingOccurrences(of: "  protocol: \"3.1.1\"\n", with: ""))
-        do {
-            try await asV5.awaitLog(#"cannot connect to the broker; retrying"#, timeout: .seconds(30))
-        } catch {
-            Issue.record("\(error)\n\(asV5.stderr)")
+        try await withDaemon(arguments, environment: environment,
+                             configuration: Self.configuration.replacingOccurrences(of: "  protocol: \"3.1.1\"\n", with: "")) { asV5 in
+            do {
+                try await asV5.awaitLog(#"cannot connect to the broker; retrying"#, timeout: .seconds(30))
+            } catch {
+                Issue.record("\(error)\n\(asV5.stderr)")
+            }
+            #expect(asV5.stderr.contains(#"speaks only MQTT 3.1.1, such as RabbitMQ before 3.13, does this; then set mqtt.protocol: "3.1.1""#),
+                    "\(asV5.stderr)")
+            _ = try await asV5.kill()
         }
-        #expect(asV5.stderr.contains(#"speaks only MQTT 3.1.1, such as RabbitMQ before 3.13, does this; then set mqtt.protocol: "3.1.1""#),
-                "\(asV5.stderr)")
-        asV5.process.signal(SIGKILL)
-        _ = try await asV5.exit()
 
-        var daemon = try await start()
-        #expect(daemon.stderr.contains("MQTT 3.1.1: alerts go without message expiry"), "the start says what 3.1.1 lacks")
         let keys = (0..<10).map { "dev\($0)" }
-        try await RunCrashTests.send(host: broker.host, port: broker.mqttPort, options: tools, keys.map { ($0, RunCrashTests.muenchen) }, tst: 100)
-        try await collector.awaitStates(keys, tst: 100)
+        let firstLog = try await withOnlineDaemon { daemon in
+            #expect(daemon.stderr.contains("MQTT 3.1.1: alerts go without message expiry"), "the start says what 3.1.1 lacks")
+            try await RunCrashTests.send(host: broker.host, port: broker.mqttPort, options: tools, keys.map { ($0, RunCrashTests.muenchen) }, tst: 100)
+            try await collector.awaitStates(keys, tst: 100)
 
-        // Retained: the district phases (a lamp's and Home Assistant's exact topics), a state, the bridge.
-        let first = try await Self.retained(broker, [
-            "ampel/district/09162/phase", "ampel/district/09171/phase", "ampel/device/dev0/state", "ampel/bridge/state",
-        ])
-        #expect(first["ampel/district/09162/phase"] == "red", "\(first)")
-        #expect(first["ampel/district/09171/phase"] == "green", "\(first)")
-        #expect(first["ampel/device/dev0/state"]?.contains(#""tst":100"#) == true, "\(first)")
-        #expect(first["ampel/bridge/state"]?.contains("online") == true, "\(first)")
+            // Retained: the district phases (a lamp's and Home Assistant's exact topics), a state, the bridge.
+            let first = try await Self.retained(broker, [
+                "ampel/district/09162/phase", "ampel/district/09171/phase", "ampel/device/dev0/state", "ampel/bridge/state",
+            ])
+            #expect(first["ampel/district/09162/phase"] == "red", "\(first)")
+            #expect(first["ampel/district/09171/phase"] == "green", "\(first)")
+            #expect(first["ampel/device/dev0/state"]?.contains(#""tst":100"#) == true, "\(first)")
+            #expect(first["ampel/bridge/state"]?.contains("online") == true, "\(first)")
 
-        // Stopped; QoS 1 fixes arrive, each acknowledged by RabbitMQ, and wait in the daemon's
-        // session: its durable queue, which a clean-session-false 3.1.1 client keeps.
-        let status = try await collector.stop(daemon)
-        #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
-        let firstLog = daemon.stderr
+            // Stopped; QoS 1 fixes arrive, each acknowledged by RabbitMQ, and wait in the daemon's
+            // session: its durable queue, which a clean-session-false 3.1.1 client keeps.
+            let status = try await collector.stop(daemon)
+            #expect(status.exitCode == 0, "\(status)\n\(daemon.stderr)")
+            return daemon.stderr
+        }
         try await RunCrashTests.send(host: broker.host, port: broker.mqttPort, options: tools, keys.map { ($0, RunCrashTests.altoetting) }, tst: 200)
         let queues = try await broker.rabbitmqctl(["list_queues", "-p", broker.vhost, "name", "messages"])
         let sessionQueue = queues.split(separator: "\n").first { $0.hasPrefix("mqtt-subscription-ampelqos1") }
@@ -125,26 +128,27 @@ struct RunRabbitMQTests {
                 "the \(keys.count) fixes wait in the daemon's session queue: \(queues)")
 
         let restartMark = collector.mark
-        daemon = try await start()
-        do {
-            try await collector.awaitStates(keys, tst: 200)
-        } catch {
-            Issue.record("\(error): \(collector.latest)\n--- first run\n\(firstLog)\n--- second run\n\(daemon.stderr)")
-            throw error
-        }
-        // Handled by the restart: the states of tst 200 came after its online.
-        let handledAfter = collector.records(since: restartMark).filter { $0.topic.hasSuffix("/state") && $0.payload.contains(#""tst":200"#) }
-        #expect(Set(handledAfter.map(\.topic)) == Set(keys.map { "ampel/device/\($0)/state" }))
-        let later = try await Self.retained(broker, ["ampel/district/09162/phase", "ampel/device/dev0/state"])
-        #expect(later["ampel/district/09162/phase"] == "red", "\(later)")
-        #expect(later["ampel/device/dev0/state"].map { $0.contains(#""tst":200"#) && $0.contains(#""phase":"green""#) } == true, "\(later)")
+        try await withOnlineDaemon { daemon in
+            do {
+                try await collector.awaitStates(keys, tst: 200)
+            } catch {
+                Issue.record("\(error): \(collector.latest)\n--- first run\n\(firstLog)\n--- second run\n\(daemon.stderr)")
+                throw error
+            }
+            // Handled by the restart: the states of tst 200 came after its online.
+            let handledAfter = collector.records(since: restartMark).filter { $0.topic.hasSuffix("/state") && $0.payload.contains(#""tst":200"#) }
+            #expect(Set(handledAfter.map(\.topic)) == Set(keys.map { "ampel/device/\($0)/state" }))
+            let later = try await Self.retained(broker, ["ampel/district/09162/phase", "ampel/device/dev0/state"])
+            #expect(later["ampel/district/09162/phase"] == "red", "\(later)")
+            #expect(later["ampel/device/dev0/state"].map { $0.contains(#""tst":200"#) && $0.contains(#""phase":"green""#) } == true, "\(later)")
 
-        // kill -9: RabbitMQ publishes the Last Will, and keeps it as the retained bridge state.
-        let killMark = collector.mark
-        daemon.process.signal(SIGKILL)
-        let killed = try await daemon.exit()
-        #expect(killed.signal == SIGKILL)
-        try await collector.awaitOffline(since: killMark)
+            // kill -9: RabbitMQ publishes the Last Will, and keeps it as the retained bridge state.
+            let killMark = collector.mark
+            daemon.process.signal(SIGKILL)
+            let killed = try await daemon.exit()
+            #expect(killed.signal == SIGKILL)
+            try await collector.awaitOffline(since: killMark)
+        }
         let will = try await Self.retained(broker, ["ampel/bridge/state"])
         #expect(will["ampel/bridge/state"]?.contains("offline") == true, "the Will is retained: \(will)")
 

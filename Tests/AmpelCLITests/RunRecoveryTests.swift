@@ -7,9 +7,6 @@ import Testing
 /// (content intact) and the fact reported in `bridge/info`.
 @Suite("ampel run recovers from a bad state file or cache (built binary, real mosquitto)")
 struct RunRecoveryTests {
-    /// The daemon launcher of ``Scene``, under the name the end-to-end suites know it by.
-    typealias Daemon = Scene.Daemon
-
     static let truncated = #"{"version":1,"districts":{"09162":"red"},"devices":{"alice/phone":{"lat":48.137,"lon":11.5"#
 
     @Test("garbage or a truncated state.json: moved aside with its content, the daemon comes online and says so",

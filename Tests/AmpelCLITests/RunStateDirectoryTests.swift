@@ -27,17 +27,18 @@ struct RunStateDirectoryTests {
             // force is what fetch cached, not the bundled stand-in a fresh state directory starts on.
             let gone = scene.dir.appendingPathComponent("gone.csv")
             let mark = scene.collector.mark
-            let daemon = try Scene.Daemon(["--broker", scene.broker.url, "--source", "rki", "--url", gone.absoluteString, "--log-level", "info"],
-                                          environment: environment)
-            try await scene.collector.wait("bridge/info on the fetched data of 2021-08-21", since: mark) { records in
-                records.contains { $0.topic == "ampel/bridge/info" && Scene.Collector.field("dataDate", $0.payload) as? String == "2021-08-21" }
+            try await withDaemon(["--broker", scene.broker.url, "--source", "rki", "--url", gone.absoluteString, "--log-level", "info"],
+                                 environment: environment) { daemon in
+                try await scene.collector.wait("bridge/info on the fetched data of 2021-08-21", since: mark) { records in
+                    records.contains { $0.topic == "ampel/bridge/info" && Scene.Collector.field("dataDate", $0.payload) as? String == "2021-08-21" }
+                }
+                try await daemon.awaitLog("subscribed")
+                let status = try await scene.collector.stop(daemon)
+                #expect(status.exitCode == 0, "\(daemon.stderr)")
+                // Its own state went there too (a stop under load may leave it to the journal alone).
+                let names = try FileManager.default.contentsOfDirectory(atPath: xdg.appendingPathComponent("ampel").path)
+                #expect(names.contains { $0 == "state.json" || $0.hasPrefix("journal-") }, "\(names)")
             }
-            try await daemon.awaitLog("subscribed")
-            let status = try await scene.collector.stop(daemon)
-            #expect(status.exitCode == 0, "\(daemon.stderr)")
-            // Its own state went there too (a stop under load may leave it to the journal alone).
-            let names = try FileManager.default.contentsOfDirectory(atPath: xdg.appendingPathComponent("ampel").path)
-            #expect(names.contains { $0 == "state.json" || $0.hasPrefix("journal-") }, "\(names)")
         }
     }
 
@@ -67,19 +68,23 @@ struct RunStateDirectoryTests {
         let former = dir.appendingPathComponent("ampel-state")
         try FileManager.default.createDirectory(at: former, withIntermediateDirectories: true)
         try Data("{}".utf8).write(to: former.appendingPathComponent("state.json"))
-        let binary = try AmpelBinary.url().path
-        func run(_ arguments: String) async throws -> String {
+        func run(_ arguments: [String]) async throws -> String {
             // In that directory, as the daemon started there before; nothing names a state directory.
-            let script = "cd '\(dir.path)' && HOME='\(dir.path)/home' XDG_STATE_HOME= AMPEL_STATE_DIR= STATE_DIRECTORY= AMPEL_CONFIG= '\(binary)' run --check-config \(arguments) 2>&1"
-            return try await MosquittoBroker.runTool("/bin/sh", ["-c", script])
+            var environment = ProcessInfo.processInfo.environment
+            environment["HOME"] = "\(dir.path)/home"
+            for name in ["XDG_STATE_HOME", "AMPEL_STATE_DIR", "STATE_DIRECTORY", "AMPEL_CONFIG"] { environment[name] = "" }
+            let run = try await AmpelBinary.run(["run", "--check-config"] + arguments, environment: environment, directory: dir,
+                                                errorsIntoOutput: true)
+            try #require(run.exitCode == 0, "\(run.stdoutText)")
+            return run.stdoutText
         }
-        let moved = try await run("")
+        let moved = try await run([])
         #expect(moved.contains("state dir: \(dir.path)/home/.local/state/ampel"), "\(moved)")
         #expect(moved.contains("warning"), "\(moved)")
         #expect(moved.contains("\(former.path) holds a state that this run does not use"), "\(moved)")
         #expect(moved.contains("--state-dir ampel-state"), "\(moved)")
 
-        let kept = try await run("--state-dir ampel-state")
+        let kept = try await run(["--state-dir", "ampel-state"])
         #expect(kept.contains("state dir: ampel-state"), "\(kept)")
         #expect(!kept.contains("holds a state"), "\(kept)")
     }

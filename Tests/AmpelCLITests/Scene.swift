@@ -97,10 +97,7 @@ final class Scene {
     }
 
     private func close() async {
-        if let daemon {
-            daemon.process.signal(SIGKILL)
-            _ = try? await daemon.exit()
-        }
+        await daemon?.end()
         collector.stop()
         if let server, serving { try? await server.shutdown() }
         broker.stop()
@@ -131,11 +128,14 @@ final class Scene {
     /// - Parameter configuration: this start's YAML instead of the options' (`{http}` as there).
     @discardableResult
     func start(environment: [String: String] = [:], configuration: String? = nil, awaitSubscribed: Bool = true) async throws -> Daemon {
-        if let daemon { try #require(!daemon.process.isRunning, "a daemon runs already") }
+        if let daemon {
+            try #require(!daemon.process.isRunning, "a daemon runs already")
+            await daemon.end()
+        }
         let mark = collector.mark
         var yaml = (options.replay ? Daemon.replayConfiguration : "") + (configuration ?? options.configuration)
         if let server { yaml = yaml.replacingOccurrences(of: "{http}", with: server.baseURL) }
-        let daemon = try Daemon(arguments, environment: environment, configuration: yaml)
+        let daemon = try Daemon(arguments, environment: environment, configuration: yaml, command: "run")
         self.daemon = daemon
         started = mark
         try await collector.wait("ampel run online", since: mark) { records in
@@ -160,8 +160,7 @@ final class Scene {
     @discardableResult
     func kill() async throws -> ChildProcess.Status {
         let daemon = try #require(daemon, "no daemon started")
-        daemon.process.signal(SIGKILL)
-        let status = try await daemon.exit()
+        let status = try await daemon.kill()
         #expect(status.signal == SIGKILL, "\(status)\n\(daemon.stderr)")
         try await collector.awaitOffline(since: started)
         return status
@@ -446,91 +445,6 @@ extension Scene {
                 if key.hasPrefix("ampel/district/") { return record.topic == key + "/phase" && record.payload == phase }
                 return record.topic == key + "/state" && field("phase", record.payload) as? String == phase
                     && (dataDate == nil || field("dataDate", record.payload) as? String == dataDate)
-            }
-        }
-    }
-
-    /// A running `ampel run`: its standard error collected, its end awaitable.
-    final class Daemon: Sendable {
-        let process: ChildProcess
-        private let configurationFile: URL
-        private let collected = Watched("")
-        /// How it ended and when it was reaped, read on the reaping thread: a busy test process
-        /// may resume the task that awaits ``exit()`` much later.
-        private let ended = Watched<(status: ChildProcess.Status, at: ContinuousClock.Instant)?>(nil)
-
-        /// The configuration file unless a test gives its own: the tests' fixes carry fixed
-        /// timestamps (`tst` 100, 1000, 1700000000), far behind the clock, which the default
-        /// `alerts.max_fix_age` would take for a phone's queue delivered late.
-        static let replayConfiguration = "alerts:\n  max_fix_age: false\n"
-
-        /// - Parameters:
-        ///   - environment: added to the daemon's environment (through `env`).
-        ///   - configuration: the YAML of the daemon's `--config` file.
-        ///   The HTTP server listens on a port the system chooses (`AMPEL_HTTP=127.0.0.1:0`) unless
-        ///   `environment` or the arguments say otherwise: tests run side by side.
-        ///   - command: `run`, or `replay` for the daemon on the bundled history.
-        init(_ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration,
-             command: String = "run") throws {
-            var environment = environment
-            if environment["AMPEL_HTTP"] == nil { environment["AMPEL_HTTP"] = "127.0.0.1:0" }
-            let collected = self.collected
-            let ended = self.ended
-            let binary = try AmpelBinary.url().path
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-run-\(UUID().uuidString).yaml")
-            try configuration.write(to: file, atomically: true, encoding: .utf8)
-            configurationFile = file
-            let arguments = ["--config", file.path] + arguments
-            let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            process = try ChildProcess(
-                environment.isEmpty ? binary : "/usr/bin/env",
-                (environment.isEmpty ? [] : settings + [binary]) + [command] + arguments, output: .discard,
-                errors: .read { data in collected.update { $0 += String(decoding: data, as: UTF8.self) } },
-                onExit: { status in ended.update { $0 = (status, .now) } })
-        }
-
-        /// A test that ends half-way (a failed expectation, a timeout) takes its daemon with it:
-        /// none keeps running against a broker that is gone.
-        deinit {
-            process.signal(SIGKILL)
-            try? FileManager.default.removeItem(at: configurationFile)
-        }
-
-        var stderr: String { collected.value }
-        /// When the process was reaped.
-        var exitedAt: ContinuousClock.Instant? { ended.value?.at }
-
-        /// Until the daemon's standard error contains `text`.
-        func awaitLog(_ text: String, timeout: Duration = .seconds(60)) async throws {
-            let collected = self.collected
-            try await withTimeout(timeout, "'\(text)' in the daemon's log") {
-                await collected.wait { $0.contains(text) }
-            }
-        }
-
-        /// The HTTP server's base URL (`http://127.0.0.1:<port>`), once it listens.
-        func httpURL(timeout: Duration = .seconds(60)) async throws -> String {
-            let marker = "serving HTTP on "
-            try await awaitLog(marker, timeout: timeout)
-            let text = stderr
-            guard let range = text.range(of: marker) else { throw TestTimeout(description: "no HTTP address in the log") }
-            let address = text[range.upperBound...].prefix { !$0.isWhitespace }
-            return String(address.hasSuffix("/") ? address.dropLast() : address)
-        }
-
-        /// SIGTERM, then how it ended.
-        func stop() async throws -> ChildProcess.Status {
-            process.signal(SIGTERM)
-            return try await exit()
-        }
-
-        /// How it ended, once it has (as often as asked).
-        func exit() async throws -> ChildProcess.Status {
-            let ended = self.ended
-            return try await withTimeout(.seconds(30), "ampel run to end") {
-                await ended.wait { $0 != nil }
-                guard let status = ended.value?.status else { throw TestTimeout(description: "no exit status") }
-                return status
             }
         }
     }

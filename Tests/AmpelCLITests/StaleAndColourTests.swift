@@ -80,45 +80,18 @@ import Testing
 
     /// Runs `ampel` with standard output on a pseudo-terminal (util-linux `script`).
     func onTerminal(_ arguments: [String], noColor: String?) async throws -> String {
-        let binary = try AmpelBinary.url().path
-        let command = ([binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         var environment = self.environment(noColor: noColor)
         environment["SHELL"] = "/bin/sh"
-        let output = try await runScript(command, environment: environment)
-        return output
-    }
-
-    func runScript(_ command: String, environment: [String: String]) async throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", command, "/dev/null"]
-        process.environment = environment
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let outURL = dir.appendingPathComponent("out")
-        try Data().write(to: outURL)
-        let output = try FileHandle(forWritingTo: outURL)
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let text = String(decoding: try Data(contentsOf: outURL), as: UTF8.self)
-        #expect(status == 0, "\(text)")
-        return text
+        let run = try await AmpelBinary.run(arguments, environment: environment, errorsIntoOutput: true, terminal: true)
+        #expect(run.exitCode == 0, "\(run.stdoutText)")
+        return run.stdoutText
     }
 
     @Test func notATerminalMeansNoColour() async throws {
         let out = try await AmpelBinary.run(Self.check, environment: environment(noColor: nil))
         #expect(out.exitCode == 0)
         #expect(out.stdoutText.contains("DARK RED"))
-        #expect(!out.stdoutText.contains(Self.escape), "standard output is a file")
+        #expect(!out.stdoutText.contains(Self.escape), "standard output is a pipe")
         let districts = try await AmpelBinary.run(["districts", "--date", "2020-11-05"], environment: environment(noColor: nil))
         #expect(!districts.stdoutText.contains(Self.escape))
     }

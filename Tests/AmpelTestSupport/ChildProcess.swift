@@ -79,12 +79,17 @@ public final class ChildProcess: Sendable {
     ///
     /// - Parameters:
     ///   - inputPipe: standard input is a pipe that stays open until ``closeInput()`` (or this
-    ///     object goes away); otherwise `/dev/null`.
+    ///     object goes away); otherwise `inputFile`, or `/dev/null`.
+    ///   - inputFile: a file standard input reads (a large input cannot block on a pipe's buffer).
+    ///   - environment: the child's whole environment; nil inherits this process's.
+    ///   - directory: the child's working directory; nil inherits this process's.
     ///   - onExit: called once, on a thread of its own, when the child has ended and is reaped.
     public init(
-        _ path: String, _ arguments: [String], inputPipe: Bool = false, output: Output, errors: Output,
+        _ path: String, _ arguments: [String], inputPipe: Bool = false, inputFile: String? = nil,
+        environment: [String: String]? = nil, directory: String? = nil, output: Output, errors: Output,
         onExit: @escaping @Sendable (Status) -> Void
     ) throws {
+        precondition(!(inputPipe && inputFile != nil), "standard input is either a pipe or a file")
         var opened: [Int32] = []
         func makePipe() throws -> (read: Int32, write: Int32) {
             var fds: [Int32] = [-1, -1]
@@ -107,7 +112,7 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, input.read, 0)
             inputWrite = input.write
         } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 0, inputFile ?? "/dev/null", O_RDONLY, 0)
         }
         var readers: [(fd: Int32, handler: @Sendable (Data) -> Void)] = []
         var outputWrite: Int32 = -1
@@ -131,6 +136,7 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
         Self.closeInheritedDescriptors(&actions)
+        if let directory { try Self.changeDirectory(&actions, to: directory) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -142,8 +148,17 @@ public final class ChildProcess: Sendable {
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { settings in
+            settings.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        }
+        defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, path, &actions, &attributes, argv, environ)
+        let spawned: Int32
+        if let envp {
+            spawned = posix_spawnp(&pid, path, &actions, &attributes, argv, envp)
+        } else {
+            spawned = posix_spawnp(&pid, path, &actions, &attributes, argv, environ)
+        }
         guard spawned == 0 else {
             throw SpawnError(description: "cannot run \(path): \(String(cString: strerror(spawned)))")
         }
@@ -236,6 +251,21 @@ public final class ChildProcess: Sendable {
 
     private nonisolated(unsafe) static let addCloseFrom: UnsafeMutableRawPointer? =
         dlsym(nil, "posix_spawn_file_actions_addclosefrom_np")
+
+    /// Adds "change into `directory`" to `actions` (glibc 2.29; looked up at run time as
+    /// ``closeInheritedDescriptors(_:)`` is). Unlike that one it cannot be left out: a child in
+    /// the wrong directory would test something else, so its absence is an error.
+    private static func changeDirectory(_ actions: inout posix_spawn_file_actions_t, to directory: String) throws {
+        typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+        guard let symbol = addChdir else {
+            throw SpawnError(description: "this C library cannot start a child in another directory")
+        }
+        let added = directory.withCString { unsafeBitCast(symbol, to: AddChdir.self)(&actions, $0) }
+        guard added == 0 else { throw SpawnError(description: "chdir \(directory): \(String(cString: strerror(added)))") }
+    }
+
+    private nonisolated(unsafe) static let addChdir: UnsafeMutableRawPointer? =
+        dlsym(nil, "posix_spawn_file_actions_addchdir_np")
 }
 
 /// The state of ``ChildProcess/run(_:_:)``: done when the output ended and the child was reaped.
