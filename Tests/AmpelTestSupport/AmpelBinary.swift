@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs the built `ampel` executable as a user would: arguments, environment, standard input,
 /// its outputs and its exit status. Every test that runs the binary starts it here.
@@ -106,72 +105,11 @@ public enum AmpelBinary {
         let inURL = fm.temporaryDirectory.appendingPathComponent("ampel-binary-stdin-\(UUID().uuidString)")
         try stdin.write(to: inURL)
         defer { try? fm.removeItem(at: inURL) }
-        let run = OneRun(streams: errorsIntoOutput ? 1 : 2)
-        return try await withCheckedThrowingContinuation { continuation in
-            run.start(continuation)
-            do {
-                _ = try launch(
-                    arguments, environment: environment, directory: directory, inputFile: inURL, terminal: terminal,
-                    output: .read { run.append($0, error: false) },
-                    errors: errorsIntoOutput ? .sameAsOutput : .read { run.append($0, error: true) },
-                    onExit: { run.exited($0) })
-            } catch {
-                run.failed(error)
-            }
+        let ended = try await ChildProcess.toEnd(errorsIntoOutput: errorsIntoOutput) { output, errors, onExit in
+            try launch(arguments, environment: environment, directory: directory, inputFile: inURL, terminal: terminal,
+                       output: output, errors: errors, onExit: onExit)
         }
-    }
-}
-
-/// The state of ``AmpelBinary/run(_:stdin:environment:directory:errorsIntoOutput:terminal:)``: done
-/// once every output stream has ended and the child is reaped.
-private final class OneRun: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<AmpelBinary.Output, any Error>?
-        var stdout = Data(), stderr = Data()
-        var openStreams: Int
-        var status: ChildProcess.Status?
-    }
-    private let state: Mutex<State>
-
-    init(streams: Int) { state = Mutex(State(openStreams: streams)) }
-
-    func start(_ continuation: CheckedContinuation<AmpelBinary.Output, any Error>) {
-        state.withLock { $0.continuation = continuation }
-    }
-
-    /// A chunk of standard output or error; an empty one ends its stream.
-    func append(_ data: Data, error: Bool) {
-        finish { state in
-            if data.isEmpty {
-                state.openStreams -= 1
-            } else if error {
-                state.stderr.append(data)
-            } else {
-                state.stdout.append(data)
-            }
-        }
-    }
-
-    func exited(_ status: ChildProcess.Status) {
-        finish { $0.status = status }
-    }
-
-    func failed(_ error: any Error) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(throwing: error)
-    }
-
-    private func finish(_ update: (inout State) -> Void) {
-        let done: (CheckedContinuation<AmpelBinary.Output, any Error>, AmpelBinary.Output)? = state.withLock { state in
-            update(&state)
-            guard state.openStreams == 0, let status = state.status, let continuation = state.continuation else { return nil }
-            state.continuation = nil
-            // As Foundation's `Process.terminationStatus`: the exit code, or the signal that ended it.
-            return (continuation, AmpelBinary.Output(stdout: state.stdout, stderr: state.stderr, exitCode: status.terminationStatus))
-        }
-        if let (continuation, output) = done { continuation.resume(returning: output) }
+        // As Foundation's `Process.terminationStatus`: the exit code, or the signal that ended it.
+        return Output(stdout: ended.stdout, stderr: ended.stderr, exitCode: ended.status.terminationStatus)
     }
 }

@@ -211,13 +211,27 @@ public final class ChildProcess: Sendable {
     /// Runs `path` to its end and returns how it ended and what it wrote to standard output and
     /// standard error (one stream).
     public static func run(_ path: String, _ arguments: [String]) async throws -> (status: Status, output: String) {
-        let collected = Collected()
+        let ended = try await toEnd(errorsIntoOutput: true) { output, errors, onExit in
+            try ChildProcess(path, arguments, output: output, errors: errors, onExit: onExit)
+        }
+        return (ended.status, String(decoding: ended.stdout, as: UTF8.self))
+    }
+
+    /// Starts a child with `start`, handing it the output handlers and the exit handler, and
+    /// returns once both output streams have ended and the child is reaped: how it ended and
+    /// what it wrote. With `errorsIntoOutput`, standard error goes into standard output
+    /// (`2>&1`, in the order written) and `stderr` is empty.
+    public static func toEnd(
+        errorsIntoOutput: Bool,
+        _ start: (_ output: Output, _ errors: Output, _ onExit: @escaping @Sendable (Status) -> Void) throws -> ChildProcess
+    ) async throws -> (status: Status, stdout: Data, stderr: Data) {
+        let collected = Collected(streams: errorsIntoOutput ? 1 : 2)
         return try await withCheckedThrowingContinuation { continuation in
             collected.start(continuation)
             do {
-                _ = try ChildProcess(
-                    path, arguments, output: .read { collected.output($0) }, errors: .sameAsOutput,
-                    onExit: { collected.exited($0) })
+                _ = try start(.read { collected.append($0, error: false) },
+                              errorsIntoOutput ? .sameAsOutput : .read { collected.append($0, error: true) },
+                              { collected.exited($0) })
             } catch {
                 collected.failed(error)
             }
@@ -268,23 +282,34 @@ public final class ChildProcess: Sendable {
         dlsym(nil, "posix_spawn_file_actions_addchdir_np")
 }
 
-/// The state of ``ChildProcess/run(_:_:)``: done when the output ended and the child was reaped.
+/// The state of ``ChildProcess/toEnd(errorsIntoOutput:_:)``: done once every output stream has
+/// ended and the child was reaped.
 private final class Collected: Sendable {
+    typealias Ended = (status: ChildProcess.Status, stdout: Data, stderr: Data)
     private struct State {
-        var continuation: CheckedContinuation<(status: ChildProcess.Status, output: String), any Error>?
-        var output = Data()
-        var ended = false
+        var continuation: CheckedContinuation<Ended, any Error>?
+        var stdout = Data(), stderr = Data()
+        var openStreams: Int
         var status: ChildProcess.Status?
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    func start(_ continuation: CheckedContinuation<(status: ChildProcess.Status, output: String), any Error>) {
+    init(streams: Int) { state = Mutex(State(openStreams: streams)) }
+
+    func start(_ continuation: CheckedContinuation<Ended, any Error>) {
         state.withLock { $0.continuation = continuation }
     }
 
-    func output(_ data: Data) {
+    /// A chunk of standard output or error; an empty one ends its stream.
+    func append(_ data: Data, error: Bool) {
         finish { state in
-            if data.isEmpty { state.ended = true } else { state.output.append(data) }
+            if data.isEmpty {
+                state.openStreams -= 1
+            } else if error {
+                state.stderr.append(data)
+            } else {
+                state.stdout.append(data)
+            }
         }
     }
 
@@ -301,15 +326,12 @@ private final class Collected: Sendable {
     }
 
     private func finish(_ update: (inout State) -> Void) {
-        let done: (CheckedContinuation<(status: ChildProcess.Status, output: String), any Error>, ChildProcess.Status, Data)? =
-            state.withLock { state in
-                update(&state)
-                guard state.ended, let status = state.status, let continuation = state.continuation else { return nil }
-                state.continuation = nil
-                return (continuation, status, state.output)
-            }
-        if let (continuation, status, output) = done {
-            continuation.resume(returning: (status, String(decoding: output, as: UTF8.self)))
+        let done: (CheckedContinuation<Ended, any Error>, Ended)? = state.withLock { state in
+            update(&state)
+            guard state.openStreams == 0, let status = state.status, let continuation = state.continuation else { return nil }
+            state.continuation = nil
+            return (continuation, (status, state.stdout, state.stderr))
         }
+        if let (continuation, ended) = done { continuation.resume(returning: ended) }
     }
 }
