@@ -1,0 +1,129 @@
+@testable import AmpelDaemon
+import AmpelDomain
+import AmpelMQTT
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// The daemon itself (`AmpelDaemon`: start, loop, executor, stop) without a broker: a fake
+/// transport takes what it publishes and hands it what a broker that retains nothing would,
+/// the messages on the topics it subscribed to. What a fix turns into and in which order is
+/// then read off the fake, with the daemon's real journal under a temporary state directory.
+@Suite("AmpelDaemon on a fake broker", .timeLimit(.minutes(1)))
+struct DaemonOnFakeBrokerTests {
+    final class FakeBroker: StubTransport {
+        private struct State {
+            var deliver: (@Sendable (MQTTMessage) -> Void)?
+            var connected: (@Sendable (Bool) -> Void)?
+            var filters: [MQTTTopicFilter] = []
+        }
+        private let state = Mutex(State())
+        /// Every message the daemon handed over, in order.
+        let published: AsyncStream<OutgoingMessage>
+        private let publishing: AsyncStream<OutgoingMessage>.Continuation
+
+        init() {
+            (published, publishing) = AsyncStream.makeStream()
+        }
+
+        func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {
+            state.withLock { $0.deliver = target }
+        }
+
+        func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable () -> Void) {
+            state.withLock { $0.connected = connected }
+        }
+
+        func connectToBroker() async throws {
+            state.withLock { $0.connected }?(false)
+        }
+
+        func subscribe(_ filters: [String], qos: MQTTQoS) async throws {
+            let parsed = try filters.map { filter throws(MQTTError) in try MQTTTopicFilter(filter) }
+            state.withLock { $0.filters += parsed }
+        }
+
+        func unsubscribe(_ filters: [String]) async throws {
+            state.withLock { $0.filters.removeAll { filters.contains($0.filter) } }
+        }
+
+        func publish(_ message: OutgoingMessage) async throws(MQTTError) {
+            take(message)
+        }
+
+        /// Acknowledged after the call returns, as a broker's PUBACK comes: a caller registers
+        /// what waits for it after handing the message over.
+        func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) {
+            take(message)
+            if let acknowledged { Task { acknowledged(nil) } }
+        }
+
+        /// Records `message` and, as a broker does, delivers it to its own subscriptions (the
+        /// start's probes come back this way).
+        private func take(_ message: OutgoingMessage) {
+            publishing.yield(message)
+            let deliver: (@Sendable (MQTTMessage) -> Void)? = state.withLock { state in
+                state.filters.contains { $0.matches(message.topic) } ? state.deliver : nil
+            }
+            deliver?(MQTTMessage(topic: message.topic, payload: message.payload, qos: message.qos, retain: false))
+        }
+
+        /// A device's message, as the broker would hand it over.
+        func send(_ topic: String, _ text: String) {
+            let deliver = state.withLock { $0.deliver }
+            deliver?(MQTTMessage(topic: topic, payload: Array(text.utf8), qos: .atLeastOnce, retain: false))
+        }
+
+        func finish() { publishing.finish() }
+    }
+
+    /// Reads `published` until `topic` comes with a payload that contains `text`; returns what
+    /// came up to and with it.
+    static func until(_ topic: String, containing text: String = "", in iterator: inout AsyncStream<OutgoingMessage>.Iterator) async throws
+        -> [OutgoingMessage] {
+        var seen: [OutgoingMessage] = []
+        while let message = await iterator.next() {
+            seen.append(message)
+            if message.topic == topic, text.isEmpty || message.text.contains(text) { return seen }
+        }
+        throw TimedOut(what: "\(topic) with \(text)")
+    }
+
+    @Test("a phone's fix in München: its alert, then its state, then a stop that says offline")
+    func fixToAlertAndState() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var flags = ConfigurationOverrides(source: "snapshot", date: "2020-10-15")
+        flags.broker = "mqtt://127.0.0.1:1"
+        flags.stateDir = directory
+        var configuration = try DaemonConfiguration.load(yaml: "", environment: [:], flags: flags)
+        configuration.alerts.maxFixAge = nil
+        let prepared = try DaemonRuntime.prepare(configuration)
+        let broker = FakeBroker()
+        var logger = Logger(label: "ampel.test")
+        logger.logLevel = .notice
+        let daemon = AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
+                                 feed: prepared.feed, transport: broker, logger: logger, restored: prepared.restored,
+                                 flushInterval: .milliseconds(100), stateRecovery: prepared.stateRecovery)
+        let running = Task { try await daemon.run() }
+        var iterator = broker.published.makeAsyncIterator()
+        _ = try await Self.until("ampel/bridge/state", containing: BridgeState.online, in: &iterator)
+
+        broker.send("owntracks/alice/phone", #"{"_type":"location","lat":48.137,"lon":11.575,"tst":1602720000,"acc":10}"#)
+        let handled = try await Self.until("ampel/device/alice/phone/state", in: &iterator)
+        let alert = try #require(handled.firstIndex { $0.topic == "ampel/device/alice/phone/alert" }, "no alert before the state")
+        let alertJSON = try #require(try JSONSerialization.jsonObject(with: Data(handled[alert].payload)) as? [String: Any])
+        #expect(alertJSON["to"] as? String == "red", "SK München was red on 2020-10-15: \(alertJSON)")
+        #expect(handled[alert].qos == .atLeastOnce && !handled[alert].retain)
+        let state = try #require(handled.last)
+        #expect(state.retain)
+        #expect(state.text.contains(#""phase":"red""#), "\(state.text)")
+
+        daemon.stop()
+        let stopping = try await Self.until("ampel/bridge/state", containing: BridgeState.offline, in: &iterator)
+        #expect(stopping.last?.retain == true)
+        try await running.value
+        broker.finish()
+    }
+}
