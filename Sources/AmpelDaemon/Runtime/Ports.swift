@@ -5,11 +5,12 @@ import Foundation
 
 /// The broker as the daemon uses it: subscribe, publish, receive, leave.
 ///
-/// The composition root adapts `AmpelMQTT.MQTTClient` to it; keeping the daemon on this
-/// small surface keeps the C library and its threads out of the signal logic.
+/// `AmpelMQTT.MQTTClient` conforms to it itself (`MQTTClient+DaemonTransport.swift`); keeping
+/// the daemon on this small surface keeps the C library and its threads out of the signal
+/// logic, and lets a test drive the daemon with a fake broker.
 public protocol DaemonTransport: Sendable {
     /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
-    /// Called once, before ``connect()``.
+    /// Called once, before ``connectToBroker()``.
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
     /// Reports every accepted connection (CONNACK) to `connected`, in order, with whether the
     /// broker kept the session (the first for ``connectToBroker()``, then one per automatic
