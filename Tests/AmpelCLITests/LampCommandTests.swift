@@ -126,6 +126,8 @@ import Testing
     ])
     func badArgumentsExitNonZero(_ arguments: [String]) async throws {
         let lamp = try LampProcess.start(arguments)
+        // A lamp that took the arguments would run on after the test.
+        defer { lamp.terminate() }
         let status = try await lamp.wait(timeout: .seconds(30))
         #expect(status != 0)
         #expect(lamp.remainingLines().isEmpty)
