@@ -305,10 +305,10 @@ final class HomeAssistant: Sendable {
         }
         let user: [String: Any] = ["client_id": clientID, "name": "Test", "username": "test", "password": "test-password-1", "language": "en"]
         let created = try await HomeAssistantAPI.request("POST", baseURL + "/api/onboarding/users", json: user)
-        let code = try #require(created.object()?["auth_code"] as? String, "onboarding: \(created.status) \(created.text)")
+        let code = try #require(created.json?["auth_code"] as? String, "onboarding: \(created.status) \(created.text)")
         let form = "grant_type=authorization_code&code=\(code)&client_id=\(clientID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? clientID)"
         let token = try await HomeAssistantAPI.request("POST", baseURL + "/auth/token", form: form)
-        let access = try #require(token.object()?["access_token"] as? String, "token: \(token.status) \(token.text)")
+        let access = try #require(token.json?["access_token"] as? String, "token: \(token.status) \(token.text)")
         return HomeAssistantAPI(baseURL: baseURL, token: access)
     }
 }
@@ -316,13 +316,6 @@ final class HomeAssistant: Sendable {
 /// Home Assistant's REST API with an access token, and its entity registry (websocket only,
 /// through scripts/ha-websocket.py in the venv): the REST states show no unique ids.
 struct HomeAssistantAPI {
-    struct Answer {
-        let status: Int
-        let data: Data
-        var text: String { String(decoding: data, as: UTF8.self) }
-        func object() -> [String: Any]? { try? JSONSerialization.jsonObject(with: data) as? [String: Any] }
-    }
-
     /// One entity's state as `/api/states` shows it.
     struct EntityState: CustomStringConvertible {
         let state: String
@@ -336,29 +329,27 @@ struct HomeAssistantAPI {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/ha-websocket.py").path
 
-    static func request(_ method: String, _ url: String, token: String? = nil, json: [String: Any]? = nil, form: String? = nil) async throws -> Answer {
-        var request = URLRequest(url: try #require(URL(string: url)))
-        request.httpMethod = method
-        // Home Assistant beside CI's parallel suites answered a request after more than 10 s.
-        request.timeoutInterval = 60
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+    static func request(_ method: String, _ url: String, token: String? = nil, json: [String: Any]? = nil, form: String? = nil) async throws -> HTTPAnswer {
+        var headers: [String: String] = [:]
+        var body: Data?
+        if let token { headers["Authorization"] = "Bearer \(token)" }
         if let json {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            headers["Content-Type"] = "application/json"
+            body = try JSONSerialization.data(withJSONObject: json)
         }
         if let form {
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(form.utf8)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            body = Data(form.utf8)
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return Answer(status: try #require(response as? HTTPURLResponse).statusCode, data: data)
+        // Home Assistant beside CI's parallel suites answered a request after more than 10 s.
+        return try await httpRequest(method, url, headers: headers, body: body, timeout: 60)
     }
 
     /// Every entity's state, by entity id.
     func states() async throws -> [String: EntityState] {
         let answer = try await Self.request("GET", baseURL + "/api/states", token: token)
         try #require(answer.status == 200, "/api/states: \(answer.status) \(answer.text.prefix(300))")
-        let list = try #require(try JSONSerialization.jsonObject(with: answer.data) as? [[String: Any]])
+        let list = try #require(try JSONSerialization.jsonObject(with: answer.body) as? [[String: Any]])
         var states: [String: EntityState] = [:]
         for item in list {
             guard let id = item["entity_id"] as? String, let state = item["state"] as? String else { continue }

@@ -14,12 +14,24 @@ struct HTTPAnswer {
     var text: String { String(decoding: body, as: UTF8.self) }
     func object() throws -> [String: Any] { try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any], "\(text)") }
     func array() throws -> [[String: Any]] { try #require(try JSONSerialization.jsonObject(with: body) as? [[String: Any]], "\(text)") }
+    /// The body as a JSON object, or nil: for an answer that may not be one yet.
+    var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
 }
 
 /// A GET to the daemon (URLSession, a real client on a real socket).
 func httpGet(_ url: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+    try await httpRequest("GET", url, headers: headers)
+}
+
+/// A request to an HTTP server of the tests (the daemon's, Home Assistant's).
+/// - Parameter timeout: how long the answer may take; URLSession's default (60 s) otherwise.
+func httpRequest(_ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
+                 timeout: TimeInterval? = nil) async throws -> HTTPAnswer {
     var request = URLRequest(url: try #require(URL(string: url)))
+    request.httpMethod = method
+    if let timeout { request.timeoutInterval = timeout }
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    request.httpBody = body
     let (data, response) = try await URLSession.shared.data(for: request)
     let http = try #require(response as? HTTPURLResponse)
     var fields: [String: String] = [:]
