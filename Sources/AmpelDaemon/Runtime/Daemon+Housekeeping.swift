@@ -62,9 +62,10 @@ extension AmpelDaemon {
             saver.trimHeap()
         }
         if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
-        // Built once a tick: the status shows the `bridge/info` just published.
-        let info = infoDirty ? publishInfo(engine) : nil
-        publishStatus(engine, info: info)
+        // Built once a tick: the status shows the `bridge/info` just published, from the same counters.
+        let counters = infoDirty ? liveCounters() : nil
+        let info = counters.flatMap { publishInfo(engine, counters: $0) }
+        publishStatus(engine, info: info, counters: counters)
     }
 
     /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every

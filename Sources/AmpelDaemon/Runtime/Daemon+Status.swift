@@ -58,8 +58,10 @@ extension AmpelDaemon {
         return snapshot
     }
 
-    /// - Parameter info: the `bridge/info` payload when this tick built it already.
-    func publishStatus(_ engine: SignalEngine, info: [UInt8]? = nil) {
+    /// - Parameters:
+    ///   - info: the `bridge/info` payload when this tick built it already;
+    ///   - counters: ``liveCounters()`` when this tick took them already.
+    func publishStatus(_ engine: SignalEngine, info: [UInt8]? = nil, counters live: Counters? = nil) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
         statusGeneration += 1
@@ -85,7 +87,7 @@ extension AmpelDaemon {
         snapshot.lamps = configuration.lamps.map {
             StatusView.Lamp(settings: $0, online: online[$0.name], color: looks[$0.name]?.color.hex, blink: looks[$0.name]?.blink ?? false)
         }
-        let counters = liveCounters()
+        let counters = live ?? liveCounters()
         snapshot.bridgeInfo = info ?? infoPayload(engine, counters: counters)
         snapshot.counters = counters
         snapshot.messagesReceived = messagesReceived
@@ -96,12 +98,13 @@ extension AmpelDaemon {
 
     /// `bridge/info`, handed over without waiting for the broker (like every publish of the
     /// loop); returns its payload, for the status of the same tick.
+    /// - Parameter counters: ``liveCounters()`` when the caller took them already.
     @discardableResult
-    func publishInfo(_ engine: SignalEngine) -> [UInt8]? {
+    func publishInfo(_ engine: SignalEngine, counters: Counters? = nil) -> [UInt8]? {
         guard feedState != nil else { return nil }
         infoDirty = false
         webhookStats = webhooks.stats
-        let payload = infoPayload(engine)
+        let payload = infoPayload(engine, counters: counters)
         do {
             try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: payload, qos: .atLeastOnce, retain: true), acknowledged: nil)
         } catch {

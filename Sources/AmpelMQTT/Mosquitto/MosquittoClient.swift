@@ -155,8 +155,7 @@ final class MosquittoClient: @unchecked Sendable {
             MosquittoClient.target(userdata)?.answered(mid: mid, .unsubscribed)
         }
         mosquitto_message_v5_callback_set(pointer) { _, userdata, message, _ in
-            guard let message, let userdata else { return }
-            let receiver = Unmanaged<CallbackBox>.fromOpaque(userdata).takeUnretainedValue().receiver
+            guard let message, let receiver = MosquittoClient.box(userdata)?.receiver else { return }
             // Copied here: libmosquitto frees the message when the callback returns.
             let m = message.pointee
             let payload = [UInt8](UnsafeRawBufferPointer(start: m.payload, count: Int(max(m.payloadlen, 0))))
@@ -168,9 +167,12 @@ final class MosquittoClient: @unchecked Sendable {
         setLogCallback(enabled: true)
     }
 
+    private static func box(_ userdata: UnsafeMutableRawPointer?) -> CallbackBox? {
+        userdata.map { Unmanaged<CallbackBox>.fromOpaque($0).takeUnretainedValue() }
+    }
+
     private static func target(_ userdata: UnsafeMutableRawPointer?) -> (any MosquittoCallbacks)? {
-        guard let userdata else { return nil }
-        return Unmanaged<CallbackBox>.fromOpaque(userdata).takeUnretainedValue().target
+        box(userdata)?.target
     }
 
     /// Log lines are only needed to explain a failing connect; while connected, formatting one

@@ -145,15 +145,12 @@ final class MQTTSession: MosquittoReceiver, Sendable {
                 if !filters.isEmpty { resubscribed.append((filters, mosquitto.subscribe(filters, qos: qos).rc)) }
             }
             for entry in established.offline {
-                if entry.waiter != nil { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
-                let (rc, mid) = mosquitto.publish(entry.message)
-                if rc == MosquittoResult.success || rc == MosquittoResult.noConnection { handedOver() }
+                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil)
                 guard let waiter = entry.waiter else { continue }
-                if rc == MosquittoResult.success || rc == MosquittoResult.noConnection {
-                    machine.sent(mid: mid, token: entry.token, waiter: waiter)
+                if let refused {
+                    failed.append((waiter, .mosquitto(refused, "publish to '\(entry.message.topic)' rejected")))
                 } else {
-                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-                    failed.append((waiter, .mosquitto(rc, "publish to '\(entry.message.topic)' rejected")))
+                    machine.sent(mid: mid, token: entry.token, waiter: waiter)
                 }
             }
             return established
@@ -249,16 +246,8 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             case .closed:
                 return .failed(SessionErrors.closed)
             case .send:
-                possibleWaiters.add(1, ordering: .sequentiallyConsistent)
-                let (rc, mid) = mosquitto.publish(message)
-                loop.wakeIfIdle()
-                // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the
-                // message queued and sends it after the reconnect.
-                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
-                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-                    return .refused(rc)
-                }
-                handedOver()
+                let (refused, mid) = handOver(message, withWaiter: true)
+                if let refused { return .refused(refused) }
                 if cancelled {
                     possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
                     return .sentCancelled(mid)
@@ -339,10 +328,23 @@ final class MQTTSession: MosquittoReceiver, Sendable {
 
     // MARK: - Answers and cancellation
 
-    /// A QoS 1/2 publish is now libmosquitto's until the broker answers.
-    @inline(__always)
-    func handedOver() {
+    /// Hands a QoS 1/2 publish the state machine said to send to libmosquitto, under the
+    /// session's lock: `refused` is libmosquitto's code when it did not take it. `withWaiter`:
+    /// somebody awaits the answer, so the network thread must note it (``possibleWaiters``,
+    /// raised before the call that produces the answer).
+    func handOver(_ message: OutgoingMessage, withWaiter: Bool) -> (refused: Int32?, mid: Int32) {
+        if withWaiter { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
+        let (rc, mid) = mosquitto.publish(message)
+        loop.wakeIfIdle()
+        // MOSQ_ERR_NO_CONN: the connection just broke, but libmosquitto keeps the message
+        // queued and sends it after the reconnect.
+        guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
+            if withWaiter { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+            return (rc, mid)
+        }
+        // Now libmosquitto's until the broker answers.
         unansweredCount.add(1, ordering: .relaxed)
+        return (nil, mid)
     }
 
     var unanswered: Int { max(0, unansweredCount.load(ordering: .relaxed)) }
