@@ -69,13 +69,20 @@ try:
                 sys.exit(0)
 finally:
     sub.terminate()
+    sub.wait()
 PY
 }
 
 # The broker's own count of publishes it dropped for a client whose queue was full.
 # Retained once the broker's first $SYS pass (sys_interval after its start) has counted; none
 # before it, when the count is still 0.
-broker_dropped() { mosquitto_sub -p "$port" -t '$SYS/broker/publish/messages/dropped' -C 1 -W 2 2>/dev/null || echo 0; }
+# mosquitto_sub exits 27 when -W runs out: only that means "none retained"; any other failure
+# (no broker) fails the script instead of reading as 0 shed.
+broker_dropped() {
+  local rc=0
+  mosquitto_sub -p "$port" -t '$SYS/broker/publish/messages/dropped' -C 1 -W 2 2>/dev/null || rc=$?
+  if [ "$rc" = 27 ]; then echo 0; elif [ "$rc" != 0 ]; then echo "broker_dropped: mosquitto_sub exit $rc" >&2; return 1; fi
+}
 
 total_warm=$((PUBLISHERS * DEVICES))
 "$tmp/fleet" burst --port "$port" --publishers "$PUBLISHERS" --count "$DEVICES" --devices "$DEVICES" --round 0 --alternate "$ALTERNATE" --qos 1 >/dev/null

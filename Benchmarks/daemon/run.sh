@@ -91,9 +91,8 @@ start_daemon() { # STATE_DIR [BINARY]
     # none (true of 91d7a5a, the baseline of the earlier runs).
     if compgen -G "$1/journal-*.log" >/dev/null; then walk=1; fi
   fi
-  # Read from disk as a deployed binary is: one still in the page cache from its link (or from
-  # the checks above) maps more of itself per fault, 3-5 MB of RSS at start (DESIGN.md, decision 67).
-  python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)" "${2:-$ampel}"
+  # Read from disk as deployed, not from its link's (or the checks above') page cache.
+  evict_from_page_cache "${2:-$ampel}"
   "${2:-$ampel}" run "${config[@]}" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$1" "${http[@]}" \
     > >(tee -a "$out/daemon.log" >"$tmp/daemon-current.log") 2>&1 &
   daemon_pid=$!

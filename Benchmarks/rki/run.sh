@@ -127,7 +127,7 @@ start_test_broker "$tmp/broker" "$bport"
 # The binary as a deployed one is: read from disk, not the linker's fresh pages. How the file
 # came into the page cache decides how much of it one page fault maps (its folios): a binary
 # just linked peaked 2-4 MB higher here (70.4-72.1 MB against 67.8-68.5 MB for the same file).
-python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)" "$ampel"
+evict_from_page_cache "$ampel"
 "$ampel" run --broker "mqtt://127.0.0.1:$bport" --source rki --url "http://127.0.0.1:$port/live.csv" --refresh 1 \
   --state-dir "$tmp/daemon" --http false --log-level info >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!

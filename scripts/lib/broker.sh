@@ -108,7 +108,9 @@ stop_jobs() {
 
 # end_daemon_and_broker: an EXIT trap for a script that started one daemon ($daemon_pid) and a
 # test broker ($BROKER_PID) in the scratch directory $tmp: stops both (stop_pid), removes $tmp.
+# The daemon first: its stop says offline to the broker and waits for the acknowledgement.
 end_daemon_and_broker() {
-  stop_pid "${daemon_pid:-}" "${BROKER_PID:-}"
+  stop_pid "${daemon_pid:-}"
+  stop_pid "${BROKER_PID:-}"
   rm -rf "$tmp"
 }

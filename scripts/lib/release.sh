@@ -19,3 +19,10 @@ release_binaries() { # OUT_DIR [PRODUCT ...]
   done
   bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
 }
+
+# evict_from_page_cache FILE: drops FILE's pages from the page cache (written back first), so the
+# next start reads it from disk as a deployed binary is: a just-linked binary in the cache maps
+# more of itself per fault, 3-5 MB of RSS at start (docs/DESIGN.md, decision 67).
+evict_from_page_cache() {
+  python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)" "$1"
+}
