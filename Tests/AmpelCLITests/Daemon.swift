@@ -105,7 +105,7 @@ final class Daemon: Sendable {
     /// How it ended, once it has (as often as asked).
     func exit() async throws -> ChildProcess.Status {
         let ended = self.ended
-        return try await withTimeout(.seconds(30), "ampel run to end") {
+        return try await withTimeout(.seconds(30), "the daemon to end") {
             await ended.wait { $0 != nil }
             guard let status = ended.value?.status else { throw TestTimeout(description: "no exit status") }
             return status

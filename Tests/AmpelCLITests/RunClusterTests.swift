@@ -293,7 +293,7 @@ struct RunClusterTests {
 
                 // fleet-b dies: its Will says offline on its own bridge; fleet-a stays online.
                 let mark = collector.mark
-                b.process.signal(SIGKILL)
+                _ = try await b.kill()
                 try await collector.wait("fleet-b's Last Will", since: mark) { records in
                     records.contains { $0.topic == "ampel/bridge/fleet-b/state" && $0.payload.contains("offline") }
                 }

@@ -24,7 +24,7 @@ struct RunFirstRunStatusTests {
             let started = ContinuousClock.now
 
             let ready = try await httpAwait(base + "/readyz", "the first failure in /readyz") { answer in
-                guard let data = (try? answer.object())?["data"] as? [String: Any] else { return false }
+                guard let data = answer.json?["data"] as? [String: Any] else { return false }
                 return data["lastError"] is String
             }
             let took = ContinuousClock.now - started
@@ -75,7 +75,7 @@ struct RunFirstRunStatusTests {
         try await withDaemon(["--broker", "mqtt://127.0.0.1:\(port)", "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15"]) { daemon in
             let base = try await daemon.httpURL()
             let answer = try await httpAwait(base + "/readyz", "the broker's error in /readyz") { answer in
-                ((try? answer.object())?["reason"] as? String)?.contains("broker not connected:") == true
+                (answer.json?["reason"] as? String)?.contains("broker not connected:") == true
             }
             #expect(answer.status == 503)
             let body = try answer.object()

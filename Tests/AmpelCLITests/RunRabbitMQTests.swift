@@ -144,8 +144,7 @@ struct RunRabbitMQTests {
 
             // kill -9: RabbitMQ publishes the Last Will, and keeps it as the retained bridge state.
             let killMark = collector.mark
-            daemon.process.signal(SIGKILL)
-            let killed = try await daemon.exit()
+            let killed = try await daemon.kill()
             #expect(killed.signal == SIGKILL)
             try await collector.awaitOffline(since: killMark)
         }

@@ -73,10 +73,10 @@ struct RunStateDirectoryTests {
             var environment = ProcessInfo.processInfo.environment
             environment["HOME"] = "\(dir.path)/home"
             for name in ["XDG_STATE_HOME", "AMPEL_STATE_DIR", "STATE_DIRECTORY", "AMPEL_CONFIG"] { environment[name] = "" }
-            let run = try await AmpelBinary.run(["run", "--check-config"] + arguments, environment: environment, directory: dir,
-                                                errorsIntoOutput: true)
-            try #require(run.exitCode == 0, "\(run.stdoutText)")
-            return run.stdoutText
+            let result = try await AmpelBinary.run(["run", "--check-config"] + arguments, environment: environment, directory: dir,
+                                                   errorsIntoOutput: true)
+            try #require(result.exitCode == 0, "\(result.stdoutText)")
+            return result.stdoutText
         }
         let moved = try await run([])
         #expect(moved.contains("state dir: \(dir.path)/home/.local/state/ampel"), "\(moved)")

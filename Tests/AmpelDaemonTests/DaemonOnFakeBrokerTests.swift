@@ -1,6 +1,7 @@
 @testable import AmpelDaemon
 import AmpelDomain
 import AmpelMQTT
+import AmpelTestSupport
 import Foundation
 import Logging
 import Synchronization
@@ -78,16 +79,22 @@ struct DaemonOnFakeBrokerTests {
         func finish() { publishing.finish() }
     }
 
-    /// Reads `published` until `topic` comes with a payload that contains `text`; returns what
-    /// came up to and with it.
-    static func until(_ topic: String, containing text: String = "", in iterator: inout AsyncStream<OutgoingMessage>.Iterator) async throws
-        -> [OutgoingMessage] {
+    /// Reads `published` until `topic` comes with a payload that contains `text`, for up to
+    /// 20 s; returns what came up to and with it.
+    static func until(_ topic: String, containing text: String = "", from broker: FakeBroker,
+                      in iterator: inout AsyncStream<OutgoingMessage>.Iterator) async throws -> [OutgoingMessage] {
+        // Past the deadline the stream ends, and with it the wait.
+        let deadline = Task {
+            await threadSleep(for: .seconds(20))
+            broker.finish()
+        }
+        defer { deadline.cancel() }
         var seen: [OutgoingMessage] = []
         while let message = await iterator.next() {
             seen.append(message)
             if message.topic == topic, text.isEmpty || message.text.contains(text) { return seen }
         }
-        throw TimedOut(what: "\(topic) with \(text)")
+        throw TimedOut(what: "\(topic) with '\(text)'; published: \(seen.map(\.topic))")
     }
 
     @Test("a phone's fix in München: its alert, then its state, then a stop that says offline")
@@ -103,25 +110,25 @@ struct DaemonOnFakeBrokerTests {
         let broker = FakeBroker()
         var logger = Logger(label: "ampel.test")
         logger.logLevel = .notice
-        let daemon = AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
-                                 feed: prepared.feed, transport: broker, logger: logger, restored: prepared.restored,
-                                 flushInterval: .milliseconds(100), stateRecovery: prepared.stateRecovery)
+        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, flushInterval: .milliseconds(100), transport: broker)
         let running = Task { try await daemon.run() }
+        // A test that fails half-way leaves no daemon behind (a second stop does nothing).
+        defer { daemon.stop() }
         var iterator = broker.published.makeAsyncIterator()
-        _ = try await Self.until("ampel/bridge/state", containing: BridgeState.online, in: &iterator)
+        _ = try await Self.until("ampel/bridge/state", containing: BridgeState.online, from: broker, in: &iterator)
 
         broker.send("owntracks/alice/phone", #"{"_type":"location","lat":48.137,"lon":11.575,"tst":1602720000,"acc":10}"#)
-        let handled = try await Self.until("ampel/device/alice/phone/state", in: &iterator)
+        let handled = try await Self.until("ampel/device/alice/phone/state", from: broker, in: &iterator)
         let alert = try #require(handled.firstIndex { $0.topic == "ampel/device/alice/phone/alert" }, "no alert before the state")
         let alertJSON = try #require(try JSONSerialization.jsonObject(with: Data(handled[alert].payload)) as? [String: Any])
         #expect(alertJSON["to"] as? String == "red", "SK München was red on 2020-10-15: \(alertJSON)")
         #expect(handled[alert].qos == .atLeastOnce && !handled[alert].retain)
-        let state = try #require(handled.last)
+        let state = handled[handled.count - 1]  // `until` ends with the state it waited for
         #expect(state.retain)
         #expect(state.text.contains(#""phase":"red""#), "\(state.text)")
 
         daemon.stop()
-        let stopping = try await Self.until("ampel/bridge/state", containing: BridgeState.offline, in: &iterator)
+        let stopping = try await Self.until("ampel/bridge/state", containing: BridgeState.offline, from: broker, in: &iterator)
         #expect(stopping.last?.retain == true)
         try await running.value
         broker.finish()

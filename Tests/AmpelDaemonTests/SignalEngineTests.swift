@@ -27,9 +27,9 @@ enum Fixtures {
     static let altoetting = place("09171", "Altötting")
     static let stuttgart = place("08111", "Stuttgart")
 
-    /// A district as the geometry locator gives it: code, the geometry's name, the state.
+    /// A district as the geometry locator gives it.
     static func place(_ ags: String, _ name: String) -> Signal.DistrictRef {
-        Signal.DistrictRef(ags: ags, name: name, state: GermanState.name(ofDistrict: ags) ?? "", type: nil)
+        GeoLocator.district(ags: ags, name: name)
     }
 }
 

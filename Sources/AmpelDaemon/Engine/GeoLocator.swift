@@ -12,9 +12,12 @@ public struct GeoLocator: Locator {
         self.index = index
         // The geometry knows code and name; the state follows from the code. A signal for a
         // district the data knows names it as the data does (``RuleSet/signal(atDistrict:placeName:dataset:region:language:stale:directory:)``).
-        districts = index.districts.map {
-            Signal.DistrictRef(ags: $0.ags, name: $0.name, state: GermanState.name(ofDistrict: $0.ags) ?? "", type: nil)
-        }
+        districts = index.districts.map { Self.district(ags: $0.ags, name: $0.name) }
+    }
+
+    /// A geometry district as the engine's district: code, the geometry's name, the state.
+    static func district(ags: String, name: String) -> Signal.DistrictRef {
+        Signal.DistrictRef(ags: ags, name: name, state: GermanState.name(ofDistrict: ags) ?? "", type: nil)
     }
 
     /// The index over the bundled geometry.

@@ -204,10 +204,10 @@ public enum DaemonRuntime {
         }
     }
 
-    /// The daemon on a real MQTT client, not yet running.
+    /// The daemon, not yet running, on a real MQTT client unless a test gives its own `transport`.
     public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
-                                  metrics: DaemonMetrics? = nil) throws -> AmpelDaemon {
-        let transport = MQTTClient(configuration: try MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
+                                  metrics: DaemonMetrics? = nil, transport: (any DaemonTransport)? = nil) throws -> AmpelDaemon {
+        let transport = try transport ?? MQTTClient(configuration: MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
                            flushInterval: flushInterval, stateRecovery: prepared.stateRecovery, metrics: metrics)
