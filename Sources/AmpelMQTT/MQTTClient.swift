@@ -166,8 +166,17 @@ public final class MQTTClient: Sendable {
             case .offlineQueueFull: return .full
             case .closed: return .closed
             case .send:
-                let (refused, mid) = session.handOver(message, withWaiter: waiter != nil)
-                if let refused { return .refused(refused) }
+                // `MQTTSession.handOver` written out: called here, it would be a hand-over to
+                // another type on the way to libmosquitto (docs/DESIGN.md, "How a location travels").
+                if waiter != nil { session.possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
+                let (rc, mid) = session.mosquitto.publish(message)
+                session.loop.wakeIfIdle()
+                // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
+                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
+                    if waiter != nil { session.possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+                    return .refused(rc)
+                }
+                session.handedOver()
                 if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
                 return .handedOver
             }

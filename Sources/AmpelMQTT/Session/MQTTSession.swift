@@ -342,9 +342,14 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             if withWaiter { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
             return (rc, mid)
         }
-        // Now libmosquitto's until the broker answers.
-        unansweredCount.add(1, ordering: .relaxed)
+        handedOver()
         return (nil, mid)
+    }
+
+    /// A QoS 1/2 publish is now libmosquitto's until the broker answers.
+    @inline(__always)
+    func handedOver() {
+        unansweredCount.add(1, ordering: .relaxed)
     }
 
     var unanswered: Int { max(0, unansweredCount.load(ordering: .relaxed)) }
