@@ -99,51 +99,52 @@ public final class HTTPFixtureServer: Sendable {
     private let state = Mutex(State())
     private let posts = Watched<[Request]>([])
     private let stalls = Watched<Int>(0)
-    private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
+    private let box: ServerBox
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, port: Int, maxRecordCount: Int) {
-        self.group = group
+    private init(channel: any Channel, box: ServerBox, port: Int, maxRecordCount: Int) {
         self.channel = channel
+        self.box = box
         self.port = port
         self.maxRecordCount = maxRecordCount
     }
 
     /// Starts a server on a free port of 127.0.0.1.
     ///
+    /// The servers share one event loop (``eventLoop``) instead of a group each: awaiting a
+    /// group's `shutdownGracefully()` hung about one run of the data tests in six (its callback
+    /// goes through a global dispatch queue that, with the group's thread gone, sometimes never
+    /// ran it). One thread, as each server had before: the handlers share their server's state.
+    ///
     /// - Parameter maxRecordCount: the page size limit; small values force many pages.
     public static func start(maxRecordCount: Int = 2000) async throws -> HTTPFixtureServer {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = ServerBox()
-        let bootstrap = ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                box.opened(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(FixtureHandler(box: box))
                 }
             }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
+        let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
         guard let port = channel.localAddress?.port else {
             try? await channel.close()
-            try? await group.shutdownGracefully()
             throw FixtureError("the server channel has no port")
         }
-        let server = HTTPFixtureServer(group: group, channel: channel, port: port, maxRecordCount: max(1, maxRecordCount))
+        let server = HTTPFixtureServer(channel: channel, box: box, port: port, maxRecordCount: max(1, maxRecordCount))
         box.server.withLock { $0 = server }
         return server
     }
 
+    /// Every server's loop, for the life of the test process.
+    static let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     /// Closes the listening socket and every open connection.
     public func shutdown() async throws {
         try? await channel.close()
-        try await group.shutdownGracefully()
+        for connection in box.closeAll() { try? await connection.close() }
         let waiters = state.withLock { state in
             defer { state.waiters = [] }
             return state.waiters
@@ -514,6 +515,30 @@ public struct FixtureError: Error, CustomStringConvertible {
 /// Lets the channel handlers reach the server, which exists only after the bind.
 final class ServerBox: Sendable {
     let server = Mutex<HTTPFixtureServer?>(nil)
+    /// The open connections, until ``closeAll()``; nil after it (a late one is closed at once).
+    private let connections = Mutex<[ObjectIdentifier: any Channel]?>([:])
+
+    func opened(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let kept = connections.withLock { connections -> Bool in
+            guard connections != nil else { return false }
+            connections![id] = channel
+            return true
+        }
+        guard kept else {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { _ in _ = self.connections.withLock { $0?.removeValue(forKey: id) } }
+    }
+
+    /// The connections open now; any opened later is closed at once.
+    func closeAll() -> [any Channel] {
+        connections.withLock { connections in
+            defer { connections = nil }
+            return connections.map { Array($0.values) } ?? []
+        }
+    }
 }
 
 /// Turns each request into the server's answer.
@@ -629,7 +654,11 @@ final class FixtureHandler: ChannelInboundHandler {
         while context.channel.isActive, context.channel.isWritable, var current = outgoing, current.body.readableBytes > 0 {
             let chunk = current.body.readSlice(length: min(Self.chunkSize, current.body.readableBytes))!
             outgoing = current
-            outgoing?.lastWrite = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))))
+            // The write first: when the client is gone it fails at once and `channelInactive`
+            // clears `outgoing` inside it (written as `outgoing?.lastWrite = write(...)`, that
+            // was an overlapping access, and a crash).
+            let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))))
+            outgoing?.lastWrite = written
         }
         guard let current = outgoing, current.body.readableBytes == 0 else { return }
         outgoing = nil
