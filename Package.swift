@@ -26,7 +26,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
         // The HTTP face of `ampel run` (docs/http.md) and its Prometheus metrics.
@@ -56,8 +55,7 @@ let package = Package(
         .target(
             name: "AmpelData",
             dependencies: [
-                "AmpelDomain",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "AmpelDomain", "CAmpelCurl",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Resources/rki")],
@@ -70,6 +68,9 @@ let package = Package(
             dependencies: ["AmpelCore", "AmpelDomain", "AmpelGeo", "AmpelData"],
             swiftSettings: strict
         ),
+        // libcurl, Ampel's HTTP client (AmpelData's HTTPClient): the system's, with its TLS and CA
+        // store; the C functions Swift needs around its variadic setters.
+        .target(name: "CAmpelCurl", linkerSettings: [.linkedLibrary("curl")]),
         // The Linux calls (thread names, scheduling classes, malloc tuning, eventfd wake-ups).
         .target(name: "CAmpelLinux"),
         // libmosquitto, seen only by AmpelMQTT.
@@ -91,8 +92,6 @@ let package = Package(
             name: "AmpelDaemon",
             dependencies: [
                 "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelPage", "CAmpelLinux",
-                // Webhooks POST alerts with the same HTTP client the RKI source uses.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),

@@ -12,10 +12,11 @@ set -euo pipefail
 # mosquitto, mosquitto-clients: the demo's throw-away broker, its mosquitto_sub observers and
 # the simulator's mosquitto_pub (scripts/demo.sh, scripts/demo/simulate.py).
 # libmosquitto-dev, pkg-config: the MQTT client library, found through pkg-config (Package.swift, CMosquitto).
-# zlib1g-dev: swift-nio-extras links -lz (HTTP compression of the web client).
+# libcurl4-openssl-dev: the HTTP client (RKI data, webhooks; Sources/CAmpelCurl) links -lcurl;
+# ca-certificates: the CAs its HTTPS trusts.
 # python3: the demo's simulator and views, and the free-port helper (scripts/lib/broker.sh).
 # tmux: the interactive demo's two panes (the lamp above the alert log).
-packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config zlib1g-dev python3 tmux "$@")
+packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config libcurl4-openssl-dev ca-certificates python3 tmux "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,9 +1,6 @@
 import AmpelDomain
-import AsyncHTTPClient
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 
 /// The live source: the RKI ArcGIS feature layer `RKI_Landkreisdaten`.
 ///
@@ -18,8 +15,7 @@ import NIOHTTP1
 /// let dataset = try await client.fetch()
 /// ```
 ///
-/// > Note: The client uses `HTTPClient.shared` unless given another (the daemon passes
-/// > ``DataHTTP/shared``); a client you pass in stays yours to shut down.
+/// > Note: The requests go through ``HTTPClient/shared`` unless the client is given another.
 public struct ArcGISClient: IncidenceSource {
     /// Where and how to ask.
     public struct Configuration: Sendable {
@@ -80,8 +76,7 @@ public struct ArcGISClient: IncidenceSource {
     let logger: Logger
 
     /// - Parameters:
-    ///   - httpClient: the client to send requests with. `HTTPClient.shared` retries a failed
-    ///     connection itself until the timeout; ``DataHTTP/shared`` reports it at once.
+    ///   - httpClient: the client to send requests with (the process's by default).
     ///   - logger: receives retries (notice) and rejected answers (warning).
     public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
@@ -164,11 +159,7 @@ public struct ArcGISClient: IncidenceSource {
 
     /// One request, bounded by ``Configuration/timeout`` from sending to the last body byte.
     func attemptGet(_ url: String) async throws(DataHTTP.Failure) -> Data {
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        request.headers.add(name: "User-Agent", value: configuration.userAgent)
-        request.headers.add(name: "Accept", value: "application/json")
-        let prepared = request
+        let request = HTTPClient.Request(url: url, headers: [("User-Agent", configuration.userAgent), ("Accept", "application/json")])
         let client = httpClient
         let timeout = configuration.timeout
         let clock = configuration.timeoutClock
@@ -176,15 +167,9 @@ public struct ArcGISClient: IncidenceSource {
         do {
             return try await withThrowingTaskGroup(of: Data.self) { group in
                 group.addTask {
-                    // The deadline of `execute` ends with the response head; the race below
-                    // bounds the body as well.
-                    let response = try await client.execute(prepared, timeout: .nanoseconds(timeout.nanoseconds))
-                    guard (200..<300).contains(response.status.code) else {
-                        _ = try? await response.body.collect(upTo: 1 << 20)
-                        throw DataHTTP.StatusError(code: response.status.code, reason: response.status.reasonPhrase)
-                    }
-                    let buffer = try await response.body.collect(upTo: maxBody)
-                    return Data(buffer.readableBytesView)
+                    let (head, body) = try await client.collect(request, upTo: maxBody)
+                    guard head.isSuccess else { throw DataHTTP.StatusError(code: UInt(max(0, head.status)), reason: head.reason) }
+                    return Data(body)
                 }
                 group.addTask {
                     try await clock.sleep(for: timeout)
@@ -198,7 +183,6 @@ public struct ArcGISClient: IncidenceSource {
             throw DataHTTP.failure(of: error, url: url, timeout: timeout, maxBytes: maxBody)
         }
     }
-
 }
 
 extension Duration {

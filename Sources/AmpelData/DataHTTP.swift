@@ -1,38 +1,15 @@
 import AmpelDomain
-import AsyncHTTPClient
 import Foundation
 import Logging
-import NIOCore
-import NIOPosix
 
-/// What the live sources share: their HTTP client, the `User-Agent`, the retry loop and the
-/// words for a failed connection.
+/// What the live sources share: the `User-Agent`, the retry loop and the words for a failed
+/// request.
 public enum DataHTTP {
     /// The version sent in the `User-Agent`.
     public static let version = AmpelVersion.current
 
     /// `ampel/<version> (...)`: tells the data's operators who is asking.
-    public static let userAgent = "ampel/\(version) (Corona-Ampel daemon; Swift AsyncHTTPClient)"
-
-    /// An `HTTPClient` suited to the data sources: a refused or failed connection fails the
-    /// request at once (``RetryPolicy`` decides about retrying) instead of being retried
-    /// inside the client until the timeout, and a connection attempt may take 10 seconds.
-    ///
-    /// > Note: The caller owns it and must `shutdown()` it when done.
-    public static func makeHTTPClient() -> HTTPClient {
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: .seconds(10)))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }
-
-    /// One ``makeHTTPClient()`` for the life of the process, never shut down (as
-    /// `HTTPClient.shared`, which would instead retry a refused connection inside the client
-    /// until the stall timeout: a daemon whose source was unreachable said nothing for a
-    /// minute). The daemon's sources use it. Not the sources' default: the data tests, many
-    /// requests at once to many loopback servers through it, hung in 2 of 3 runs.
-    public static let shared = makeHTTPClient()
+    public static let userAgent = "ampel/\(version) (Corona-Ampel daemon; libcurl)"
 
     /// Whether `url` is an absolute `http` or `https` URL with a host.
     public static func isValidURL(_ url: String) -> Bool {
@@ -66,11 +43,16 @@ public enum DataHTTP {
             return Failure(error: DataError(.http, "\(host) answered HTTP \(status.code) \(status.reason)"), retryable: retryable)
         case is TimedOut:
             return Failure(error: DataError(.timeout, "no complete answer from \(host) within \(timeout)"), retryable: true)
-        case let client as HTTPClientError where client == .deadlineExceeded || client == .readTimeout:
-            return Failure(error: DataError(.timeout, "no complete answer from \(host) within \(timeout)"), retryable: true)
-        case let client as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(client):
-            return Failure(error: DataError(.network, "'\(url)' is not a usable URL"), retryable: false)
-        case is NIOTooManyBytesError:
+        case let transfer as HTTPClient.TransferError:
+            switch transfer.kind {
+            case .timeout:
+                return Failure(error: DataError(.timeout, "no complete answer from \(host) within \(timeout)"), retryable: true)
+            case .unusableURL:
+                return Failure(error: DataError(.network, "'\(url)' is not a usable URL"), retryable: false)
+            default:
+                return Failure(error: DataError(.network, "cannot reach \(host): \(transfer.cause)"), retryable: true)
+            }
+        case is HTTPClient.BodyTooLarge:
             return Failure(error: DataError(.malformed, "the answer is larger than \(maxBytes) bytes"), retryable: false)
         case is CancellationError:
             return Failure(error: DataError(.network, "the request was cancelled"), retryable: false)
@@ -113,32 +95,9 @@ public enum DataHTTP {
     }
 
     /// What went wrong on the network, in the system's words: `connection refused`, `network
-    /// is unreachable`, …
-    ///
-    /// NIO describes a failed connect by the event that reported it (`connection reset (error
-    /// set): Connection refused) (errno: 111)`), which reads as a reset; the `errno` is the cause.
+    /// is unreachable`, `unknown host <host>`, …
     public static func cause(of error: any Error) -> String {
-        if let io = error as? IOError {
-            return String(cString: strerror(io.errnoCode)).lowercased()
-        }
-        if let channel = error as? ChannelError, case .connectTimeout(let timeout) = channel {
-            return "no connection within \(timeout)"
-        }
-        if let resolution = error as? NIOConnectionError {
-            if resolution.dnsAAAAError != nil || resolution.dnsAError != nil, resolution.connectionErrors.isEmpty {
-                return "unknown host \(resolution.host)"
-            }
-            if let first = resolution.connectionErrors.first {
-                return cause(of: first.error)
-            }
-        }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout: return "no connection within the time allowed"
-            case .remoteConnectionClosed: return "the server closed the connection before answering"
-            default: return "\(client)"
-            }
-        }
+        if let transfer = error as? HTTPClient.TransferError { return transfer.cause }
         return "\(error)"
     }
 

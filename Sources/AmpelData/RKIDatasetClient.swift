@@ -1,9 +1,6 @@
 import AmpelDomain
-import AsyncHTTPClient
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 import Synchronization
 
 /// The live source `rki`: the RKI's maintained open dataset "COVID-19_7-Tage-Inzidenz_in_Deutschland",
@@ -74,8 +71,7 @@ public struct RKIDatasetClient: IncidenceSource {
     let httpClient: HTTPClient
     let logger: Logger
 
-    /// - Parameter httpClient: the client to send requests with; the daemon passes
-    ///   ``DataHTTP/shared``, which reports a refused connection at once.
+    /// - Parameter httpClient: the client to send requests with (the process's by default).
     public init(configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 logger: Logger = Logger(label: "ampel.data.rki")) {
         self.configuration = configuration
@@ -172,15 +168,27 @@ public struct RKIDatasetClient: IncidenceSource {
         let chunks = Atomic<Int>(0)
     }
 
+    /// The parser of one download: fed by the transfer's callbacks on the HTTP client's
+    /// thread, finished by the caller once the transfer has completed.
+    private final class Parse: @unchecked Sendable {
+        let reader: RKIDistrictCSV
+        var bytes = 0
+
+        init(windowDays: Int) {
+            reader = RKIDistrictCSV(windowDays: windowDays)
+        }
+    }
+
     /// One download, bounded by the stall timeout and the whole timeout.
     func attempt(_ validators: HTTPValidators?) async throws(DataHTTP.Failure) -> SourceAnswer {
-        var request = HTTPClientRequest(url: configuration.url)
-        request.method = .GET
-        request.headers.add(name: "User-Agent", value: configuration.userAgent)
-        request.headers.add(name: "Accept", value: "text/csv, text/plain;q=0.9, */*;q=0.5")
-        if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
-        if let modified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: modified) }
-        let prepared = request
+        var headers: [(name: String, value: String)] = [
+            ("User-Agent", configuration.userAgent),
+            ("Accept", "text/csv, text/plain;q=0.9, */*;q=0.5"),
+        ]
+        if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
+        if let modified = validators?.lastModified { headers.append(("If-Modified-Since", modified)) }
+        // The file compresses about 6:1 (GitHub sends it gzipped when asked).
+        let request = HTTPClient.Request(url: configuration.url, headers: headers, acceptsCompression: true)
         let client = httpClient
         let configuration = self.configuration
         let progress = Progress()
@@ -188,23 +196,21 @@ public struct RKIDatasetClient: IncidenceSource {
         do {
             return try await withThrowingTaskGroup(of: SourceAnswer.self) { group in
                 group.addTask {
-                    let response = try await client.execute(prepared, timeout: .nanoseconds(configuration.timeout.nanoseconds))
-                    if response.status == .notModified { return .notModified }
-                    guard (200..<300).contains(response.status.code) else {
-                        _ = try? await response.body.collect(upTo: 1 << 20)
-                        throw DataHTTP.StatusError(code: response.status.code, reason: response.status.reasonPhrase)
-                    }
-                    let received = HTTPValidators(etag: response.headers.first(name: "ETag"),
-                                                  lastModified: response.headers.first(name: "Last-Modified"))
-                    let reader = RKIDistrictCSV(windowDays: configuration.windowDays)
-                    var bytes = 0
-                    for try await buffer in response.body {
+                    let parse = Parse(windowDays: configuration.windowDays)
+                    let head = try await client.send(request) { head, chunk in
                         progress.chunks.add(1, ordering: .relaxed)
-                        bytes += buffer.readableBytes
-                        guard bytes <= configuration.maxBodyBytes else { throw NIOTooManyBytesError(maxBytes: configuration.maxBodyBytes) }
-                        try reader.consume(buffer)
+                        // The body of a 304 or an error is not the file.
+                        guard head.isSuccess else { return }
+                        parse.bytes += chunk.count
+                        guard parse.bytes <= configuration.maxBodyBytes else {
+                            throw HTTPClient.BodyTooLarge(maxBytes: configuration.maxBodyBytes)
+                        }
+                        try parse.reader.consume(chunk)
                     }
-                    let table = try reader.finish(region: configuration.region)
+                    if head.status == 304 { return .notModified }
+                    guard head.isSuccess else { throw DataHTTP.StatusError(code: UInt(max(0, head.status)), reason: head.reason) }
+                    let received = HTTPValidators(etag: head.first(name: "ETag"), lastModified: head.first(name: "Last-Modified"))
+                    let table = try parse.reader.finish(region: configuration.region)
                     return .publication(self.publication(table, validators: received.isEmpty ? nil : received))
                 }
                 group.addTask {

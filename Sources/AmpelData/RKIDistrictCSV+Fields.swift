@@ -1,6 +1,5 @@
 import AmpelDomain
 import Foundation
-import NIOCore
 
 /// The fields of a row: the day, the integers, the decimals, and the errors that name them.
 extension RKIDistrictCSV {

@@ -1,6 +1,5 @@
 import AmpelDomain
 import Foundation
-import NIOCore
 
 /// Reads the RKI's district file `COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv` while it
 /// streams, in bounded memory, keeping only the newest days.
@@ -135,15 +134,6 @@ public final class RKIDistrictCSV {
         // A closure with typed throws handed to `withUnsafeBytes` crashes the 6.3 compiler: the error goes out by hand.
         var failure: DataError?
         data.withUnsafeBytes { bytes in
-            do throws(DataError) { try self.consume(bytes) } catch { failure = error }
-        }
-        if let failure { throw failure }
-    }
-
-    /// Reads a chunk of a response body.
-    public func consume(_ buffer: ByteBuffer) throws(DataError) {
-        var failure: DataError?
-        buffer.withUnsafeReadableBytes { bytes in
             do throws(DataError) { try self.consume(bytes) } catch { failure = error }
         }
         if let failure { throw failure }

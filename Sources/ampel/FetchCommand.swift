@@ -80,15 +80,13 @@ struct Fetch: AsyncParsableCommand {
         let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
         let cache = DatasetCache(directory: directory)
         let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
-        let (outcome, status) = await withRKIHTTPClient { http in
-            let client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region, http: http)
-            // The command prints rejections itself; the store's log adds only cache trouble.
-            let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, region: ruleSet.region, fallback: nil,
-                                       logger: cliLogger("ampel.data", level: .error), history: PublicationHistory(directory: directory))
-            await store.start()
-            let outcome = await store.refresh()
-            return (outcome, await store.status(now: Date()))
-        }
+        let client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region)
+        // The command prints rejections itself; the store's log adds only cache trouble.
+        let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, region: ruleSet.region, fallback: nil,
+                                   logger: cliLogger("ampel.data", level: .error), history: PublicationHistory(directory: directory))
+        await store.start()
+        let outcome = await store.refresh()
+        let status = await store.status(now: Date())
         let region = ruleSet.region
 
         switch outcome {

@@ -2,7 +2,6 @@ import AmpelData
 import AmpelDomain
 import AmpelGeo
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import Logging
 
@@ -73,19 +72,19 @@ enum LiveSource: String, ExpressibleByArgument, CaseIterable {
     }
 
     /// The client for `url` (the source's default without one).
-    func client(url: String?, timeout: Double, retry: RetryPolicy, region: Region, http: HTTPClient) -> any IncidenceSource {
+    func client(url: String?, timeout: Double, retry: RetryPolicy, region: Region) -> any IncidenceSource {
         let logger = cliLogger("ampel.data.\(rawValue)", level: .notice)
         switch self {
         case .rki:
             return RKIDatasetClient(
                 configuration: .init(url: url ?? RKIDatasetClient.defaultURL, region: region,
                                      stallTimeout: .milliseconds(Int64(timeout * 1000)), retry: retry),
-                httpClient: http, logger: logger)
+                logger: logger)
         case .arcgis:
             return ArcGISClient(
                 configuration: .init(url: url ?? ArcGISClient.defaultURL, timeout: .milliseconds(Int64(timeout * 1000)), retry: retry,
                                      minimumDistricts: region.districtCount, region: region),
-                httpClient: http, logger: logger)
+                logger: logger)
         }
     }
 }
@@ -224,9 +223,7 @@ struct DataOptions: ParsableArguments {
                 let live = effectiveSource.live!
                 let retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))
                 do {
-                    let answer = try await withRKIHTTPClient { http throws(DataError) in
-                        try await live.client(url: url, timeout: timeout, retry: retry, region: region, http: http).check(ifChanged: nil)
-                    }
+                    let answer = try await live.client(url: url, timeout: timeout, retry: retry, region: region).check(ifChanged: nil)
                     guard case .publication(let publication) = answer else { throw DataError(.malformed, "304 Not Modified without validators") }
                     return Loaded(dataset: publication.newest, earlier: publication.earlier)
                 } catch let failure as DataError {
@@ -273,19 +270,6 @@ enum GeometryOptions {
             throw CLIError("geometry: \(error)")
         }
     }
-}
-
-/// Runs `body` with an HTTP client made for the RKI service, and shuts the client down.
-func withRKIHTTPClient<T: Sendable, E: Error>(_ body: (HTTPClient) async throws(E) -> T) async throws(E) -> T {
-    let http = DataHTTP.makeHTTPClient()
-    let result: Result<T, E>
-    do throws(E) {
-        result = .success(try await body(http))
-    } catch {
-        result = .failure(error)
-    }
-    try? await http.shutdown()
-    return try result.get()
 }
 
 /// A logger for the data layer that writes to standard error, so that standard output

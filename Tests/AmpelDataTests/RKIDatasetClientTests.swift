@@ -202,9 +202,8 @@ import Testing
             pauseStarted.yield()
             for await _ in releases { break }
         })
-        // The daemon's client: HTTPClient.shared would retry the refused connection itself.
         let client = RKIDatasetClient(configuration: .init(url: "http://127.0.0.1:\(port)/landkreise.csv", region: .bavaria, retry: policy),
-                                      httpClient: DataHTTP.shared, logger: quietLogger)
+                                      logger: quietLogger)
         let store = IncidenceStore(source: client, region: .bavaria, logger: quietLogger)
         await store.start()
         let staleBefore = await store.status().stale

@@ -29,11 +29,11 @@ public final class RefresherFeed: DatasetFeed {
         switch data.source {
         case .rki:
             source = RKIDatasetClient(configuration: .init(url: data.url ?? RKIDatasetClient.defaultURL, windowDays: data.history,
-                                                           region: ruleSet.region), httpClient: DataHTTP.shared)
+                                                           region: ruleSet.region))
         case .arcgis:
             source = ArcGISClient(configuration: ArcGISClient.Configuration(url: data.url ?? ArcGISClient.defaultURL,
                                                                             minimumDistricts: ruleSet.region.districtCount,
-                                                                            region: ruleSet.region), httpClient: DataHTTP.shared)
+                                                                            region: ruleSet.region))
         case .snapshot:
             source = SnapshotSource(day: data.date)
         case .history:

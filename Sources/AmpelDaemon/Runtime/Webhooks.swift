@@ -1,9 +1,6 @@
 import AmpelData
-import AsyncHTTPClient
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 import Synchronization
 
 /// Every webhook of `notify.webhooks`: one ``WebhookSender`` each, one HTTP client for all.
@@ -16,26 +13,18 @@ public final class Webhooks: Sendable {
     /// changed at once; 1,000 covers a household's or a small fleet's burst, and a dead endpoint
     /// holds at most 1,000 payloads of about 1.5 kB.
     static let queueCapacity = 1_000
-    /// How long one POST may take to its response head; a body that stops longer than this is
-    /// cut too (the client's read timeout).
+    /// How long one POST may take, from connecting to the answer's last byte.
     static let attemptTimeout: Duration = .seconds(10)
 
     let senders: [WebhookSender]
     /// This run's part of every `Idempotency-Key` (``idempotencyKey(alertID:)``).
     let keyPrefix: String
-    private let timeout: Duration
-    /// Made by ``start()`` and shut down by ``stop(before:)``: an `HTTPClient` must be shut
-    /// down before it goes, and a daemon that never got to its loop has nothing to send.
-    private let client: SharedHTTPClient
     private let tasks = Mutex<[Task<Int, Never>]>([])
 
-    /// Senders that POST with AsyncHTTPClient.
+    /// Senders that POST through `client` (the process's HTTP client by default).
     init(_ webhooks: [WebhookSettings], logger: Logger, timeout: Duration = Webhooks.attemptTimeout,
          retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity,
-         keyPrefix: String = Webhooks.randomKeyPrefix()) {
-        let client = SharedHTTPClient()
-        self.client = client
-        self.timeout = timeout
+         keyPrefix: String = Webhooks.randomKeyPrefix(), client: HTTPClient = .shared) {
         self.keyPrefix = keyPrefix
         senders = webhooks.map { webhook in
             let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout, keyPrefix: keyPrefix)
@@ -46,7 +35,6 @@ public final class Webhooks: Sendable {
     /// Starts one delivering task per webhook; alerts queued before are sent first.
     func start() {
         guard !senders.isEmpty else { return }
-        client.value.withLock { $0 = Self.makeHTTPClient(timeout: timeout) }
         let started = senders.map { sender in Task { await sender.run() } }
         tasks.withLock { $0 = started }
     }
@@ -93,30 +81,14 @@ public final class Webhooks: Sendable {
             if undelivered > 0 { left[sender.name] = undelivered }
         }
         timer.cancel()
-        if let client = client.value.withLock({ $0.take() }) { try? await client.shutdown() }
         return left
     }
-
-    /// A refused connection fails the attempt at once (the sender's backoff decides when to
-    /// try again) instead of being retried inside the client; redirects are not followed (a
-    /// POST turned into a GET would look delivered).
-    static func makeHTTPClient(timeout: Duration) -> HTTPClient {
-        let amount = TimeAmount.nanoseconds(timeout.nanoseconds)
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: amount, read: amount))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }
-}
-
-/// The webhooks' one HTTP client, once started.
-final class SharedHTTPClient: Sendable {
-    let value = Mutex<HTTPClient?>(nil)
 }
 
 /// One webhook's POST: its URL, headers and the alert as the body.
 struct WebhookRequest: Sendable {
     let webhook: WebhookSettings
-    let client: SharedHTTPClient
+    let client: HTTPClient
     let timeout: Duration
     let keyPrefix: String
 
@@ -126,27 +98,33 @@ struct WebhookRequest: Sendable {
         "\(prefix)-\(alertID)"
     }
 
+    /// One attempt. A refused connection fails it at once (the sender's backoff decides when
+    /// to try again); redirects are not followed (a POST turned into a GET would look delivered).
     func post(_ delivery: WebhookSender.Delivery) async -> WebhookSender.Attempt {
-        var request = HTTPClientRequest(url: webhook.url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
-        request.headers.add(name: "User-Agent", value: Self.userAgent)
-        request.headers.add(name: "Idempotency-Key", value: Self.idempotencyKey(prefix: keyPrefix, alertID: delivery.alertID))
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json; charset=utf-8"),
+            ("User-Agent", Self.userAgent),
+            ("Idempotency-Key", Self.idempotencyKey(prefix: keyPrefix, alertID: delivery.alertID)),
+        ]
         // A configured header replaces Ampel's own of that name (Content-Type, User-Agent).
-        for header in webhook.headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
-        request.body = .bytes(ByteBuffer(bytes: delivery.payload))
-        guard let client = client.value.withLock({ $0 }) else { return .failed(reason: "stopped", retryable: false) }
+        for header in webhook.headers {
+            headers.removeAll { $0.name.caseInsensitiveCompare(header.name) == .orderedSame }
+            headers.append((header.name, header.value))
+        }
+        let request = HTTPClient.Request(url: webhook.url, method: "POST", headers: headers, body: delivery.payload,
+                                         redirects: 0, connectTimeout: timeout, timeout: timeout)
         do {
-            let response = try await client.execute(request, deadline: .now() + .nanoseconds(timeout.nanoseconds))
-            // Read the (small) answer so the connection can be used again.
-            _ = try? await response.body.collect(upTo: 64 << 10)
-            let status = Int(response.status.code)
-            if (200..<300).contains(status) { return .delivered }
-            return .failed(reason: "HTTP \(status) \(response.status.reasonPhrase)", retryable: WebhookSender.isRetryable(status: status))
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            // The (small) answer is read whole, so the connection can be used again.
+            let (head, _) = try await client.collect(request, upTo: 64 << 10)
+            if head.isSuccess { return .delivered }
+            return .failed(reason: "HTTP \(head.status) \(head.reason)", retryable: WebhookSender.isRetryable(status: head.status))
+        } catch let error as HTTPClient.TransferError where error.kind == .timeout || error.kind == .connectTimeout {
             return .failed(reason: "no answer within \(timeout)", retryable: true)
-        } catch let error as HTTPClientError where [.invalidURL, .emptyHost, .emptyScheme].contains(error) {
+        } catch let error as HTTPClient.TransferError where error.kind == .unusableURL {
             return .failed(reason: "'\(webhook.url)' is not a usable URL", retryable: false)
+        } catch is HTTPClient.BodyTooLarge {
+            // A 2xx with a body over 64 kB: the webhook took the alert.
+            return .delivered
         } catch {
             if Task.isCancelled { return .failed(reason: "cancelled at stop", retryable: false) }
             return .failed(reason: "cannot reach \(DataHTTP.hostOf(webhook.url)): \(DataHTTP.cause(of: error))", retryable: true)
