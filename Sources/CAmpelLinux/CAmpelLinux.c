@@ -79,10 +79,6 @@ void ampel_malloc_trim(void) {
 
 long ampel_release_code_pages(void) {
 #ifdef __linux__
-    char exe[PATH_MAX];
-    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (length <= 0) return -1;
-    exe[length] = 0;
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps) return -1;
     long released = 0;
@@ -94,9 +90,12 @@ long ampel_release_code_pages(void) {
         if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perms, &path_at) != 3 || path_at == 0) continue;
         char *path = line + path_at;
         path[strcspn(path, "\n")] = 0;
-        /* Only the executable's code: mapped from the file, never written, so dropping the
-         * page table entries loses nothing; a later use maps the page again from the page cache. */
-        if (strcmp(perms, "r-xp") != 0 || strcmp(path, exe) != 0) continue;
+        /* Only code mapped from a file (the executable's and the shared libraries': libcurl
+         * brings libcrypto, gnutls and more, 6.6 MB of code pages at start): never written, so
+         * dropping the page table entries loses nothing, and a later use maps the page again
+         * from the page cache. Not r--p: a library's relocated read-only data (RELRO) is
+         * private copies that would be lost. */
+        if (strcmp(perms, "r-xp") != 0 || path[0] != '/') continue;
         if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) released += (long)(end - start);
     }
     fclose(maps);

@@ -30,7 +30,8 @@ enum ProcessMemory {
     /// Returns free heap pages to the system (after start-up and after large state writes),
     /// and stops counting the code pages that were used once: the static binary's code is
     /// 28 MB, of which start-up (the geometry index, the data, the HTTP server) touches 18 MB,
-    /// each page mapped with its neighbours. Unmapped, they stay in the page cache, and the
+    /// each page mapped with its neighbours; the shared libraries' (libcurl and its TLS
+    /// libraries) as well. Unmapped, they stay in the page cache, and the
     /// code the daemon runs from then on is mapped again at its first use (docs/DESIGN.md,
     /// decision 41).
     static func trim() {

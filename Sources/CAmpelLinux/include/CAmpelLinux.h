@@ -24,9 +24,10 @@ void ampel_malloc_limit_arenas(int arenas);
 void ampel_malloc_fix_mmap_threshold(int bytes);
 /* Returns free heap pages to the system (malloc_trim(0)). */
 void ampel_malloc_trim(void);
-/* Unmaps the pages of the executable's code mapping (MADV_DONTNEED on its r-xp mapping): the
- * code that start-up alone ran stops counting in the resident set; what runs later is mapped
- * again from the page cache on its next use. Returns the bytes of mapping advised, or -1. */
+/* Unmaps the pages of the code mapped from files, the executable's and the shared libraries'
+ * (MADV_DONTNEED on their r-xp mappings): the code that start-up alone ran stops counting in
+ * the resident set; what runs later is mapped again from the page cache on its next use.
+ * Returns the bytes of mapping advised, or -1. */
 long ampel_release_code_pages(void);
 
 /* A wake-up descriptor for a thread that sleeps in poll: an eventfd on Linux, the read end of a
