@@ -19,7 +19,9 @@ set -euo pipefail
 packages=(mosquitto mosquitto-clients libmosquitto-dev pkg-config libcurl4-openssl-dev ca-certificates python3 tmux "$@")
 missing=()
 for p in "${packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  # Installed, not merely known: a package removed without --purge keeps a status entry
+  # ("deinstall ok config-files") that `dpkg -s` answers with success.
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
