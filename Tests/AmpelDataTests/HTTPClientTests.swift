@@ -79,4 +79,24 @@ import Testing
             #expect(head.reason == "Service Unavailable")
         }
     }
+
+    @Test("a source follows a redirect to the file; a webhook's POST gets the redirect itself")
+    func redirects() async throws {
+        let file = Data("the file\n".utf8)
+        try await withServer(serving: nil) { target in
+            target.serveFile(file)
+            try await withServer(serving: nil) { origin in
+                let client = HTTPClient()
+                origin.inject(.redirect(to: target.fileURL), times: 2)
+                let (followed, body) = try await client.collect(.init(url: origin.baseURL + "/moved.csv"), upTo: 1 << 16)
+                #expect(followed.status == 200)
+                #expect(body == Array(file))
+                let post = HTTPClient.Request(url: origin.baseURL + "/hook", method: "POST", body: Array("{}".utf8), redirects: 0)
+                let (answer, _) = try await client.collect(post, upTo: 1 << 16)
+                #expect(answer.status == 302)
+                #expect(answer.first(name: "location") == target.fileURL)
+                #expect(target.delivered.isEmpty, "the POST must not reach the redirect's target")
+            }
+        }
+    }
 }

@@ -56,6 +56,8 @@ public final class HTTPFixtureServer: Sendable {
         case attribute(rs: String, field: String, value: JSONValue)
         /// Any body with any status.
         case raw(status: Int, body: String)
+        /// `302 Found` with `Location: url` and no body, whatever was asked.
+        case redirect(to: String)
     }
 
     /// One request as the server saw it.
@@ -336,7 +338,7 @@ public final class HTTPFixtureServer: Sendable {
     /// The faults that replace any answer, before the path is looked at.
     static func isEarlyFault(_ fault: Fault?) -> Bool {
         switch fault {
-        case .status?, .stall?, .arcgisError?, .raw?: return true
+        case .status?, .stall?, .arcgisError?, .raw?, .redirect?: return true
         default: return false
         }
     }
@@ -431,6 +433,11 @@ public final class HTTPFixtureServer: Sendable {
             return .respond(status: 200, contentType: json, body: Array(body.data()))
         case .raw(let status, let body)?:
             return .respond(status: status, contentType: json, body: Array(body.utf8))
+        case .redirect(let url)?:
+            var headers = HTTPHeaders()
+            headers.add(name: "Location", value: url)
+            headers.add(name: "Content-Length", value: "0")
+            return .stream(status: 302, headers: headers, body: ByteBuffer(), end: .complete)
         default:
             break
         }
