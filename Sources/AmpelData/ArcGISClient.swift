@@ -168,7 +168,7 @@ public struct ArcGISClient: IncidenceSource {
             return try await withThrowingTaskGroup(of: Data.self) { group in
                 group.addTask {
                     let (head, body) = try await client.collect(request, upTo: maxBody)
-                    guard head.isSuccess else { throw DataHTTP.StatusError(code: UInt(max(0, head.status)), reason: head.reason) }
+                    guard head.isSuccess else { throw DataHTTP.StatusError(code: head.status, reason: head.reason) }
                     return Data(body)
                 }
                 group.addTask {

@@ -26,7 +26,7 @@ public enum DataHTTP {
 
     /// An answer with a status outside 2xx.
     struct StatusError: Error {
-        let code: UInt
+        let code: Int
         let reason: String
     }
 

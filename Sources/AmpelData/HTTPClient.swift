@@ -7,7 +7,7 @@ import Synchronization
 /// The live sources GET through it and the webhooks POST through it. libcurl comes with the
 /// system (`libcurl4`, TLS by OpenSSL with the system's CA store) instead of a TLS stack
 /// compiled with Ampel: building BoringSSL for AsyncHTTPClient was 131 s of a first build's
-/// 300 s on 2 cores (docs/DESIGN.md, "The HTTP client is libcurl").
+/// 300 s on 2 cores (docs/DESIGN.md, decision 69).
 ///
 /// A body is handed to `receive` chunk by chunk on the client's thread while it arrives, so
 /// a consumer that parses as it goes (the RKI file) holds no more than a chunk, and a slow
@@ -101,8 +101,8 @@ public final class HTTPClient: Sendable {
 
     private let loop: CurlLoop
 
-    /// A client with a thread of its own (tests use one each, so that a hung server of one
-    /// test cannot hold up another's requests).
+    /// A client with a thread and connections of its own (each test of the client makes one,
+    /// and its `deinit` ends them).
     public init() {
         loop = CurlLoop()
     }
@@ -200,9 +200,8 @@ final class CurlTransfer: @unchecked Sendable {
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-    /// The head being read, and whether its blank line has come.
+    /// The head being read (the last one, after redirects and `100 Continue`).
     var head: HTTPClient.Head?
-    var headComplete = false
     /// What `receive` threw.
     var consumerError: (any Error)?
 
@@ -236,9 +235,6 @@ final class CurlTransfer: @unchecked Sendable {
             let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             let reason = parts.count > 2 ? String(parts[2]) : HTTPClient.standardReason(status)
             head = HTTPClient.Head(status: status, reason: reason, headers: [])
-            headComplete = false
-        } else if line.isEmpty {
-            headComplete = true
         } else if let colon = line.firstIndex(of: ":"), head != nil {
             let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
@@ -295,28 +291,23 @@ final class CurlLoop: @unchecked Sendable {
         _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 
-    private let multi: UnsafeMutableRawPointer
-    /// Commands for the thread; nil once it has stopped.
-    private let commands = Mutex<[Command]?>([])
-    private let started = Atomic<Bool>(false)
-    /// The loop's thread only: the transfers in the multi handle, by easy handle.
-    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var stopping = false
-
-    init() {
-        Self.globalInit
-        multi = curl_multi_init()
+    /// What other threads hand to the loop's thread.
+    private struct Shared {
+        var queue: [Command] = []
+        var stopping = false
+        /// The thread has left its loop: nothing more is taken, the multi handle is gone.
+        var ended = false
     }
 
+    private let shared = Mutex(Shared())
+    /// Made, with the thread, by the first transfer: a process that never sends a request
+    /// (bundled data, no webhooks) starts neither libcurl (its TLS library's set-up) nor the
+    /// thread. Written under `shared`'s lock; afterwards read by the thread, which frees it.
+    private var multi: UnsafeMutableRawPointer?
+    /// The loop's thread only: the transfers in the multi handle, by easy handle.
+    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+
     func add(_ transfer: CurlTransfer) {
-        if !started.exchange(true, ordering: .acquiringAndReleasing) {
-            // Named from inside: a name set from outside does not reach the system's thread,
-            // which would keep the name of the thread that started it.
-            Thread { [self] in
-                Thread.current.name = "ampel-http"
-                run()
-            }.start()
-        }
         if !submit(.add(transfer)) { transfer.complete(.failure(CancellationError())) }
     }
 
@@ -324,33 +315,43 @@ final class CurlLoop: @unchecked Sendable {
         _ = submit(.cancel(transfer))
     }
 
-    /// Ends the thread once it has cancelled what runs; a loop never started frees its handle now.
+    /// Ends the thread once it has cancelled what runs.
     func stop() {
-        if !started.exchange(true, ordering: .acquiringAndReleasing) {
-            commands.withLock { $0 = nil }
-            curl_multi_cleanup(multi)
-            return
+        shared.withLock { state in
+            guard !state.ended else { return }
+            state.stopping = true
+            if let multi { curl_multi_wakeup(multi) } else { state.ended = true }
         }
-        commands.withLock { _ in stopping = true }
-        curl_multi_wakeup(multi)
     }
 
-    /// Queues `command` and wakes the thread; false once the thread has stopped. The wake-up
-    /// happens under the lock the thread takes before it frees the multi handle.
+    /// Queues `command` and wakes the thread (starting it with the first `add`); false once
+    /// the thread has ended. All under the lock the thread takes before it frees the handle.
     private func submit(_ command: Command) -> Bool {
-        commands.withLock { queue in
-            guard queue != nil else { return false }
-            queue!.append(command)
+        shared.withLock { state in
+            guard !state.ended, !state.stopping else { return false }
+            if multi == nil {
+                guard case .add = command else { return true }
+                Self.globalInit
+                multi = curl_multi_init()
+                // Named from inside: a name set from outside does not reach the system's
+                // thread, which would keep the name of the thread that started it.
+                Thread { [self] in
+                    Thread.current.name = "ampel-http"
+                    run()
+                }.start()
+            }
+            state.queue.append(command)
             curl_multi_wakeup(multi)
             return true
         }
     }
 
     private func run() {
+        guard let multi else { return }
         while true {
-            let (batch, stop) = commands.withLock { queue -> ([Command], Bool) in
-                defer { queue = queue == nil ? nil : [] }
-                return (queue ?? [], stopping)
+            let (batch, stop) = shared.withLock { state in
+                defer { state.queue = [] }
+                return (state.queue, state.stopping)
             }
             for command in batch {
                 switch command {
@@ -365,9 +366,10 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         for transfer in Array(running.values) { abandon(transfer, with: CancellationError()) }
-        let late = commands.withLock { queue -> [Command] in
-            defer { queue = nil }
-            return queue ?? []
+        let late = shared.withLock { state in
+            state.ended = true
+            defer { state.queue = [] }
+            return state.queue
         }
         for case .add(let transfer) in late { transfer.complete(.failure(CancellationError())) }
         curl_multi_cleanup(multi)
@@ -408,7 +410,11 @@ final class CurlLoop: @unchecked Sendable {
             lines.append("Expect:")
             _ = ampel_curl_set_long(easy, CURLOPT_POST, 1)
             _ = ampel_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, request.body.count)
-            _ = request.body.withUnsafeBytes { ampel_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(context)) }
+            if request.body.isEmpty {
+                _ = "".withCString { ampel_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0) }
+            } else {
+                _ = request.body.withUnsafeBytes { ampel_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+            }
         } else if request.method != "GET" {
             _ = request.method.withCString { ampel_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) }
         }
@@ -422,17 +428,17 @@ final class CurlLoop: @unchecked Sendable {
         _ = ampel_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
         _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer)
         running[easy] = transfer
-        _ = curl_multi_add_handle(multi, easy)
+        _ = curl_multi_add_handle(multi!, easy)
     }
 
     /// Completes the transfers libcurl reports done.
     private func finishDone() {
         var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
+        while let message = curl_multi_info_read(multi!, &left) {
             guard ampel_curl_message_is_done(message) != 0, let easy = ampel_curl_message_handle(message),
                   let transfer = running.removeValue(forKey: easy) else { continue }
             let code = ampel_curl_message_result(message)
-            _ = curl_multi_remove_handle(multi, easy)
+            _ = curl_multi_remove_handle(multi!, easy)
             if code == CURLE_OK {
                 transfer.complete(.success(transfer.currentHead()))
             } else if let consumerError = transfer.consumerError {
@@ -449,7 +455,7 @@ final class CurlLoop: @unchecked Sendable {
     private func abandon(_ transfer: CurlTransfer, with error: any Error) {
         guard let easy = transfer.easy, running[easy] === transfer else { return }
         running[easy] = nil
-        _ = curl_multi_remove_handle(multi, easy)
+        _ = curl_multi_remove_handle(multi!, easy)
         transfer.complete(.failure(error))
     }
 

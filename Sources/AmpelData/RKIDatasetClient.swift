@@ -208,7 +208,7 @@ public struct RKIDatasetClient: IncidenceSource {
                         try parse.reader.consume(chunk)
                     }
                     if head.status == 304 { return .notModified }
-                    guard head.isSuccess else { throw DataHTTP.StatusError(code: UInt(max(0, head.status)), reason: head.reason) }
+                    guard head.isSuccess else { throw DataHTTP.StatusError(code: head.status, reason: head.reason) }
                     let received = HTTPValidators(etag: head.first(name: "ETag"), lastModified: head.first(name: "Last-Modified"))
                     let table = try parse.reader.finish(region: configuration.region)
                     return .publication(self.publication(table, validators: received.isEmpty ? nil : received))

@@ -4,10 +4,6 @@ CURLcode ampel_curl_set_long(CURL *easy, CURLoption option, long value) {
     return curl_easy_setopt(easy, option, value);
 }
 
-CURLcode ampel_curl_set_off(CURL *easy, CURLoption option, curl_off_t value) {
-    return curl_easy_setopt(easy, option, value);
-}
-
 CURLcode ampel_curl_set_pointer(CURL *easy, CURLoption option, const void *value) {
     return curl_easy_setopt(easy, option, value);
 }

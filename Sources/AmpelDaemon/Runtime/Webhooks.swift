@@ -114,17 +114,14 @@ struct WebhookRequest: Sendable {
         let request = HTTPClient.Request(url: webhook.url, method: "POST", headers: headers, body: delivery.payload,
                                          redirects: 0, connectTimeout: timeout, timeout: timeout)
         do {
-            // The (small) answer is read whole, so the connection can be used again.
-            let (head, _) = try await client.collect(request, upTo: 64 << 10)
+            // The answer's body is read to its end and dropped: the connection can serve the next POST.
+            let head = try await client.send(request) { _, _ in }
             if head.isSuccess { return .delivered }
             return .failed(reason: "HTTP \(head.status) \(head.reason)", retryable: WebhookSender.isRetryable(status: head.status))
         } catch let error as HTTPClient.TransferError where error.kind == .timeout || error.kind == .connectTimeout {
             return .failed(reason: "no answer within \(timeout)", retryable: true)
         } catch let error as HTTPClient.TransferError where error.kind == .unusableURL {
             return .failed(reason: "'\(webhook.url)' is not a usable URL", retryable: false)
-        } catch is HTTPClient.BodyTooLarge {
-            // A 2xx with a body over 64 kB: the webhook took the alert.
-            return .delivered
         } catch {
             if Task.isCancelled { return .failed(reason: "cancelled at stop", retryable: false) }
             return .failed(reason: "cannot reach \(DataHTTP.hostOf(webhook.url)): \(DataHTTP.cause(of: error))", retryable: true)

@@ -11,7 +11,6 @@
 typedef size_t (*ampel_curl_data_fn)(char *data, size_t size, size_t count, void *context);
 
 CURLcode ampel_curl_set_long(CURL *easy, CURLoption option, long value);
-CURLcode ampel_curl_set_off(CURL *easy, CURLoption option, curl_off_t value);
 /* A string (copied by libcurl), a pointer or a curl_slist. */
 CURLcode ampel_curl_set_pointer(CURL *easy, CURLoption option, const void *value);
 CURLcode ampel_curl_set_data_callback(CURL *easy, CURLoption option, ampel_curl_data_fn callback);
