@@ -58,7 +58,7 @@ let package = Package(
                 "AmpelDomain", "CAmpelCurl",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.copy("Resources/rki")],
+            resources: [.copy("Resources/rki"), .copy("Resources/indicators")],
             swiftSettings: strict
         ),
         // The status page's pure rendering: map and chart SVG, HTML, texts (no server, no I/O

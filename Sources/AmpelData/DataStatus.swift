@@ -44,10 +44,10 @@ public struct ReleaseGuard: Sendable, Hashable {
         var compared = 0
         var jumps: [(String, Double, Double)] = []
         for entry in newest.districts(in: region) {
-            guard let old = before[entry.district.ags]?.incidence else { continue }
+            guard let old = before[entry.district.ags]?.incidence, let new = entry.incidence else { continue }
             compared += 1
-            let high = max(old, entry.incidence), low = min(old, entry.incidence)
-            if (high + 1) / (low + 1) > factor { jumps.append((entry.district.ags, old, entry.incidence)) }
+            let high = max(old, new), low = min(old, new)
+            if (high + 1) / (low + 1) > factor { jumps.append((entry.district.ags, old, new)) }
         }
         guard compared > 0, Double(jumps.count) > share * Double(compared) else { return nil }
         let examples = jumps.prefix(3).map { "\($0.0) \($0.1) -> \($0.2)" }.joined(separator: ", ")

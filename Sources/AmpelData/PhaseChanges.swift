@@ -10,10 +10,11 @@ extension Dataset {
     public func districtsWithChangedPhase(since previous: Dataset?, ruleSet: RuleSet, region: Region = .bavaria) -> Set<String> {
         func phases(_ dataset: Dataset?) -> [String: PhaseID?] {
             var result: [String: PhaseID?] = [:]
-            for (ags, entry) in dataset?.districts ?? [:] where region.contains(ags: ags) {
+            guard let dataset else { return result }
+            for (ags, entry) in dataset.districts where region.contains(ags: ags) {
                 // The phase in force where the history gave one. Validated data has no invalid
                 // incidence; `nil` would still compare unequal to any phase.
-                result[ags] = dataset?.courses[ags]?.inForce?.phase ?? (try? ruleSet.classify(entry.incidence).id)
+                result[ags] = dataset.courses[ags]?.inForce?.phase ?? (try? ruleSet.measure(entry, on: dataset.date).phase.id)
             }
             return result
         }

@@ -1,15 +1,29 @@
-/// The 7-day incidence of one district in one publication.
+/// What one publication says about one district: its 7-day incidence and the other
+/// indicators (its state's hospital and intensive-care values) the data holds for it.
 public struct DistrictIncidence: Sendable, Hashable {
     public let district: District
-    /// `cases7_per_100k`: cases in the last 7 days per 100,000 residents.
-    public let incidence: Double
+    /// `cases7_per_100k`: cases in the last 7 days per 100,000 residents; `nil` in a
+    /// publication of state indicators, which has no district incidence.
+    public let incidence: Double?
     /// `cases7_bl_per_100k`: the same for the district's state, where known.
     public let stateIncidence: Double?
+    /// The values of indicators other than the district incidence, e.g. the state's
+    /// `icu_covid_patients`; empty in an incidence publication.
+    public let indicators: [IndicatorValue]
 
-    public init(district: District, incidence: Double, stateIncidence: Double?) {
+    public init(district: District, incidence: Double?, stateIncidence: Double?, indicators: [IndicatorValue] = []) {
         self.district = district
         self.incidence = incidence
         self.stateIncidence = stateIncidence
+        self.indicators = indicators
+    }
+
+    /// The value of `key` for this district, if the publication holds it.
+    public func value(of key: IndicatorKey) -> IndicatorValue? {
+        if key == .districtIncidence {
+            return incidence.map { IndicatorValue(key: key, region: district.ags, value: $0, date: nil) }
+        }
+        return indicators.first { $0.key == key }
     }
 }
 

@@ -4,7 +4,8 @@ import AmpelCore
 /// force. Computed once per publication for every district (``RuleSet/courses(over:region:)``),
 /// then read by every signal of that district.
 public struct DistrictCourse: Sendable, Hashable {
-    /// `nil` without 14 consecutive daily values (or with a 0 a week before).
+    /// The course of the set's first indicator (the incidence of the incidence sets); `nil`
+    /// without 14 consecutive daily values (or with a 0 a week before).
     public let trend: Trend?
     /// `nil` when the district's value today is not valid (its signal then fails anyway).
     public let inForce: PhaseInForce?
@@ -37,9 +38,11 @@ extension RuleSet {
             var measured: [(day: Day, measured: PhaseID)] = []
             var values: [Int: Double] = [:]
             for dataset in window {
-                guard let value = dataset[ags]?.incidence, let phase = try? classifier.classify(value) else { continue }
-                measured.append((dataset.date, phase))
-                values[dataset.date.daysSinceEpoch] = value
+                guard let entry = dataset[ags], let measurement = try? measure(entry, on: dataset.date) else { continue }
+                measured.append((dataset.date, measurement.phase.id))
+                if let value = measurement.readings.first?.value.value {
+                    values[dataset.date.daysSinceEpoch] = value
+                }
             }
             for (index, inForce) in dayCounts.walk(measured).enumerated() {
                 let day = measured[index].day.daysSinceEpoch

@@ -124,6 +124,37 @@ extension Signal.DistrictRef {
     }
 }
 
+extension IndicatorReading {
+    /// `{"date","decisive","level","name","region","value"}`, `date` and `value` `null` without a value.
+    public func write(to json: inout JSONWriter) {
+        json.raw(#"{"date":"#)
+        json.string(value.date?.iso)
+        json.raw(#","decisive":"#)
+        json.bool(decisive)
+        json.raw(#","level":"#)
+        json.string(level.rawValue)
+        json.raw(#","name":"#)
+        json.string(name.rawValue)
+        json.raw(#","region":"#)
+        json.string(value.region)
+        json.raw(#","value":"#)
+        json.number(value.value)
+        json.raw("}")
+    }
+}
+
+extension JSONWriter {
+    /// A signal's `indicators` array.
+    public mutating func readings(_ readings: [IndicatorReading]) {
+        raw("[")
+        for (index, reading) in readings.enumerated() {
+            if index > 0 { raw(",") }
+            reading.write(to: &self)
+        }
+        raw("]")
+    }
+}
+
 extension Trend {
     /// `{"change7","direction","series"}`.
     public func write(to json: inout JSONWriter) {
@@ -190,6 +221,8 @@ extension Signal {
                 json.raw(#"{"color":"#)
             }
             json.string(signal.color)
+            json.raw(#","complete":"#)
+            json.bool(signal.complete)
             json.raw(#","dataDate":"#)
             json.string(signal.dataDate)
             head = json.bytes
@@ -198,6 +231,8 @@ extension Signal {
             json.optional(signal.district) { $1.write(to: &$0) }
             json.raw(#","incidence":"#)
             json.number(signal.incidence)
+            json.raw(#","indicators":"#)
+            json.readings(signal.indicators)
             json.raw(#","lang":"#)
             json.string(signal.lang)
             middle = json.bytes
@@ -206,6 +241,8 @@ extension Signal {
             json.string(signal.measuredPhase)
             json.raw(#","phase":"#)
             json.string(signal.phase)
+            json.raw(#","reason":"#)
+            json.string(signal.reason)
             json.raw(#","ruleSet":"#)
             json.string(signal.ruleSet)
             if texts == nil {
@@ -302,6 +339,8 @@ extension Signal {
         json.string(from)
         json.raw(#","incidence":"#)
         json.number(incidence)
+        json.raw(#","indicators":"#)
+        json.readings(indicators)
         json.raw(#","lang":"#)
         json.string(lang)
         if let push {
@@ -310,6 +349,8 @@ extension Signal {
             json.raw(#","priority":"#)
             json.number(push.priority)
         }
+        json.raw(#","reason":"#)
+        json.string(reason)
         json.raw(#","rules":"#)
         json.strings(rules)
         json.raw(#","title":"#)

@@ -5,6 +5,8 @@ import Foundation
 public struct PhaseRules: Sendable, Hashable {
     public let id: PhaseID
     public let color: RGB
+    /// The incidence band of an incidence set; without bounds in a set of indicator
+    /// conditions (``PhaseMeasure/conditions(_:)``).
     public let band: Band
     public let title: LocalizedText
     public let rules: LocalizedList
@@ -31,7 +33,11 @@ public struct RuleSet: Sendable, Hashable {
     public let phases: [PhaseRules]
     public let always: LocalizedList
     public let outside: OutsideRules
-    public let classifier: Classifier
+    /// How the data gives a phase: incidence bands, or conditions over ``indicators``.
+    public let measure: PhaseMeasure
+    /// The indicators the set reads, in the file's order: the district incidence alone for
+    /// the incidence sets.
+    public let indicators: [IndicatorDeclaration]
     /// How long a measured phase must last before it is in force; ``DayCounts/immediate`` unless the file says otherwise.
     public let dayCounts: DayCounts
     /// Where the rules apply: the districts whose topics, entities and map Ampel publishes;
@@ -43,10 +49,18 @@ public struct RuleSet: Sendable, Hashable {
         phases.first { $0.id == phase }
     }
 
-    /// The phase of `incidence`.
+    /// The incidence bands, `nil` for a set of indicator conditions.
+    public var classifier: Classifier? {
+        if case .bands(let classifier) = measure { return classifier }
+        return nil
+    }
+
+    /// The phase of a district incidence under an incidence set.
     ///
     /// - Throws: ``IncidenceError`` for NaN, infinite and negative values: never a colour.
-    public func classify(_ incidence: Double) throws(IncidenceError) -> PhaseRules {
+    /// - Returns: `nil` for a set of indicator conditions, whose phase no incidence gives.
+    public func classify(_ incidence: Double) throws(IncidenceError) -> PhaseRules? {
+        guard let classifier else { return nil }
         let id = try classifier.classify(incidence)
         // Every classifier phase has rules: both are built from the same list.
         return phases.first { $0.id == id } ?? phases[phases.count - 1]
@@ -76,11 +90,25 @@ struct RuleSetFile: Codable {
         var inclusive: Bool
     }
 
+    struct ConditionFile: Codable {
+        var indicator: String
+        var above: Double
+        var from: Day?
+    }
+
+    struct IndicatorFile: Codable {
+        var name: IndicatorName
+        var level: IndicatorLevel
+        var title: [String: String]
+        var text: [String: String]
+    }
+
     struct PhaseFile: Codable {
         var id: String
         var color: String
         var lower: BoundFile?
         var upper: BoundFile?
+        var when: [ConditionFile]?
         var title: [String: String]
         var rules: [String: [String]]
     }
@@ -95,6 +123,7 @@ struct RuleSetFile: Codable {
     var name: [String: String]
     var source: String?
     var languages: [String]
+    var indicators: [IndicatorFile]?
     var phases: [PhaseFile]
     var always: [String: [String]]
     var outside: OutsideFile
@@ -221,11 +250,25 @@ extension RuleSet {
                 rules: try list(phase.rules, "phase \(phase.id) rules")
             ))
         }
-        let classifier: Classifier
-        do {
-            classifier = try Classifier(bands: phases.map(\.band))
-        } catch {
-            throw fail(describe(error))
+        let indicators: [IndicatorDeclaration]
+        let measure: PhaseMeasure
+        if let declared = file.indicators {
+            indicators = try declared.map { (entry) throws(RuleSetError) -> IndicatorDeclaration in
+                IndicatorDeclaration(key: IndicatorKey(entry.name, entry.level),
+                                     title: try text(entry.title, "indicator \(entry.name) title"),
+                                     text: try text(entry.text, "indicator \(entry.name) text"))
+            }
+            measure = try conditions(file.phases, phases: phases, indicators: indicators, fail: fail)
+        } else {
+            if let phase = file.phases.first(where: { $0.when != nil }) {
+                throw fail("phase \(phase.id): \"when\" needs the indicators it names declared in \"indicators\"")
+            }
+            indicators = [.districtIncidence]
+            do {
+                measure = .bands(try Classifier(bands: phases.map(\.band)))
+            } catch {
+                throw fail(describe(error))
+            }
         }
         let enter = file.enterAfterDays ?? 1
         let leave = file.leaveAfterDays ?? 1
@@ -260,11 +303,54 @@ extension RuleSet {
                 title: try text(file.outside.title, "outside title"),
                 rules: try list(file.outside.rules, "outside rules", allowEmpty: true)
             ),
-            classifier: classifier,
+            measure: measure,
+            indicators: indicators,
             dayCounts: DayCounts(enterAfterDays: enter, leaveAfterDays: leave, delayDays: delay,
                                  workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? [])),
             region: region
         )
+    }
+}
+
+extension RuleSet {
+    /// The conditions of a set that declares indicators: the first phase has none, every
+    /// other phase at least one, each naming a declared indicator with a finite bound.
+    static func conditions(_ files: [RuleSetFile.PhaseFile], phases: [PhaseRules], indicators: [IndicatorDeclaration],
+                           fail: (String) -> RuleSetError) throws(RuleSetError) -> PhaseMeasure {
+        guard !indicators.isEmpty else { throw fail("\"indicators\" is empty") }
+        var seen: Set<IndicatorKey> = []
+        for indicator in indicators where !seen.insert(indicator.key).inserted {
+            throw fail("indicator \(indicator.key.name) (\(indicator.key.level.rawValue)) is declared twice")
+        }
+        guard !files.isEmpty else { throw fail("no phases") }
+        var result: [(phase: PhaseID, conditions: [IndicatorCondition])] = []
+        for (index, file) in files.enumerated() {
+            let phase = phases[index].id
+            if file.lower != nil || file.upper != nil {
+                throw fail("phase \(file.id): a set with indicators gives phases by \"when\", not by \"lower\"/\"upper\"")
+            }
+            if result.contains(where: { $0.phase == phase }) { throw fail("phase \(file.id) appears twice") }
+            if let previous = result.last?.phase, previous >= phase {
+                throw fail("phase \(file.id) must come after \(previous.id): phases go from the mildest to the strictest")
+            }
+            let conditions = file.when ?? []
+            if index == 0, !conditions.isEmpty {
+                throw fail("phase \(file.id): the first phase holds when no other does and takes no \"when\"")
+            }
+            if index > 0, conditions.isEmpty { throw fail("phase \(file.id): no conditions in \"when\"") }
+            var parsed: [IndicatorCondition] = []
+            for condition in conditions {
+                guard let declared = indicators.first(where: { $0.key.name.rawValue == condition.indicator }) else {
+                    throw fail("phase \(file.id): indicator '\(condition.indicator)' is not declared in \"indicators\"")
+                }
+                guard condition.above.isFinite, condition.above >= 0 else {
+                    throw fail("phase \(file.id): the bound of \(condition.indicator) is not a finite, non-negative number")
+                }
+                parsed.append(IndicatorCondition(indicator: declared.key, above: condition.above, from: condition.from))
+            }
+            result.append((phase, parsed))
+        }
+        return .conditions(result)
     }
 }
 

@@ -10,7 +10,7 @@ public enum RuleSetCatalog {
     public static let defaultName = "bavaria"
 
     /// The names of the bundled rule sets.
-    public static let bundledNames = ["bavaria", "bavaria-initial", "notbremse-2021"]
+    public static let bundledNames = ["bavaria", "bavaria-initial", "notbremse-2021", "krankenhausampel-2021", "hospitalisierung-2021"]
 
     /// A bundled rule set by name.
     public static func bundled(_ name: String) throws(RuleSetError) -> RuleSet {

@@ -45,6 +45,14 @@ public struct Signal: Sendable, Hashable {
     public var since: String?
     /// `nil` without enough history, and for `outside`.
     public var trend: Trend?
+    /// Each indicator the rule set reads, with its value and whether it set the phase; empty
+    /// for `outside`.
+    public var indicators: [IndicatorReading] = []
+    /// False when an indicator the set reads has no value for the day.
+    public var complete: Bool = true
+    /// Why the phase is what it is, in the signal's language ("Red: 653 COVID-19 patients in
+    /// intensive care in Bayern, above 600"); `nil` for `outside`.
+    public var reason: String?
 
     /// The phase id, `nil` for `outside`.
     public var phaseID: PhaseID? { PhaseID(phase) }
@@ -63,15 +71,11 @@ extension RuleSet {
     /// - Parameter course: the district's trend and phase in force from the history
     ///   (``Dataset/courses``); without it the measured phase is in force and `since` and
     ///   `trend` are `null`.
-    /// - Throws: ``SignalError`` when the incidence is NaN, infinite or negative.
+    /// - Throws: ``SignalError`` when the data gives no phase (``measure(_:on:)``).
     public func signal(for entry: DistrictIncidence, dataDate: Day, language: Language, stale: Bool = false,
                        course: DistrictCourse? = nil) throws(SignalError) -> Signal {
-        let measured: PhaseRules
-        do {
-            measured = try classify(entry.incidence)
-        } catch {
-            throw SignalError("district \(entry.district.ags) (\(entry.district.name)): \(error)")
-        }
+        let measurement = try measure(entry, on: dataDate)
+        let measured = measurement.phase
         // The course was computed under this rule set, so its phase is one of ours.
         let inForce = course?.inForce.flatMap { state in rules(for: state.phase).map { (state: state, rules: $0) } }
         let phase = inForce?.rules ?? measured
@@ -90,7 +94,10 @@ extension RuleSet {
             stale: stale,
             measuredPhase: measured.id.id,
             since: inForce?.state.since.iso,
-            trend: course?.trend
+            trend: course?.trend,
+            indicators: measurement.readings,
+            complete: measurement.complete,
+            reason: reason(measurement, district: district, language: language)
         )
     }
 

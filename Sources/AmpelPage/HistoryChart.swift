@@ -11,8 +11,8 @@ public enum HistoryChart {
 
     /// The top of the value axis: above the highest value and far enough above the strictest
     /// phase's lower bound that its band shows.
-    public static func axisTop(values: [Double], classifier: Classifier) -> Double {
-        let highestBound = classifier.bands.compactMap { $0.lower?.value }.max() ?? 0
+    public static func axisTop(values: [Double], bands: [Band]) -> Double {
+        let highestBound = bands.compactMap { $0.lower?.value }.max() ?? 0
         let wanted = max(values.max() ?? 0, highestBound * 1.3, 10)
         let step = axisStep(wanted)
         return (wanted / step).rounded(.up) * step
@@ -31,7 +31,9 @@ public enum HistoryChart {
     public static func render(history: [(day: Day, incidence: Double)], ruleSet: RuleSet, text: PageText, dataDay: Day? = nil) -> String {
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         let values = history.map(\.incidence)
-        let yTop = axisTop(values: values, classifier: ruleSet.classifier)
+        // A set of indicator conditions has no incidence bands: the line stands alone.
+        let bands = ruleSet.classifier?.bands ?? []
+        let yTop = axisTop(values: values, bands: bands)
         func y(_ value: Double) -> Double { top + plotHeight * (1 - min(value, yTop) / yTop) }
         let firstDay = history.first?.day.daysSinceEpoch ?? 0
         let span = max(Double((history.last?.day.daysSinceEpoch ?? 1) - firstDay), 1)
@@ -40,7 +42,7 @@ public enum HistoryChart {
 
         var svg = #"<svg class="chart" viewBox="0 0 \#(n(width)) \#(n(height))" role="img" aria-label="\#(htmlEscaped(text.history + ": " + text.incidenceLong))" xmlns="http://www.w3.org/2000/svg">"#
         svg += #"<g class="bands">"#
-        for band in ruleSet.classifier.bands {
+        for band in bands {
             let low = band.lower?.value ?? 0
             guard low < yTop else { continue }
             let high = min(band.upper?.value ?? yTop, yTop)
@@ -105,7 +107,7 @@ public enum HistoryChart {
     /// `01.03.2021 · Inzidenz 123,4 · Rot`); the phase is the one the rule set gives the value.
     public static func hoverText(_ point: (day: Day, incidence: Double), ruleSet: RuleSet, text: PageText) -> String {
         var parts = [text.date(point.day), text.incidence + " " + text.incidence(point.incidence)]
-        if let phase = try? ruleSet.classify(point.incidence) { parts.append(text.phaseName(.phase(phase.id))) }
+        if let phase = try? ruleSet.classify(point.incidence) ?? nil { parts.append(text.phaseName(.phase(phase.id))) }
         return parts.joined(separator: " · ")
     }
 

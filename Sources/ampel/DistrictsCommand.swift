@@ -25,7 +25,10 @@ struct Districts: AsyncParsableCommand {
         let ags: String
         let name: String
         let state: String
-        let incidence: Double
+        let incidence: Double?
+        /// Each indicator of the rule set with its value and whether it set the phase.
+        let indicators: [IndicatorReading]
+        let complete: Bool
         /// The phase in force.
         let phase: String
         let color: String
@@ -35,6 +38,7 @@ struct Districts: AsyncParsableCommand {
         let measuredPhase: String?
         let since: String?
         let trend: TrendRow?
+        let reason: String?
 
         struct TrendRow: Encodable {
             let change7: Double
@@ -43,7 +47,7 @@ struct Districts: AsyncParsableCommand {
         }
 
         enum CodingKeys: String, CodingKey {
-            case ags, name, state, incidence, phase, color, dataDate, stale, measuredPhase, since, trend
+            case ags, name, state, incidence, indicators, complete, phase, color, dataDate, stale, measuredPhase, since, trend, reason
         }
 
         // Every key present, `null` where there is no value, as in the signal object.
@@ -53,6 +57,9 @@ struct Districts: AsyncParsableCommand {
             try c.encode(name, forKey: .name)
             try c.encode(state, forKey: .state)
             try c.encode(incidence, forKey: .incidence)
+            try c.encode(indicators, forKey: .indicators)
+            try c.encode(complete, forKey: .complete)
+            try c.encode(reason, forKey: .reason)
             try c.encode(phase, forKey: .phase)
             try c.encode(color, forKey: .color)
             try c.encode(dataDate, forKey: .dataDate)
@@ -83,12 +90,16 @@ struct Districts: AsyncParsableCommand {
             guard let id = signal.phaseID, let phase = ruleSet.rules(for: id) else { continue }
             let trend = signal.trend.map { Row.TrendRow(change7: $0.change7, direction: $0.direction.rawValue, series: $0.series) }
             rows.append((Row(ags: entry.district.ags, name: entry.district.name, state: entry.district.state,
-                             incidence: entry.incidence, phase: phase.id.id, color: phase.color.hex,
+                             incidence: entry.incidence, indicators: signal.indicators, complete: signal.complete,
+                             phase: phase.id.id, color: phase.color.hex,
                              dataDate: dataset.date.iso, stale: loaded.stale, measuredPhase: signal.measuredPhase,
-                             since: signal.since, trend: trend), phase, signal.trend))
+                             since: signal.since, trend: trend, reason: signal.reason), phase, signal.trend))
         }
         switch sort {
-        case .incidence: rows.sort { ($0.0.incidence, $1.0.name) > ($1.0.incidence, $0.0.name) }
+        case .incidence:
+            // A set of state indicators has no district incidence: its first indicator orders.
+            func key(_ row: Row) -> Double { row.incidence ?? row.indicators.first?.value.value ?? -1 }
+            rows.sort { (key($0.0), $1.0.name) > (key($1.0), $0.0.name) }
         case .name: rows.sort { ($0.0.name.lowercased(), $0.0.ags) < ($1.0.name.lowercased(), $1.0.ags) }
         case .trend:
             // Fastest rising first; districts without a trend last, by name.
@@ -114,11 +125,13 @@ struct Districts: AsyncParsableCommand {
         let width = rows.map(\.0.name.count).max() ?? 20
         for (row, phase, trend) in rows {
             let name = row.name.padding(toLength: width, withPad: " ", startingAt: 0)
-            let incidence = Terminal.number(row.incidence, language)
+            // The incidence, or under a set of state indicators the value that decided.
+            let value = row.incidence ?? row.indicators.first(where: \.decisive)?.value.value
+            let incidence = value.map { Terminal.number($0, language) } ?? "–"
             let padded = String(repeating: " ", count: max(0, 7 - incidence.count)) + incidence
             let trend = trend.map { Terminal.change($0, language) } ?? "–"
             let trendColumn = trend.padding(toLength: 10, withPad: " ", startingAt: 0)
-            print("\(terminal.paint("●", phase.color, bold: true)) \(row.ags)  \(name)  \(padded)  \(trendColumn)  \(terminal.paint(phase.title(language), phase.color))")
+            print("\(terminal.paint("●", phase.color, bold: true)) \(row.ags)  \(name)  \(padded)  \(trendColumn)  \(terminal.paint(row.incidence == nil ? row.reason ?? phase.title(language) : phase.title(language), phase.color))")
         }
         var counts: [String] = []
         for phase in ruleSet.phases {

@@ -127,7 +127,7 @@ struct Fetch: AsyncParsableCommand {
         var phases: [String: Int] = [:]
         for phase in ruleSet.phases { phases[phase.id.id] = 0 }
         for entry in entries {
-            let phase = try ruleSet.classify(entry.incidence)
+            let phase = try ruleSet.measure(entry, on: dataset.date).phase
             phases[phase.id.id, default: 0] += 1
         }
         let statusText = changed == nil ? "unchanged" : "updated"

@@ -36,7 +36,7 @@ struct HistoryChartMarkerTests {
         #expect(group.contains(#"text-anchor="start""#))
         // The dot sits on the day's value, where the line passes.
         let value = try #require(history.first { $0.day == day }?.incidence)
-        let top = HistoryChart.axisTop(values: history.map(\.incidence), classifier: ruleSet.classifier)
+        let top = HistoryChart.axisTop(values: history.map(\.incidence), bands: ruleSet.classifier?.bands ?? [])
         let cy = try #require(try number("cy", in: group))
         #expect(abs(cy - (12 + (HistoryChart.height - 42) * (1 - value / top))) < 0.11)
 

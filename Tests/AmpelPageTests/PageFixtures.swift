@@ -11,7 +11,7 @@ func statuses(_ dataset: Dataset, ruleSet: RuleSet, region: Region = .bavaria) t
     var out: [String: DistrictStatus] = [:]
     for (ags, entry) in dataset.districts where ags.hasPrefix("09") {
         if region.contains(ags: ags) {
-            let rules = try ruleSet.classify(entry.incidence)
+            let rules = try ruleSet.measure(entry, on: dataset.date).phase
             out[ags] = DistrictStatus(ags: ags, name: entry.district.name, incidence: entry.incidence, phase: .phase(rules.id), color: rules.color)
         } else {
             out[ags] = DistrictStatus(ags: ags, name: entry.district.name, incidence: nil, phase: .outside, color: ruleSet.outside.color)
