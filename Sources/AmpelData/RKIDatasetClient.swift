@@ -1,7 +1,6 @@
 import AmpelDomain
 import Foundation
 import Logging
-import Synchronization
 
 /// The live source `rki`: the RKI's maintained open dataset "COVID-19_7-Tage-Inzidenz_in_Deutschland",
 /// its district file `COVID-19-Faelle_7-Tage-Inzidenz_Landkreise.csv` (CC BY 4.0, updated daily).
@@ -81,12 +80,7 @@ public struct RKIDatasetClient: IncidenceSource {
 
     /// Whether `url` is an `http(s)` URL with a host or a `file://` path.
     public static func isValidURL(_ url: String) -> Bool {
-        DataHTTP.isValidURL(url) || fileURL(url) != nil
-    }
-
-    static func fileURL(_ url: String) -> URL? {
-        guard url.lowercased().hasPrefix("file://"), let parsed = URL(string: url), parsed.isFileURL, !parsed.path.isEmpty else { return nil }
-        return parsed
+        FileDownload.isValidURL(url)
     }
 
     public var name: String { "rki" }
@@ -108,12 +102,16 @@ public struct RKIDatasetClient: IncidenceSource {
     /// The file, unless it is still the version `validators` describe; each failed attempt
     /// that will be retried is told to `attemptFailed`.
     public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
-        if let file = Self.fileURL(configuration.url) {
-            return try readFile(file, ifChanged: validators)
-        }
-        return try await DataHTTP.retrying(configuration.retry, logger: logger, what: "RKI download",
-                                           attemptFailed: attemptFailed) { () async throws(DataHTTP.Failure) -> SourceAnswer in
-            try await attempt(validators)
+        let configuration = self.configuration
+        let download = FileDownload(
+            url: configuration.url, stallTimeout: configuration.stallTimeout, timeout: configuration.timeout,
+            clock: configuration.clock, retry: configuration.retry, userAgent: configuration.userAgent,
+            maxBodyBytes: configuration.maxBodyBytes, httpClient: httpClient, logger: logger, what: "RKI download")
+        switch try await download.fetch(ifChanged: validators, attemptFailed: attemptFailed, makeParser: {
+            DistrictFileParse(reader: RKIDistrictCSV(windowDays: configuration.windowDays), region: configuration.region)
+        }) {
+        case .notModified: return .notModified
+        case .changed(let table, let received): return .publication(publication(table, validators: received))
         }
     }
 
@@ -127,117 +125,18 @@ public struct RKIDatasetClient: IncidenceSource {
         return Publication(newest: table.datasets[table.datasets.count - 1], earlier: Array(table.datasets.dropLast()),
                            validators: validators, skippedRows: table.skippedRows)
     }
+}
 
-    // MARK: - file://
+/// The district file's reader as a download's parser: finished for the client's region.
+final class DistrictFileParse: StreamingFileParser {
+    let reader: RKIDistrictCSV
+    let region: Region
 
-    func readFile(_ url: URL, ifChanged validators: HTTPValidators?) throws(DataError) -> SourceAnswer {
-        let path = url.path
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw DataError(.io, "cannot read '\(path)': \(String(cString: strerror(errno)))")
-        }
-        let version = HTTPValidators(etag: "\"\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\"", lastModified: nil)
-        if let validators, validators.etag == version.etag { return .notModified }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw DataError(.io, "cannot open '\(path)': \(String(cString: strerror(errno)))")
-        }
-        defer { try? handle.close() }
-        let reader = RKIDistrictCSV(windowDays: configuration.windowDays)
-        do {
-            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try reader.consume(chunk)
-            }
-        } catch let error as DataError {
-            throw DataError(error.reason, "'\(path)': \(error.message)")
-        } catch {
-            throw DataError(.io, "cannot read '\(path)': \(error.localizedDescription)")
-        }
-        do {
-            return .publication(publication(try reader.finish(region: configuration.region), validators: version))
-        } catch {
-            throw DataError(error.reason, "'\(path)': \(error.message)")
-        }
+    init(reader: RKIDistrictCSV, region: Region) {
+        self.reader = reader
+        self.region = region
     }
 
-    // MARK: - HTTP
-
-    private struct Stalled: Error {}
-
-    /// Counts arriving body chunks, for the stall watchdog.
-    private final class Progress: Sendable {
-        let chunks = Atomic<Int>(0)
-    }
-
-    /// The parser of one download: fed by the transfer's callbacks on the HTTP client's
-    /// thread, finished by the caller once the transfer has completed.
-    private final class Parse: @unchecked Sendable {
-        let reader: RKIDistrictCSV
-        var bytes = 0
-
-        init(windowDays: Int) {
-            reader = RKIDistrictCSV(windowDays: windowDays)
-        }
-    }
-
-    /// One download, bounded by the stall timeout and the whole timeout.
-    func attempt(_ validators: HTTPValidators?) async throws(DataHTTP.Failure) -> SourceAnswer {
-        var headers: [(name: String, value: String)] = [
-            ("User-Agent", configuration.userAgent),
-            ("Accept", "text/csv, text/plain;q=0.9, */*;q=0.5"),
-        ]
-        if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
-        if let modified = validators?.lastModified { headers.append(("If-Modified-Since", modified)) }
-        // The file compresses about 6:1 (GitHub sends it gzipped when asked).
-        let request = HTTPClient.Request(url: configuration.url, headers: headers, acceptsCompression: true)
-        let client = httpClient
-        let configuration = self.configuration
-        let progress = Progress()
-        let host = DataHTTP.hostOf(configuration.url)
-        do {
-            return try await withThrowingTaskGroup(of: SourceAnswer.self) { group in
-                group.addTask {
-                    let parse = Parse(windowDays: configuration.windowDays)
-                    let head = try await client.send(request) { head, chunk in
-                        progress.chunks.add(1, ordering: .relaxed)
-                        // The body of a 304 or an error is not the file.
-                        guard head.isSuccess else { return }
-                        parse.bytes += chunk.count
-                        guard parse.bytes <= configuration.maxBodyBytes else {
-                            throw HTTPClient.BodyTooLarge(maxBytes: configuration.maxBodyBytes)
-                        }
-                        try parse.reader.consume(chunk)
-                    }
-                    if head.status == 304 { return .notModified }
-                    guard head.isSuccess else { throw DataHTTP.StatusError(code: head.status, reason: head.reason) }
-                    let received = HTTPValidators(etag: head.first(name: "ETag"), lastModified: head.first(name: "Last-Modified"))
-                    let table = try parse.reader.finish(region: configuration.region)
-                    return .publication(self.publication(table, validators: received.isEmpty ? nil : received))
-                }
-                group.addTask {
-                    // No progress over a whole stall period: the body has stopped.
-                    var seen = -1
-                    while true {
-                        try await configuration.clock.sleep(for: configuration.stallTimeout)
-                        let now = progress.chunks.load(ordering: .relaxed)
-                        if now == seen { throw Stalled() }
-                        seen = now
-                    }
-                }
-                group.addTask {
-                    try await configuration.clock.sleep(for: configuration.timeout)
-                    throw DataHTTP.TimedOut()
-                }
-                defer { group.cancelAll() }
-                guard let answer = try await group.next() else { throw CancellationError() }
-                return answer
-            }
-        } catch let error as DataError {
-            // The file arrived but is not valid: asking again at once will not help.
-            throw DataHTTP.Failure(error: error, retryable: false)
-        } catch is Stalled {
-            throw DataHTTP.Failure(error: DataError(.timeout, "the download from \(host) stalled: no data for \(configuration.stallTimeout)"), retryable: true)
-        } catch {
-            throw DataHTTP.failure(of: error, url: configuration.url, timeout: configuration.timeout, maxBytes: configuration.maxBodyBytes)
-        }
-    }
+    func consume(_ chunk: UnsafeRawBufferPointer) throws(DataError) { try reader.consume(chunk) }
+    func finish() throws(DataError) -> RKIDistrictCSV.Table { try reader.finish(region: region) }
 }

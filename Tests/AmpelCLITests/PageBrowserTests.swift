@@ -28,7 +28,7 @@ struct PageBrowserTests {
         let dataset = try BundledData.shared.snapshot(on: Day(iso: "2020-10-15"))
         var fills: [String: String] = [:]
         for entry in dataset.districts(in: .bavaria) {
-            fills[entry.district.ags] = try ruleSet.classify(entry.incidence).color.hex
+            fills[entry.district.ags] = try ruleSet.measure(entry, on: dataset.date).phase.color.hex
         }
         return fills
     }

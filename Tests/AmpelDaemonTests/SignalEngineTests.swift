@@ -329,8 +329,8 @@ struct SignalEngineTests {
         #expect(actions.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/state") }.count == 96)
         // Phase and alert only where the phase changed, counted independently from the two datasets.
         let changed = Fixtures.november.districts(in: .bavaria).filter { entry in
-            let before = try! Fixtures.ruleSet.classify(Fixtures.october[entry.district.ags]!.incidence).id
-            return try! Fixtures.ruleSet.classify(entry.incidence).id != before
+            let before = try! Fixtures.ruleSet.classify(Fixtures.october[entry.district.ags]!.incidence!)!.id
+            return try! Fixtures.ruleSet.classify(entry.incidence!)!.id != before
         }.map { "ampel/district/\($0.district.ags)/phase" }
         let phases = actions.published.filter { $0.topic.hasSuffix("/phase") }
         let districtAlerts = actions.published.filter { $0.topic.hasPrefix("ampel/district/") && $0.topic.hasSuffix("/alert") }

@@ -152,7 +152,7 @@ func bundledData(_ name: String) throws -> Data {
     }
 
     static func changes(_ ruleSet: RuleSet, _ days: [(day: Day, value: Double)]) throws -> [Day] {
-        let measured = try days.map { ($0.day, try #require(ruleSet.classify($0.value)).id) }
+        let measured = try days.map { ($0.day, try #require(try ruleSet.classify($0.value)).id) }
         let walked = ruleSet.dayCounts.walk(measured)
         return zip(walked.dropFirst(), walked).compactMap { now, before in now.phase != before.phase ? now.since : nil }
     }
@@ -174,7 +174,7 @@ func bundledData(_ name: String) throws -> Data {
         // Below 100 from Monday 19th; from Thursday 22 April 2021 three days above 100 (22-24),
         // in force two days later, Monday 26th.
         let series = Self.days(from: "2021-04-19", [90, 95, 99, 101, 120, 130, 110, 105, 90, 80, 70, 60, 50, 40, 40, 40, 40, 40, 40])
-        let measured = try series.map { ($0.day, try #require(ruleSet.classify($0.value)).id) }
+        let measured = try series.map { ($0.day, try #require(try ruleSet.classify($0.value)).id) }
         let walked = ruleSet.dayCounts.walk(measured)
         func phase(_ iso: String) -> PhaseInForce { walked[series.firstIndex { $0.day == Day(iso: iso)! }!] }
         #expect(phase("2021-04-25").phase == .red)
