@@ -56,8 +56,18 @@ public struct DatasetCache: Sendable {
             var kind: District.Kind
             var state: String
             var population: Int?
-            var incidence: Double
+            var incidence: Double?
             var stateIncidence: Double?
+            /// The state indicators of a publication of them (absent in an incidence cache).
+            var indicators: [IndicatorRow]?
+        }
+
+        struct IndicatorRow: Decodable {
+            var name: IndicatorName
+            var level: IndicatorLevel
+            var region: String
+            var value: Double?
+            var date: Day?
         }
 
         var format: String
@@ -92,15 +102,25 @@ public struct DatasetCache: Sendable {
             guard District.isValidCode(row.ags) else {
                 throw DataError(.invalidValue, "\(what): district code '\(row.ags)' is not five digits")
             }
-            guard row.incidence.isFinite, row.incidence >= 0, row.stateIncidence.map({ $0.isFinite && $0 >= 0 }) ?? true else {
+            func valid(_ value: Double?) -> Bool { value.map { $0.isFinite && $0 >= 0 } ?? true }
+            guard valid(row.incidence), valid(row.stateIncidence) else {
                 throw DataError(.invalidValue, "\(what): district \(row.ags) has an invalid incidence")
+            }
+            let indicators = row.indicators ?? []
+            guard row.incidence != nil || !indicators.isEmpty else {
+                throw DataError(.missingField, "\(what): district \(row.ags) has neither an incidence nor indicators")
+            }
+            guard indicators.allSatisfy({ valid($0.value) }) else {
+                throw DataError(.invalidValue, "\(what): district \(row.ags) has an invalid indicator value")
             }
             guard districts[row.ags] == nil else {
                 throw DataError(.duplicateDistrict, "\(what): district \(row.ags) appears twice")
             }
             let district = District(ags: row.ags, name: row.name, shortName: row.shortName, kind: row.kind,
                                     state: row.state, population: row.population)
-            districts[row.ags] = DistrictIncidence(district: district, incidence: row.incidence, stateIncidence: row.stateIncidence)
+            districts[row.ags] = DistrictIncidence(
+                district: district, incidence: row.incidence, stateIncidence: row.stateIncidence,
+                indicators: indicators.map { IndicatorValue(key: IndicatorKey($0.name, $0.level), region: $0.region, value: $0.value, date: $0.date) })
         }
         guard !districts.isEmpty else {
             throw DataError(.empty, "\(what) holds no districts")
@@ -167,6 +187,23 @@ public struct DatasetCache: Sendable {
             json.string(district.ags)
             json.raw(#","incidence":"#)
             json.number(entry.incidence)
+            if !entry.indicators.isEmpty {
+                json.raw(#","indicators":["#)
+                for (number, indicator) in entry.indicators.enumerated() {
+                    json.raw(number == 0 ? #"{"date":"# : #",{"date":"#)
+                    json.string(indicator.date?.iso)
+                    json.raw(#","level":"#)
+                    json.string(indicator.key.level.rawValue)
+                    json.raw(#","name":"#)
+                    json.string(indicator.key.name.rawValue)
+                    json.raw(#","region":"#)
+                    json.string(indicator.region)
+                    json.raw(#","value":"#)
+                    json.number(indicator.value)
+                    json.raw("}")
+                }
+                json.raw("]")
+            }
             json.raw(#","kind":"#)
             json.string(district.kind.rawValue)
             json.raw(#","name":"#)

@@ -115,6 +115,12 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "For --source rki: the district file, http(s):// or file:// (default: the RKI's file on GitHub); for --source arcgis: the query endpoint.")
     var url: String?
 
+    @Option(name: .customLong("hospitalisation-url"), help: "For a rule set of state indicators with --source rki: the RKI's hospitalisation file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var hospitalisationURL: String?
+
+    @Option(name: .customLong("icu-url"), help: "For a rule set of state indicators with --source rki: the DIVI register's state file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var icuURL: String?
+
     @Option(name: .long, help: "A saved RKI answer (f=json) for --source snapshot, instead of the bundled days.")
     var snapshot: String?
 
@@ -149,7 +155,7 @@ struct DataOptions: ParsableArguments {
 
     /// The source in effect: `--source`, else `rki` with `--url`, `snapshot` with `--snapshot`, else `bundled`.
     var effectiveSource: Source {
-        source ?? (url != nil ? .rki : snapshot != nil ? .snapshot : .bundled)
+        source ?? (url != nil || hospitalisationURL != nil || icuURL != nil ? .rki : snapshot != nil ? .snapshot : .bundled)
     }
 
     func validate() throws {
@@ -157,6 +163,13 @@ struct DataOptions: ParsableArguments {
         if let url {
             guard let live = effectiveSource.live else { throw ValidationError("--url needs --source rki or arcgis") }
             try live.validate(url: url)
+        }
+        for (flag, value) in [("--hospitalisation-url", hospitalisationURL), ("--icu-url", icuURL)] {
+            guard let value else { continue }
+            guard effectiveSource == .rki else { throw ValidationError("\(flag) needs --source rki") }
+            guard RKIIndicatorClient.isValidURL(value) else {
+                throw ValidationError("\(flag) must be an http(s):// URL or a file:// path, got '\(value)'")
+            }
         }
         if snapshot != nil, effectiveSource != .snapshot {
             throw ValidationError("--snapshot FILE needs --source snapshot")
@@ -190,6 +203,7 @@ struct DataOptions: ParsableArguments {
     /// is at hand: the bundled daily history, or the publications `fetch` and `run` keep in
     /// the state directory for `--source rki`.
     func dataset(ruleSet: RuleSet) async throws -> Loaded {
+        if ruleSet.readsStateIndicators { return try await indicators(ruleSet: ruleSet) }
         var loaded = try await dataset(region: ruleSet.region)
         let current = loaded.dataset
         switch effectiveSource {
@@ -237,11 +251,50 @@ struct DataOptions: ParsableArguments {
         }
     }
 
+    /// The data of a rule set of state indicators: the bundled hospital and intensive-care
+    /// files at `--date`, or the RKI's live files; with the days before it for trend and phase
+    /// in force.
+    func indicators(ruleSet: RuleSet) async throws -> Loaded {
+        let region = ruleSet.region
+        do {
+            switch effectiveSource {
+            case .bundled:
+                let source = BundledIndicatorSource(day: try day(), region: region)
+                let dataset = try source.load()
+                let window = source.earlier(than: dataset.date, count: PublicationHistory.defaultLength - 1) + [dataset]
+                return Loaded(dataset: dataset.withCourses(window: window, ruleSet: ruleSet, region: region))
+            case .rki:
+                let client = RKIIndicatorClient(
+                    configuration: .init(hospitalisationURL: hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
+                                         icuURL: icuURL ?? RKIIndicatorClient.defaultICUURL, region: region,
+                                         stallTimeout: .milliseconds(Int64(timeout * 1000)),
+                                         retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(8))),
+                    logger: cliLogger("ampel.data.rki-indicators", level: .notice))
+                do {
+                    guard case .publication(let publication) = try await client.check(ifChanged: nil) else {
+                        throw DataError(.malformed, "304 Not Modified without validators")
+                    }
+                    let dataset = publication.newest
+                    return Loaded(dataset: dataset.withCourses(window: publication.earlier + [dataset], ruleSet: ruleSet, region: region),
+                                  earlier: publication.earlier)
+                } catch let failure as DataError {
+                    return try cached(after: failure, directory: StateIndicators.cacheDirectory(in: stateDirectory))
+                }
+            case .snapshot, .history, .arcgis:
+                throw CLIError("rule set '\(ruleSet.id)' reads hospital and intensive-care indicators, which --source \(effectiveSource.rawValue) does not have: use --source bundled (the default) or rki")
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("\(error)")
+        }
+    }
+
     /// The cached last good data (what `ampel fetch` and `ampel run` keep in the state
     /// directory), after the live service failed with `failure`; the failure itself when
     /// there is none.
-    func cached(after failure: DataError) throws -> Loaded {
-        let cache = DatasetCache(directory: stateDirectory)
+    func cached(after failure: DataError, directory: URL? = nil) throws -> Loaded {
+        let cache = DatasetCache(directory: directory ?? stateDirectory)
         let entry: DatasetCache.Entry?
         do {
             entry = try cache.load()
