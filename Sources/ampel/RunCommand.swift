@@ -29,6 +29,12 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "For --source rki: the district file, http(s):// or file://; for --source arcgis: the query endpoint of a mirror (default: the source's own, for rki the RKI's file on GitHub).")
     var url: String?
 
+    @Option(name: .customLong("hospitalisation-url"), help: "For a rule set of state indicators with --source rki: the RKI's hospitalisation file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var hospitalisationURL: String?
+
+    @Option(name: .customLong("icu-url"), help: "For a rule set of state indicators with --source rki: the DIVI register's state file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var icuURL: String?
+
     @Option(name: .long, help: "For bundled, snapshot and history: the latest publication on or before this day, YYYY-MM-DD (default: the latest).")
     var date: String?
 
@@ -46,7 +52,8 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let flags = ConfigurationOverrides(broker: daemon.broker, source: source, url: url, date: date, stateDir: stateDir,
-                                           refresh: refresh, lang: daemon.lang, logLevel: daemon.logLevel, http: http, rules: daemon.rules)
+                                           refresh: refresh, lang: daemon.lang, logLevel: daemon.logLevel, http: http, rules: daemon.rules,
+                                           hospitalisationURL: hospitalisationURL, icuURL: icuURL)
         let prepared = try Self.prepare(config: daemon.config, flags: flags)
         if checkConfig {
             print(prepared.summary)

@@ -6,6 +6,9 @@ public struct ConfigurationOverrides: Sendable, Hashable {
     public var broker: String?
     public var source: String?
     public var url: String?
+    /// `--hospitalisation-url`, `--icu-url`: `data.hospitalisation_url`, `data.icu_url`.
+    public var hospitalisationURL: String?
+    public var icuURL: String?
     public var date: String?
     public var stateDir: String?
     public var refresh: String?
@@ -17,7 +20,9 @@ public struct ConfigurationOverrides: Sendable, Hashable {
 
     public init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
                 stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil,
-                http: String? = nil, rules: String? = nil) {
+                http: String? = nil, rules: String? = nil, hospitalisationURL: String? = nil, icuURL: String? = nil) {
+        self.hospitalisationURL = hospitalisationURL
+        self.icuURL = icuURL
         self.http = http
         self.rules = rules
         self.broker = broker
@@ -36,6 +41,8 @@ public struct ConfigurationOverrides: Sendable, Hashable {
         ("--broker", "AMPEL_BROKER", \.broker),
         ("--source", "AMPEL_SOURCE", \.source),
         ("--url", "AMPEL_URL", \.url),
+        ("--hospitalisation-url", "AMPEL_HOSPITALISATION_URL", \.hospitalisationURL),
+        ("--icu-url", "AMPEL_ICU_URL", \.icuURL),
         ("--date", "AMPEL_DATE", \.date),
         ("--state-dir", "AMPEL_STATE_DIR", \.stateDir),
         ("--refresh", "AMPEL_REFRESH", \.refresh),
@@ -85,6 +92,8 @@ extension DaemonConfiguration {
             case "--broker", "AMPEL_BROKER": broker = try Self.broker(value)
             case "--source", "AMPEL_SOURCE": data.source = try Self.dataSource(value)
             case "--url", "AMPEL_URL": data.url = try Self.dataURL(value)
+            case "--hospitalisation-url", "AMPEL_HOSPITALISATION_URL": data.hospitalisationURL = try Self.dataURL(value)
+            case "--icu-url", "AMPEL_ICU_URL": data.icuURL = try Self.dataURL(value)
             case "--date", "AMPEL_DATE": data.date = try Self.day(value)
             case "--state-dir", "AMPEL_STATE_DIR":
                 guard !value.isEmpty else { throw ConfigurationError.Problem("empty path") }

@@ -134,9 +134,11 @@ extension DaemonConfiguration {
     }
 
     mutating func readData(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["source", "url", "date", "refresh", "max_age", "history", "guard_factor", "guard_share"])
+        try m.allow(["source", "url", "hospitalisation_url", "icu_url", "date", "refresh", "max_age", "history", "guard_factor", "guard_share"])
         if let v = m["source"] { data.source = try v.convert(Self.dataSource) }
         if let v = m["url"] { data.url = try v.convert(Self.dataURL) }
+        if let v = m["hospitalisation_url"] { data.hospitalisationURL = try v.convert(Self.dataURL) }
+        if let v = m["icu_url"] { data.icuURL = try v.convert(Self.dataURL) }
         if let v = m["guard_factor"] { data.releaseGuard.factor = try v.convert(Self.guardFactor) }
         if let v = m["guard_share"] { data.releaseGuard.share = try v.convert(Self.guardShare) }
         if let v = m["date"] { data.date = try v.convert(Self.day) }

@@ -99,6 +99,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
         /// The district file (`rki`, also `file://`) or the ArcGIS query URL (`arcgis`);
         /// `nil` means the source's own default.
         public var url: String?
+        /// For a rule set of state indicators with `rki`: the RKI's hospitalisation file (also
+        /// `file://`); `nil` means the RKI's file on GitHub.
+        public var hospitalisationURL: String?
+        /// The same for the DIVI register's state file.
+        public var icuURL: String?
         /// When a new publication is held back as a possible wrong release (`rki`).
         public var releaseGuard: ReleaseGuard = .standard
         /// For `snapshot` and `history`: the latest publication on or before this day.

@@ -124,6 +124,8 @@ public enum DaemonRuntime {
     static func makeFeed(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> any DatasetFeed {
         do {
             switch configuration.data.source {
+            case .snapshot where ruleSet.readsStateIndicators, .bundled where ruleSet.readsStateIndicators:
+                _ = try BundledIndicatorSource(day: configuration.data.date, region: ruleSet.region).load()
             case .snapshot: _ = try BundledData.shared.snapshot(on: configuration.data.date)
             case .history: _ = try BundledData.shared.history(on: configuration.data.date)
             case .bundled: _ = try BundledData.shared.dataset(on: configuration.data.date)
@@ -132,7 +134,7 @@ public enum DaemonRuntime {
         } catch {
             throw ConfigurationError(key: "data.date", line: nil, message: "\(error)")
         }
-        return RefresherFeed.make(configuration, ruleSet: ruleSet)
+        return try RefresherFeed.make(configuration, ruleSet: ruleSet)
     }
 
     /// Connects and runs the daemon until SIGTERM or SIGINT.

@@ -21,11 +21,26 @@ public final class RefresherFeed: DatasetFeed {
     }
 
     /// A feed for the configured source: `rki` with a last-good cache in the state directory.
-    public static func make(_ configuration: DaemonConfiguration, ruleSet: RuleSet) -> RefresherFeed {
+    public static func make(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> RefresherFeed {
         let data = configuration.data
         let source: any IncidenceSource
         var cache: DatasetCache?
         var history: PublicationHistory?
+        var stateDirectory = URL(fileURLWithPath: configuration.stateDirectory)
+        if ruleSet.readsStateIndicators {
+            switch data.source {
+            case .rki:
+                source = RKIIndicatorClient(configuration: .init(
+                    hospitalisationURL: data.hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
+                    icuURL: data.icuURL ?? RKIIndicatorClient.defaultICUURL, region: ruleSet.region, windowDays: data.history))
+            case .bundled, .snapshot:
+                source = BundledIndicatorSource(day: data.date, region: ruleSet.region)
+            case .history, .arcgis:
+                throw ConfigurationError(key: "data.source", line: nil, message: "rule set '\(ruleSet.id)' reads hospital and intensive-care indicators, which '\(data.source.rawValue)' does not have: use bundled or rki")
+            }
+            // Apart from the incidence data's, so that changing the rule set never starts from the other kind.
+            stateDirectory = StateIndicators.cacheDirectory(in: stateDirectory)
+        } else {
         switch data.source {
         case .rki:
             source = RKIDatasetClient(configuration: .init(url: data.url ?? RKIDatasetClient.defaultURL, windowDays: data.history,
@@ -41,9 +56,10 @@ public final class RefresherFeed: DatasetFeed {
         case .bundled:
             source = BundledSource(day: data.date)
         }
+        }
         if source.isLive {
-            cache = DatasetCache(directory: URL(fileURLWithPath: configuration.stateDirectory))
-            history = PublicationHistory(directory: URL(fileURLWithPath: configuration.stateDirectory), length: data.history)
+            cache = DatasetCache(directory: stateDirectory)
+            history = PublicationHistory(directory: stateDirectory, length: data.history)
         }
         let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: ruleSet.region,
                                    maximumAge: data.maxAge, history: history, historyLength: data.history,
