@@ -68,6 +68,8 @@ public struct DatasetCache: Sendable {
             var region: String
             var value: Double?
             var date: Day?
+
+            var indicatorValue: IndicatorValue { IndicatorValue(key: IndicatorKey(name, level), region: region, value: value, date: date) }
         }
 
         var format: String
@@ -76,6 +78,8 @@ public struct DatasetCache: Sendable {
         var date: Day
         var source: String
         var districts: [Row]
+        /// The state indicators by state id, Germany's (`00`) included (absent in an incidence cache).
+        var states: [String: [IndicatorRow]]?
         /// `ETag` and `Last-Modified` of the file read (source `rki`); absent in older caches.
         var etag: String?
         var lastModified: String?
@@ -120,12 +124,19 @@ public struct DatasetCache: Sendable {
                                     state: row.state, population: row.population)
             districts[row.ags] = DistrictIncidence(
                 district: district, incidence: row.incidence, stateIncidence: row.stateIncidence,
-                indicators: indicators.map { IndicatorValue(key: IndicatorKey($0.name, $0.level), region: $0.region, value: $0.value, date: $0.date) })
+                indicators: indicators.map(\.indicatorValue))
         }
         guard !districts.isEmpty else {
             throw DataError(.empty, "\(what) holds no districts")
         }
-        return Dataset(date: file.date, source: file.source, districts: districts)
+        var states: [String: [IndicatorValue]] = [:]
+        for (state, rows) in file.states ?? [:] {
+            guard GermanState.name(ofState: state) != nil, rows.allSatisfy({ $0.value.map { $0.isFinite && $0 >= 0 } ?? true }) else {
+                throw DataError(.invalidValue, "\(what): state '\(state)' is unknown or has an invalid indicator value")
+            }
+            states[state] = rows.map(\.indicatorValue)
+        }
+        return Dataset(date: file.date, source: file.source, districts: districts, states: states)
     }
 
     /// Moves an unreadable cache file aside, to `incidence.json.corrupt-<UTC time>` in the
@@ -188,21 +199,8 @@ public struct DatasetCache: Sendable {
             json.raw(#","incidence":"#)
             json.number(entry.incidence)
             if !entry.indicators.isEmpty {
-                json.raw(#","indicators":["#)
-                for (number, indicator) in entry.indicators.enumerated() {
-                    json.raw(number == 0 ? #"{"date":"# : #",{"date":"#)
-                    json.string(indicator.date?.iso)
-                    json.raw(#","level":"#)
-                    json.string(indicator.key.level.rawValue)
-                    json.raw(#","name":"#)
-                    json.string(indicator.key.name.rawValue)
-                    json.raw(#","region":"#)
-                    json.string(indicator.region)
-                    json.raw(#","value":"#)
-                    json.number(indicator.value)
-                    json.raw("}")
-                }
-                json.raw("]")
+                json.raw(#","indicators":"#)
+                writeIndicators(entry.indicators, to: &json)
             }
             json.raw(#","kind":"#)
             json.string(district.kind.rawValue)
@@ -233,12 +231,41 @@ public struct DatasetCache: Sendable {
         json.string(iso8601(savedAt))
         json.raw(#","source":"#)
         json.string(dataset.source)
+        if !dataset.states.isEmpty {
+            json.raw(#","states":{"#)
+            for (index, state) in dataset.states.keys.sorted().enumerated() {
+                if index > 0 { json.raw(",") }
+                json.string(state)
+                json.raw(":")
+                writeIndicators(dataset.states[state] ?? [], to: &json)
+            }
+            json.raw("}")
+        }
         json.raw(#","version":"#)
         json.number(version)
         json.raw("}")
     }
 
     /// `2026-11-24T11:30:00Z`, as `JSONDecoder`'s `.iso8601` reads it back.
+    /// `[{"date","level","name","region","value"}]`.
+    static func writeIndicators(_ values: [IndicatorValue], to json: inout JSONWriter) {
+        json.raw("[")
+        for (number, indicator) in values.enumerated() {
+            json.raw(number == 0 ? #"{"date":"# : #",{"date":"#)
+            json.string(indicator.date?.iso)
+            json.raw(#","level":"#)
+            json.string(indicator.key.level.rawValue)
+            json.raw(#","name":"#)
+            json.string(indicator.key.name.rawValue)
+            json.raw(#","region":"#)
+            json.string(indicator.region)
+            json.raw(#","value":"#)
+            json.number(indicator.value)
+            json.raw("}")
+        }
+        json.raw("]")
+    }
+
     static func iso8601(_ date: Date) -> String {
         var time = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()

@@ -6,7 +6,7 @@ import Synchronization
 /// Reads a data file while it arrives and turns it into a value; a fresh one per attempt.
 ///
 /// > Note: A parser reads one body; it is not for sharing between tasks.
-protocol StreamingFileParser: AnyObject {
+protocol StreamingFileParser: AnyObject, SendableMetatype {
     associatedtype Output: Sendable
     func consume(_ chunk: UnsafeRawBufferPointer) throws(DataError)
     func finish() throws(DataError) -> Output

@@ -55,14 +55,13 @@ public struct StateIndicators: Sendable, Hashable {
             throw DataError(.notAvailable, "no hospital or intensive-care data on or before \(date.iso): the data begins on \(oldest.iso)")
         }
         var byState: [String: [IndicatorValue]] = [:]
+        for state in GermanState.ids { byState[state] = values(state: state, on: date) }
         var districts: [String: DistrictIncidence] = [:]
         for district in DistrictDirectory.germany.districts(in: region) {
-            let state = String(district.stateCode)
-            if byState[state] == nil { byState[state] = values(state: state, on: date) }
             districts[district.ags] = DistrictIncidence(district: district, incidence: nil, stateIncidence: nil,
-                                                        indicators: byState[state] ?? [])
+                                                        indicators: byState[String(district.stateCode)] ?? [])
         }
-        return Dataset(date: date, source: source, districts: districts)
+        return Dataset(date: date, source: source, districts: districts, states: byState)
     }
 
     /// Up to `count` daily publications before `day`, oldest first, within the data.

@@ -39,19 +39,42 @@ public struct Dataset: Sendable, Hashable {
     /// one rule set (``RuleSet/courses(over:region:)``); empty where no history was at hand.
     /// Not part of the publication itself: caches and history files leave it out.
     public var courses: [String: DistrictCourse]
+    /// The state indicators of this publication by state id (`09`; `00` for Germany): what
+    /// the districts' ``DistrictIncidence/indicators`` hold, and the country's too. Empty in an
+    /// incidence publication.
+    public let states: [String: [IndicatorValue]]
+    /// Each state indicator's values over the ``Trend/days`` days up to this publication,
+    /// oldest first (`nil` where a day has none), from the same window as ``courses``.
+    public var stateCourses: [String: [IndicatorKey: [Double?]]]
 
-    public init(date: Day, source: String, districts: [String: DistrictIncidence], courses: [String: DistrictCourse] = [:]) {
+    public init(date: Day, source: String, districts: [String: DistrictIncidence], courses: [String: DistrictCourse] = [:],
+                states: [String: [IndicatorValue]] = [:]) {
         self.date = date
         self.source = source
         self.districts = districts
         self.courses = courses
+        self.states = states
+        stateCourses = [:]
     }
 
     /// This publication with the courses `ruleSet` gives over `window` (oldest first, ending
     /// with this publication; earlier days only are taken from it).
     public func withCourses(window: [Dataset], ruleSet: RuleSet, region: Region) -> Dataset {
         var copy = self
-        copy.courses = ruleSet.courses(over: window.filter { $0.date < date } + [self], region: region)
+        let walked = window.filter { $0.date < date } + [self]
+        copy.courses = ruleSet.courses(over: walked, region: region)
+        if !states.isEmpty {
+            let byDay = Dictionary(walked.map { ($0.date.daysSinceEpoch, $0) }, uniquingKeysWith: { _, last in last })
+            let days = (date.daysSinceEpoch - Trend.days + 1)...date.daysSinceEpoch
+            for (state, values) in states {
+                for value in values {
+                    // A value carried over from an earlier day is that day's, not this one's.
+                    copy.stateCourses[state, default: [:]][value.key] = days.map { day in
+                        byDay[day]?.states[state]?.first { $0.key == value.key && $0.date?.daysSinceEpoch == day }?.value
+                    }
+                }
+            }
+        }
         return copy
     }
 
@@ -60,13 +83,14 @@ public struct Dataset: Sendable, Hashable {
     /// The same publication: date, source and values. ``courses`` are derived from it and the
     /// history before it, so they do not make another publication.
     public static func == (lhs: Dataset, rhs: Dataset) -> Bool {
-        lhs.date == rhs.date && lhs.source == rhs.source && lhs.districts == rhs.districts
+        lhs.date == rhs.date && lhs.source == rhs.source && lhs.districts == rhs.districts && lhs.states == rhs.states
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(date)
         hasher.combine(source)
         hasher.combine(districts)
+        hasher.combine(states)
     }
 
     /// The districts of `region`, ordered by code.

@@ -7,6 +7,12 @@ public enum GermanState {
         "13": "Mecklenburg-Vorpommern", "14": "Sachsen", "15": "Sachsen-Anhalt", "16": "Thüringen",
     ]
 
+    /// Germany and the 16 states as the RKI's files key them: `00` for Germany, then `01`..`16`.
+    public static let ids = ["00"] + names.keys.sorted()
+
+    /// The name of a state id, `Deutschland` for `00`.
+    public static func name(ofState id: String) -> String? { id == "00" ? "Deutschland" : names[id] }
+
     /// The state of a district code, e.g. `Bayern` for `09162`.
     public static func name(ofDistrict ags: String) -> String? { names[String(ags.prefix(2))] }
 }

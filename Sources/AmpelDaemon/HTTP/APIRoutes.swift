@@ -33,6 +33,27 @@ enum APIRoutes {
             guard let ruleSet = snapshot.ruleSet else { throw APIError(.serviceUnavailable, "data not loaded") }
             return HTTPResponses.json(history(ags: ags, ruleSet: ruleSet))
         }
+        router.get("api/states") { request, _ in
+            let (dataset, ruleSet) = try stateData(view.snapshot())
+            let language = request.uri.queryParameters.get("lang").map { Language(requested: $0) } ?? context.language
+            var json = JSONWriter(capacity: 17 * 1_200)
+            json.raw("[")
+            for (index, report) in StateReport.all(dataset, ruleSet: ruleSet, language: language).enumerated() {
+                if index > 0 { json.raw(",") }
+                json.raw(report.json(ruleSet: ruleSet))
+            }
+            json.raw("]")
+            return HTTPResponses.json(json.bytes)
+        }
+        router.get("api/states/:id") { request, requestContext in
+            let (dataset, ruleSet) = try stateData(view.snapshot())
+            let id = requestContext.parameters.get("id") ?? ""
+            let language = request.uri.queryParameters.get("lang").map { Language(requested: $0) } ?? context.language
+            guard let report = StateReport(state: id, dataset: dataset, ruleSet: ruleSet, language: language) else {
+                throw APIError(.notFound, "no state '\(id)' (00 for Germany, 01 to 16 for the states)")
+            }
+            return HTTPResponses.json(report.json(ruleSet: ruleSet))
+        }
         router.get("api/devices") { request, _ in
             let query = request.uri.queryParameters
             let limit = try self.limit(query.get("limit"))
@@ -127,6 +148,15 @@ enum APIRoutes {
         guard District.isValidCode(ags) else { throw APIError(.badRequest, "'\(ags)' is not a district code (five digits, e.g. 09162)") }
         guard let district = snapshot.district(ags) else { throw APIError(.notFound, "no district \(ags) in the region's data") }
         return district
+    }
+
+    /// The publication in force with state indicators, and its rule set.
+    static func stateData(_ snapshot: StatusView.Snapshot) throws -> (Dataset, RuleSet) {
+        guard let dataset = snapshot.dataset, let ruleSet = snapshot.ruleSet else { throw APIError(.serviceUnavailable, "data not loaded") }
+        guard !dataset.states.isEmpty else {
+            throw APIError(.notFound, "the data in force has no state indicators: they come with a rule set that reads them, e.g. --rules krankenhausampel-2021")
+        }
+        return (dataset, ruleSet)
     }
 
     static func coordinate(_ text: String?, name: String, range: ClosedRange<Double>) throws -> Double {
