@@ -16,6 +16,24 @@ public struct IndicatorDeclaration: Sendable, Hashable {
         self.text = text
     }
 
+    /// The indicators Ampel's sources deliver, as people read them, for the places that show
+    /// an indicator no rule set in force declares (the states' table, Home Assistant's sensors).
+    public static let known: [IndicatorKey: IndicatorDeclaration] = Dictionary(uniqueKeysWithValues: [
+        districtIncidence,
+        IndicatorDeclaration(
+            key: IndicatorKey(.hospitalisationCases7d, .state),
+            title: LocalizedText([.de: "COVID-19-Krankenhausaufnahmen in 7 Tagen", .en: "COVID-19 hospital admissions in 7 days"]),
+            text: LocalizedText([.de: "{value} COVID-19-Krankenhausaufnahmen in {region} in 7 Tagen", .en: "{value} COVID-19 hospital admissions in {region} in 7 days"])),
+        IndicatorDeclaration(
+            key: IndicatorKey(.hospitalisationIncidence7d, .state),
+            title: LocalizedText([.de: "7-Tage-Hospitalisierungsinzidenz", .en: "7-day hospitalisation incidence"]),
+            text: LocalizedText([.de: "7-Tage-Hospitalisierungsinzidenz {value} in {region}", .en: "7-day hospitalisation incidence {value} in {region}"])),
+        IndicatorDeclaration(
+            key: IndicatorKey(.icuCovidPatients, .state),
+            title: LocalizedText([.de: "COVID-19-Patienten auf Intensivstationen", .en: "COVID-19 patients in intensive care"]),
+            text: LocalizedText([.de: "{value} COVID-19-Patienten auf Intensivstationen in {region}", .en: "{value} COVID-19 patients in intensive care in {region}"])),
+    ].map { ($0.key, $0) })
+
     /// The one indicator of the incidence sets, which declare none.
     public static let districtIncidence = IndicatorDeclaration(
         key: .districtIncidence,
@@ -84,6 +102,12 @@ public struct Measurement: Sendable, Hashable {
 }
 
 extension RuleSet {
+    /// How to speak of `key`: this set's declaration, else the known one, else its name.
+    public func declaration(of key: IndicatorKey) -> IndicatorDeclaration {
+        indicators.first { $0.key == key } ?? IndicatorDeclaration.known[key]
+            ?? IndicatorDeclaration(key: key, title: LocalizedText([.en: key.name.rawValue]), text: LocalizedText([.en: "{value} " + key.name.rawValue]))
+    }
+
     /// The indicators this set reads at `level`.
     public func indicators(at level: IndicatorLevel) -> [IndicatorDeclaration] {
         indicators.filter { $0.key.level == level }

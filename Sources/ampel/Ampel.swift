@@ -12,6 +12,6 @@ struct Ampel: AsyncParsableCommand {
               ampel check --lat 48.1374 --lon 11.5755
             """,
         version: AmpelVersion.current,
-        subcommands: [Check.self, Districts.self, Rules.self, Resolve.self, Fetch.self, Lamp.self, Run.self, Replay.self]
+        subcommands: [Check.self, Districts.self, States.self, Rules.self, Resolve.self, Fetch.self, Lamp.self, Run.self, Replay.self]
     )
 }
