@@ -79,9 +79,11 @@ public final class HTTPFixtureServer: Sendable {
         var faults: [(fault: Fault?, remaining: Int)] = []
         var requests: [Request] = []
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
-        var file: ServedFile?
-        var fileOK = 0
-        var fileNotModified = 0
+        /// The files served, by path; the first served is the one ``fileURL`` names.
+        var files: [String: ServedFile] = [:]
+        var firstPath: String?
+        var fileOK: [String: Int] = [:]
+        var fileNotModified: [String: Int] = [:]
     }
 
     /// The file served by ``serveFile(_:at:etag:lastModified:)``: one buffer that every answer
@@ -196,7 +198,10 @@ public final class HTTPFixtureServer: Sendable {
     public func serveFile(_ data: Data, at path: String = "/landkreise.csv", etag: String? = nil, lastModified: Date? = nil) {
         let file = ServedFile(path: path, body: ByteBuffer(bytes: data), etag: etag ?? Self.contentTag(data),
                               lastModified: lastModified)
-        state.withLock { $0.file = file }
+        state.withLock {
+            $0.files[path] = file
+            if $0.firstPath == nil { $0.firstPath = path }
+        }
     }
 
     /// Serves the file at `url` (read once, now) like ``serveFile(_:at:etag:lastModified:)``.
@@ -205,24 +210,36 @@ public final class HTTPFixtureServer: Sendable {
         serveFile(try Data(contentsOf: url, options: .mappedIfSafe), at: path, etag: etag, lastModified: lastModified)
     }
 
-    /// Stops serving the file: its path answers `404` again.
+    /// Stops serving the files: their paths answer `404` again.
     public func stopServingFile() {
-        state.withLock { $0.file = nil }
+        state.withLock {
+            $0.files = [:]
+            $0.firstPath = nil
+        }
     }
 
     /// The served file's URL, `http://127.0.0.1:<port>/landkreise.csv` (or the path given to
     /// ``serveFile(_:at:etag:lastModified:)``).
-    public var fileURL: String { baseURL + (state.withLock { $0.file?.path } ?? "/landkreise.csv") }
+    public var fileURL: String { baseURL + (state.withLock { $0.firstPath } ?? "/landkreise.csv") }
+
+    /// The URL of the file served at `path`.
+    public func fileURL(at path: String) -> String { baseURL + path }
 
     /// The served file's ETag without quotes (as the `ETag` header carries it, quoted); `nil`
     /// when no file is served.
-    public var fileETag: String? { state.withLock { $0.file?.etag } }
+    public var fileETag: String? { state.withLock { state in state.firstPath.flatMap { state.files[$0]?.etag } } }
 
     /// How many `200` answers carried the file (whole, or part of it under a body fault).
-    public var fileOKCount: Int { state.withLock { $0.fileOK } }
+    public var fileOKCount: Int { state.withLock { $0.fileOK.values.reduce(0, +) } }
+
+    /// How many `200` answers carried the file at `path`.
+    public func fileOKCount(at path: String) -> Int { state.withLock { $0.fileOK[path] ?? 0 } }
+
+    /// How many requests for the file at `path` were answered `304 Not Modified`.
+    public func fileNotModifiedCount(at path: String) -> Int { state.withLock { $0.fileNotModified[path] ?? 0 } }
 
     /// How many requests for the file were answered `304 Not Modified`.
-    public var fileNotModifiedCount: Int { state.withLock { $0.fileNotModified } }
+    public var fileNotModifiedCount: Int { state.withLock { $0.fileNotModified.values.reduce(0, +) } }
 
     /// How many answers are stalled mid-body (``Fault/stalledBody``): headers and part of the
     /// body sent and flushed, the rest withheld. Counted once that part has left the server.
@@ -319,7 +336,7 @@ public final class HTTPFixtureServer: Sendable {
                 state.faults[0].remaining -= 1
                 if state.faults[0].remaining <= 0 { state.faults.removeFirst() }
             }
-            return (fault, state.answer, state.features, state.file, ready)
+            return (fault, state.answer, state.features, state.files[request.path], ready)
         }
         for continuation in ready { continuation.resume() }
         let action: Action
@@ -351,10 +368,10 @@ public final class HTTPFixtureServer: Sendable {
             headers.add(name: "Last-Modified", value: HTTPDate.format(lastModified))
         }
         if Self.isNotModified(request.headers, file: file) {
-            state.withLock { $0.fileNotModified += 1 }
+            state.withLock { $0.fileNotModified[file.path, default: 0] += 1 }
             return .stream(status: 304, headers: headers, body: ByteBuffer(), end: .complete)
         }
-        state.withLock { $0.fileOK += 1 }
+        state.withLock { $0.fileOK[file.path, default: 0] += 1 }
         headers.add(name: "Content-Type", value: "text/csv")
         let size = file.body.readableBytes
         var body = file.body

@@ -61,8 +61,14 @@ public final class RefresherFeed: DatasetFeed {
             cache = DatasetCache(directory: stateDirectory)
             history = PublicationHistory(directory: stateDirectory, length: data.history)
         }
-        let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: ruleSet.region,
-                                   maximumAge: data.maxAge, history: history, historyLength: data.history,
+        // A fresh install starts from the bundled data of the same kind until the first answer.
+        let region = ruleSet.region
+        let indicators = ruleSet.readsStateIndicators
+        let fallback = { @Sendable () throws(DataError) -> Dataset in
+            indicators ? try BundledIndicatorSource(region: region).load() : try BundledData.shared.snapshot()
+        }
+        let store = IncidenceStore(source: source, cache: cache, ruleSet: ruleSet, region: region, maximumAge: data.maxAge,
+                                   fallback: fallback, history: history, historyLength: data.history,
                                    releaseGuard: data.releaseGuard)
         return RefresherFeed(store: store, interval: data.refresh)
     }
