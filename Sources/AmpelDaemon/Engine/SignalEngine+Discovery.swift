@@ -10,7 +10,11 @@ extension SignalEngine {
         guard let discovery = settings.discovery, settings.publishDistricts else { return [] }
         let configs = discovery.bridge() + dataset.districts(in: settings.region).flatMap {
             discovery.district(ags: $0.district.ags, name: $0.district.name)
-        }
+        } + reportedStates.compactMap {
+            StateReport(state: $0, dataset: dataset, ruleSet: settings.ruleSet, language: settings.defaultLanguage)
+        }.flatMap { discovery.state($0, ruleSet: settings.ruleSet) }
+            // Under an incidence set, the state sensors a run on a set of state indicators announced go.
+            + (dataset.states.isEmpty ? discovery.stateRemovals(reportedStates) : [])
         return configs.map { .publish($0, kind: .discovery) }
     }
 

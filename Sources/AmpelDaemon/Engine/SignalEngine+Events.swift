@@ -46,6 +46,8 @@ extension SignalEngine {
         case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
         /// The retained texts of one phase in one language (``Topics/texts(ruleSet:phase:lang:)``).
         case texts
+        /// A state's retained indicators (``Topics/stateReport(_:)``).
+        case stateReport
         /// A device alert as an OwnTracks transition (``OwnTracksNotices``), right after the alert.
         case deviceTransition
         /// The retained OwnTracks card that names Ampel in a user's apps.

@@ -116,6 +116,7 @@ extension SignalEngine {
             actions += state.map(Action.publish)
             if initial || change != nil { actions.append(.publish(phase)) }
         }
+        actions += stateReports(initial: initial)
         actions += clearVanishedDistricts()
         // Devices in batches, like a recovery: a new publication that changes 1,000,000 devices
         // must not hand the daemon 1,000,000 publishes at once, nor hold up live fixes behind

@@ -14,6 +14,8 @@ public struct SignalEngine: Sendable {
     public internal(set) var devices: DeviceTable
     /// The current signal of every district of the region, in the default language.
     public internal(set) var districtSignals: [String: Signal] = [:]
+    /// The state reports last published (``stateReports(initial:)``), by state id.
+    var stateReports: [String: [UInt8]] = [:]
     /// The last published phase of every district (from the state file until `start`).
     public internal(set) var districtPhases: [String: String]
     var lampLooks: [String: LampDriver.Look] = [:]

@@ -100,6 +100,14 @@ public final class DaemonMetrics: Sendable {
                 gauge("ampel_district_phase_rank", [("ags", district.ags), ("name", name)], Double(rank))
             }
         }
+        // Per state (`00`: Germany) and indicator, as published: hospital admissions, patients in intensive care.
+        for (state, values) in snapshot.dataset?.states ?? [:] {
+            let name = GermanState.name(ofState: state) ?? state
+            for value in values {
+                guard let number = value.value else { continue }
+                gauge("ampel_state_indicator", [("state", state), ("name", name), ("indicator", value.key.name.rawValue)], number)
+            }
+        }
         if let dataset = snapshot.dataset {
             gauge("ampel_data_age_seconds", [], max(0, now.timeIntervalSince1970 - Double(dataset.date.daysSinceEpoch * 86_400)))
         }

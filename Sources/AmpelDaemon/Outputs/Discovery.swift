@@ -86,6 +86,42 @@ public struct Discovery: Sendable {
                 message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceAlert(key), device: device))]
     }
 
+    /// A state's indicators as numeric sensors (`state_class: measurement`) of one device per
+    /// state, read from its retained report (``Topics/stateReport(_:)``).
+    public func state(_ report: StateReport, ruleSet: RuleSet) -> [OutgoingMessage] {
+        let device = EntityConfig.Device(identifiers: ["\(names.node)_state_\(report.id)"], name: "Ampel \(report.name)",
+                                         model: report.id == "00" ? "Country" : "State \(report.id)", swVersion: version, via: names.bridgeDevice)
+        return report.indicators.map { value in
+            let name = value.key.name.rawValue
+            let entity = DiscoveryTopics.Entity.stateIndicator(report.id, name)
+            var config = self.entity(entity, name: ruleSet.declaration(of: value.key).title(.en), stateTopic: topics.stateReport(report.id),
+                                     valueTemplate: "{{ (value_json.indicators | selectattr('name', 'eq', '\(name)') | first).value }}",
+                                     device: device)
+            config.state_class = "measurement"
+            config.unit_of_measurement = Self.unit(of: value.key.name)
+            config.suggested_display_precision = value.key.name == .hospitalisationIncidence7d ? 2 : 0
+            config.icon = value.key.name == .icuCovidPatients ? "mdi:bed" : "mdi:hospital-building"
+            config.json_attributes_topic = topics.stateReport(report.id)
+            config.json_attributes_template = "{{ (value_json.indicators | selectattr('name', 'eq', '\(name)') | first) | tojson }}"
+            return message(entity, config)
+        }
+    }
+
+    /// Empty configs for every state sensor of `states`.
+    public func stateRemovals(_ states: [String]) -> [OutgoingMessage] {
+        let names = IndicatorDeclaration.known.keys.filter { $0.level == .state }.map(\.name.rawValue).sorted()
+        return self.names.removals(states.flatMap { id in names.map { DiscoveryTopics.Entity.stateIndicator(id, $0) } })
+    }
+
+    /// What a state indicator counts.
+    static func unit(of name: IndicatorName) -> String {
+        switch name {
+        case .hospitalisationIncidence7d, .incidence7d: "cases/100k"
+        case .icuCovidPatients: "patients"
+        default: "cases"
+        }
+    }
+
     /// The unit of the incidence sensor: RKI's `cases7_per_100k`.
     static let incidenceUnit = "cases/100k"
 
@@ -151,12 +187,14 @@ struct DiscoveryTopics: Sendable, Hashable {
         case bridgeConnectivity, bridgeDataDate, bridgeStale
         case districtPhase(String), districtIncidence(String), districtAlert(String)
         case devicePhase(String), deviceAlert(String)
+        /// A state's (`00`: Germany's) indicator, by state id and indicator name.
+        case stateIndicator(String, String)
 
         /// Home Assistant's platform.
         var component: String {
             switch self {
             case .bridgeConnectivity, .bridgeStale: "binary_sensor"
-            case .bridgeDataDate, .districtPhase, .districtIncidence, .devicePhase: "sensor"
+            case .bridgeDataDate, .districtPhase, .districtIncidence, .devicePhase, .stateIndicator: "sensor"
             case .districtAlert, .deviceAlert: "event"
             }
         }
@@ -171,6 +209,7 @@ struct DiscoveryTopics: Sendable, Hashable {
             case .districtPhase(let ags), .districtAlert(let ags): "district_\(ags)"
             case .districtIncidence(let ags): "district_\(ags)_incidence"
             case .devicePhase(let key), .deviceAlert(let key): "device_\(DeviceKey.objectID(key))"
+            case .stateIndicator(let id, let name): "state_\(id)_\(name)"
             }
         }
 

@@ -26,6 +26,8 @@ public struct Topics: Sendable, Hashable {
     public func districtState(_ ags: String) -> String { "\(base)/district/\(ags)/state" }
     public func districtPhase(_ ags: String) -> String { "\(base)/district/\(ags)/phase" }
     public func districtAlert(_ ags: String) -> String { "\(base)/district/\(ags)/alert" }
+    /// A federal state's (`00`: Germany's) indicators, retained (``StateReport``).
+    public func stateReport(_ id: String) -> String { "\(base)/states/\(id)" }
     /// The retained texts (`title`, `rules`, `always`) of one phase (`outside` too) in one
     /// language; the states name it in their `texts` member. A rule set's id may be any text:
     /// what cannot stand in one topic level (`/`, `+`, `#`, NUL) becomes `_`.
