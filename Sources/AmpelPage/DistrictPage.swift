@@ -27,6 +27,9 @@ public enum DistrictPage {
             title = text.phaseName(.noData)
             rules = []
         }
+        if let reason = district.reason {
+            html += #"<p id="reason">\#(htmlEscaped(reason))</p>"#
+        }
         html += #"<h3>\#(htmlEscaped(text.rulesInForce)): \#(htmlEscaped(title))</h3>"#
         if !rules.isEmpty {
             html += #"<ul class="rules" id="rules">"# + rules.map { "<li>" + htmlEscaped($0) + "</li>" }.joined() + "</ul>"
@@ -36,6 +39,7 @@ public enum DistrictPage {
         }
         html += "</section>"
 
+        html += StatesCard.render(model.states, ruleSet: model.ruleSet, text: text)
         html += #"<section class="card"><h2>\#(htmlEscaped(text.history))</h2>"#
         if model.history.isEmpty {
             html += #"<p class="note">\#(htmlEscaped(text.noHistory))</p>"#

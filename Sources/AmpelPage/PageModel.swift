@@ -32,13 +32,16 @@ public struct DistrictStatus: Sendable, Hashable {
     public var phase: Phase
     /// `#RRGGBB` from the rule set; `nil` for ``Phase/noData``.
     public var color: RGB?
+    /// Why the phase is what it is (the signal's `reason`), for a set of state indicators.
+    public var reason: String?
 
-    public init(ags: String, name: String, incidence: Double?, phase: Phase, color: RGB?) {
+    public init(ags: String, name: String, incidence: Double?, phase: Phase, color: RGB?, reason: String? = nil) {
         self.ags = ags
         self.name = name
         self.incidence = incidence
         self.phase = phase
         self.color = color
+        self.reason = reason
     }
 }
 
@@ -106,12 +109,15 @@ public struct StatusPageModel: Sendable {
     public var data: PageDataStatus
     /// Keyed by AGS; districts of the map missing here are drawn as having no data.
     public var districts: [String: DistrictStatus]
+    /// Germany and the region's states with their indicators; empty under an incidence set.
+    public var states: [StateReport]
 
-    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus]) {
+    public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, districts: [String: DistrictStatus], states: [StateReport] = []) {
         self.language = language
         self.ruleSet = ruleSet
         self.data = data
         self.districts = districts
+        self.states = states
     }
 }
 
@@ -123,6 +129,8 @@ public struct DistrictPageModel: Sendable {
     public var district: DistrictStatus
     /// The bundled daily incidences, oldest first; empty for a district the history lacks.
     public var history: [(day: Day, incidence: Double)]
+    /// Germany and the district's state with their indicators, beside the district; empty under an incidence set.
+    public var states: [StateReport] = []
 
     public init(language: Language, ruleSet: RuleSet, data: PageDataStatus, district: DistrictStatus, history: [(day: Day, incidence: Double)]) {
         self.language = language

@@ -83,6 +83,8 @@ svg.chart .data-day line{stroke:var(--accent);stroke-width:2;stroke-dasharray:6 
 svg.chart .data-day circle{fill:var(--accent);stroke:var(--card);stroke-width:2}
 svg.chart .hover rect:hover{fill:var(--text);fill-opacity:.12}
 .note{color:var(--muted);font-size:13px;margin:8px 0 0}
+.chip{display:inline-block;width:.8em;height:.8em;border-radius:50%;vertical-align:middle;border:1px solid var(--line)}
+.spark{vertical-align:middle;color:var(--muted)}#state-table td.num{white-space:nowrap}
 @media (max-width:900px){main.layout{grid-template-columns:1fr;padding:12px}header.top{padding:12px}.banner{margin:12px 12px 0}
 .scroll{max-height:420px}input[type=search]{width:100%}.list-card td:first-child{white-space:normal}th,td{padding:6px 5px}.hide-narrow{display:none}.district-page{padding:12px}}
 /* A phone: no table may scroll sideways. Headings wrap at spaces, keys, districts and what a

@@ -76,6 +76,19 @@ public struct PageText: Sendable {
     public var rulesInForce: String { t("Geltende Regeln", "Rules in force") }
     public var always: String { t("Immer", "Always") }
     public var history: String { t("Verlauf", "History") }
+    public var countryAndStates: String { t("Deutschland und Länder", "Germany and states") }
+    public var noValue: String { t("kein Wert", "no value") }
+    public var statesNote: String {
+        t("Krankenhausaufnahmen und Intensivpatienten je Land, wie das RKI sie veröffentlicht (Robert Koch-Institut, CC BY 4.0); die Linie zeigt die letzten 14 Tage.",
+          "Hospital admissions and intensive-care patients per state as the RKI publishes them (Robert Koch-Institut, CC BY 4.0); the line shows the last 14 days.")
+    }
+
+    /// A value with up to two decimals, a decimal comma in German.
+    public func number(_ value: Double) -> String {
+        let rounded = (value * 100).rounded() / 100
+        let text = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+        return language == .de ? text.replacingOccurrences(of: ".", with: ",") : text
+    }
     public var historyNote: String {
         t("Tägliche 7-Tage-Inzidenz des RKI (fixierte Werte), 18.11.2020 bis 22.11.2021; dahinter die Phasen des Regelwerks.",
           "The RKI's daily 7-day incidence (fixed values), 2020-11-18 to 2021-11-22; behind it the rule set's phases.")

@@ -37,6 +37,8 @@ public enum StatusPage {
         }
         html += "</tbody></table></div></section>"
 
+        html += StatesCard.render(model.states, ruleSet: model.ruleSet, text: text)
+
         html += #"<section class="card wide" aria-labelledby="h-devices"><div class="card-head"><h2 id="h-devices">\#(htmlEscaped(text.devices))</h2>"#
         html += #"<input id="device-search" type="search" placeholder="\#(htmlEscaped(text.searchDevices))" aria-label="\#(htmlEscaped(text.searchDevices))"></div>"#
         html += #"<div class="scroll"><table id="device-table"><thead><tr><th>\#(htmlEscaped(text.key))</th><th>\#(htmlEscaped(text.district))</th><th class="phase">\#(htmlEscaped(text.phase))</th><th class="num fix">\#(htmlEscaped(text.lastFix))</th><th class="hide-narrow">\#(htmlEscaped(text.lang))</th></tr></thead>"#

@@ -29,16 +29,19 @@ enum PageRoutes {
             }
             let model = StatusPageModel(
                 language: language(request, configured: context.pageLanguage), ruleSet: ruleSet, data: data(snapshot),
-                districts: Dictionary(snapshot.districts.map { ($0.ags, status($0)) }, uniquingKeysWith: { first, _ in first }))
+                districts: Dictionary(snapshot.districts.map { ($0.ags, status($0)) }, uniquingKeysWith: { first, _ in first }),
+                states: states(snapshot, ruleSet: ruleSet, language: language(request, configured: context.pageLanguage)))
             return html(StatusPage.render(model, shapes: shapes))
         }
         router.get("districts/:ags") { request, requestContext in
             let snapshot = view.snapshot()
             guard let ruleSet = snapshot.ruleSet else { return notReady(snapshot) }
             let district = try APIRoutes.district(requestContext, in: snapshot)
-            let model = DistrictPageModel(
-                language: language(request, configured: context.pageLanguage), ruleSet: ruleSet, data: data(snapshot),
+            let pageLanguage = language(request, configured: context.pageLanguage)
+            var model = DistrictPageModel(
+                language: pageLanguage, ruleSet: ruleSet, data: data(snapshot),
                 district: status(district), history: BundledData.shared.dailyHistory.series(ags: district.ags))
+            model.states = states(snapshot, ruleSet: ruleSet, language: pageLanguage).filter { $0.id == "00" || district.ags.hasPrefix($0.id) }
             return html(DistrictPage.render(model))
         }
     }
@@ -60,13 +63,20 @@ enum PageRoutes {
                               kind: PageDataKind(rawValue: feed.kind.rawValue), lastError: feed.lastError, held: feed.status?.held)
     }
 
+    /// Germany and the region's states, where the data in force has state indicators.
+    static func states(_ snapshot: StatusView.Snapshot, ruleSet: RuleSet, language: Language) -> [StateReport] {
+        guard let dataset = snapshot.dataset, !dataset.states.isEmpty else { return [] }
+        let region = Set(snapshot.districts.map { String($0.ags.prefix(2)) })
+        return StateReport.all(dataset, ruleSet: ruleSet, language: language).filter { $0.id == "00" || region.contains($0.id) }
+    }
+
     /// A district's published signal as the page draws it.
     static func status(_ district: StatusView.District) -> DistrictStatus {
         let signal = district.signal
         let phase: DistrictStatus.Phase =
             if let id = signal.phaseID { .phase(id) } else if signal.phase == OutsideMarker.id { .outside } else { .noData }
         return DistrictStatus(ags: district.ags, name: signal.district?.name ?? district.ags, incidence: signal.incidence,
-                              phase: phase, color: RGB(hex: signal.color))
+                              phase: phase, color: RGB(hex: signal.color), reason: signal.incidence == nil ? signal.reason : nil)
     }
 
     static func html(_ text: String) -> Response {

@@ -22,7 +22,15 @@ public final class ReplayFeed: DatasetFeed {
     /// - Throws: ``DataError`` `notAvailable` when no bundled day lies between `from` and `to`.
     public init(from: Day?, to: Day?, daySeconds: Duration, ruleSet: RuleSet,
                 clock: some Clock<Duration> = ContinuousClock()) throws(DataError) {
-        let all = BundledData.shared.historyDays
+        let all: [Day]
+        if ruleSet.readsStateIndicators {
+            // Every day of the bundled hospital and intensive-care files.
+            let indicators = try StateIndicators.bundled()
+            guard let oldest = indicators.oldestDay, let newest = indicators.newestDay else { throw DataError(.empty, "no bundled state indicators") }
+            all = (oldest.daysSinceEpoch...newest.daysSinceEpoch).map(Day.init(daysSinceEpoch:))
+        } else {
+            all = BundledData.shared.historyDays
+        }
         let first = from ?? all[0]
         let last = to ?? all[all.count - 1]
         days = all.filter { $0 >= first && $0 <= last }
@@ -36,6 +44,12 @@ public final class ReplayFeed: DatasetFeed {
 
     /// The state of day number `index`.
     func state(_ index: Int) throws(DataError) -> FeedState {
+        if ruleSet.readsStateIndicators {
+            let indicators = try StateIndicators.bundled()
+            let day = try indicators.dataset(on: days[index], region: ruleSet.region, source: "replay")
+            let window = indicators.datasets(before: day.date, count: PublicationHistory.defaultLength - 1, region: ruleSet.region, source: "replay")
+            return FeedState(dataset: day.withCourses(window: window + [day], ruleSet: ruleSet, region: ruleSet.region), kind: .replay, stale: false)
+        }
         let dataset = try BundledData.shared.history(on: days[index], ruleSet: ruleSet)
         return FeedState(dataset: Dataset(date: dataset.date, source: "replay", districts: dataset.districts, courses: dataset.courses), kind: .replay,
                          stale: false)
