@@ -179,24 +179,15 @@ extension RuleSet {
                   let declaration = indicators.first(where: { $0.key == reading.value.key }) else { return nil }
             let place = reading.level == .state ? GermanState.names[reading.value.region] ?? reading.value.region : district.name
             var text = declaration.text(language)
-                .replacingOccurrences(of: "{value}", with: Self.format(value, language))
+                .replacingOccurrences(of: "{value}", with: NumberText.short(value, language))
                 .replacingOccurrences(of: "{region}", with: place)
             if let bound = reading.bound, reading.level == .state || bound > 0 {
-                text += (language == .de ? ", über " : ", above ") + Self.format(bound, language)
+                text += (language == .de ? ", über " : ", above ") + NumberText.short(bound, language)
             }
             return text
         }
         guard !parts.isEmpty else { return nil }
         return "\(measurement.phase.id.displayName(language)): " + parts.joined(separator: "; ")
-    }
-
-    /// A value as people read it: whole numbers without decimals, others with up to two,
-    /// with a decimal comma in German.
-    static func format(_ value: Double, _ language: Language) -> String {
-        let rounded = (value * 100).rounded() / 100
-        var text = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
-        if language == .de { text = text.replacingOccurrences(of: ".", with: ",") }
-        return text
     }
 }
 
@@ -213,5 +204,17 @@ extension PhaseID {
         case (.darkred, .de): "Dunkelrot"
         case (.darkred, .en): "Dark red"
         }
+    }
+}
+
+/// A value as people read it: whole numbers without decimals, others with up to two, with a
+/// decimal comma in German; the one way Ampel writes an indicator's value or bound for people.
+public enum NumberText {
+    public static func short(_ value: Double, _ language: Language) -> String {
+        let rounded = (value * 100).rounded() / 100
+        // Beyond Int's range (no real value is) as Swift writes it, instead of trapping.
+        var text = rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
+        if language == .de { text = text.replacingOccurrences(of: ".", with: ",") }
+        return text
     }
 }

@@ -84,11 +84,7 @@ public struct PageText: Sendable {
     }
 
     /// A value with up to two decimals, a decimal comma in German.
-    public func number(_ value: Double) -> String {
-        let rounded = (value * 100).rounded() / 100
-        let text = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
-        return language == .de ? text.replacingOccurrences(of: ".", with: ",") : text
-    }
+    public func number(_ value: Double) -> String { NumberText.short(value, language) }
     public var historyNote: String {
         t("Tägliche 7-Tage-Inzidenz des RKI (fixierte Werte), 18.11.2020 bis 22.11.2021; dahinter die Phasen des Regelwerks.",
           "The RKI's daily 7-day incidence (fixed values), 2020-11-18 to 2021-11-22; behind it the rule set's phases.")

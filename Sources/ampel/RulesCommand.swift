@@ -115,7 +115,7 @@ struct Rules: ParsableCommand {
     static func range(_ conditions: [ConditionOut], _ language: Language) -> String {
         guard !conditions.isEmpty else { return language == .de ? "sonst" : "otherwise" }
         return conditions.map { condition in
-            let bound = condition.above == condition.above.rounded() ? String(Int(condition.above)) : Terminal.number(condition.above, language, digits: 2)
+            let bound = NumberText.short(condition.above, language)
             let from = condition.from.map { language == .de ? " (ab \($0))" : " (from \($0))" } ?? ""
             return "\(condition.indicator) > \(bound)\(from)"
         }.joined(separator: language == .de ? " oder " : " or ")
@@ -124,7 +124,7 @@ struct Rules: ParsableCommand {
     /// `35 ≤ x ≤ 50`, `x < 35`, `x > 100`.
     static func range(_ band: Band, _ language: Language) -> String {
         func n(_ value: Double) -> String {
-            value == value.rounded() ? String(Int(value)) : Terminal.number(value, language, digits: 2)
+            NumberText.short(value, language)
         }
         switch (band.lower, band.upper) {
         case let (lower?, upper?):

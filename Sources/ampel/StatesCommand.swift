@@ -94,7 +94,7 @@ struct States: AsyncParsableCommand {
                 lines.append(terminal.bold(language == .de ? "Datenstand \(report.dataDate.iso)" : "Data of \(report.dataDate.iso)"))
             }
             let values = report.indicators.map { value in
-                let text = value.value.map { Terminal.number($0, language, digits: $0 == $0.rounded() ? 0 : 2) } ?? "–"
+                let text = value.value.map { NumberText.short($0, language) } ?? "–"
                 return text.padding(toLength: 24, withPad: " ", startingAt: 0)
             }.joined()
             let dot = report.phase.map { terminal.paint("●", $0.color, bold: true) } ?? " "

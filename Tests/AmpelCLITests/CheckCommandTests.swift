@@ -13,7 +13,7 @@ import Testing
         #expect(out.exitCode == 0)
         let signal = try json(out)
         #expect(Set(signal.keys) == ["district", "incidence", "phase", "color", "dataDate", "ruleSet", "lang", "title", "rules", "always", "stale",
-                                    "measuredPhase", "since", "trend"])
+                                    "measuredPhase", "since", "trend", "complete", "indicators", "reason"])
         #expect(signal["trend"] is NSNull, "a snapshot has no history")
         let district = try #require(signal["district"] as? [String: Any])
         #expect(district["ags"] as? String == "09162")

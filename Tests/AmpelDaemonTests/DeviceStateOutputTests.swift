@@ -260,8 +260,8 @@ struct DeviceStateOutputTests {
             #expect(district["title"] == nil && district["rules"] == nil && district["always"] == nil)
             let state = try engine.event(.fix(fix(tst: 1, lang: "de"), place: Fixtures.muenchen, receivedAt: 1)).json(Self.stateTopic)
             #expect(state["texts"] as? String == "ampel/rules/\(name)/red/de")
-            #expect(Set(state.keys) == ["color", "dataDate", "device", "district", "incidence", "lang", "lat", "lon", "measuredPhase",
-                                        "phase", "ruleSet", "since", "stale", "texts", "trend", "tst"])
+            #expect(Set(state.keys) == ["color", "complete", "dataDate", "device", "district", "incidence", "indicators", "lang", "lat", "lon",
+                                        "measuredPhase", "phase", "reason", "ruleSet", "since", "stale", "texts", "trend", "tst"])
             // Again after a reconnect, like every retained topic.
             let again = engine.event(.reconnected).steps.compactMap { action -> String? in
                 if case .publish(let message, .texts) = action { message.topic } else { nil }

@@ -186,7 +186,8 @@ struct SignalEngineTests {
         let alert = try first.json("ampel/device/alice/phone/alert")
         #expect(alert["from"] is NSNull)
         #expect(alert["to"] as? String == "red")
-        #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "dataDate", "lang", "title", "rules", "always", "message", "priority"])
+        #expect(Set(alert.keys) == ["device", "from", "to", "district", "incidence", "indicators", "dataDate", "lang", "title", "reason", "rules", "always",
+                                 "message", "priority"])
         // The one line a push service shows: who, where, what.
         #expect(alert["message"] as? String == "alice/phone – SK München – \(alert["title"] as? String ?? "")")
         #expect(alert["priority"] as? Int == 7)
@@ -312,6 +313,7 @@ struct SignalEngineTests {
             case .deviceTransition: #expect(topic == "owntracks/alice/ampel/event")
             case .ownTracksCard: #expect(topic == "owntracks/alice/ampel/info")
             case .texts: #expect(topic.hasPrefix("ampel/rules/bavaria/"))
+            case .stateReport: #expect(topic.hasPrefix("ampel/states/"))
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
         }

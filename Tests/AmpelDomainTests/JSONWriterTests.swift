@@ -22,7 +22,9 @@ import Testing
 
     struct SignalShape: Encodable {
         let signal: Signal
-        enum Keys: String, CodingKey { case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale, measuredPhase, since, trend }
+        enum Keys: String, CodingKey {
+            case district, incidence, phase, color, dataDate, ruleSet, lang, title, rules, always, stale, measuredPhase, since, trend, complete, indicators, reason
+        }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(signal.district.map(DistrictShape.init), forKey: .district)
@@ -39,6 +41,9 @@ import Testing
             try c.encode(signal.measuredPhase, forKey: .measuredPhase)
             try c.encode(signal.since, forKey: .since)
             try c.encode(signal.trend.map(TrendShape.init), forKey: .trend)
+            try c.encode(signal.complete, forKey: .complete)
+            try c.encode(signal.indicators, forKey: .indicators)
+            try c.encode(signal.reason, forKey: .reason)
         }
     }
 
@@ -70,7 +75,8 @@ import Testing
     struct Alert: Encodable {
         let device: String?, from: String?, to: String, district: Signal.DistrictRef?, incidence: Double?
         let dataDate: String, lang: String, title: String, rules: [String], always: [String]
-        enum Keys: String, CodingKey { case device, from, to, district, incidence, dataDate, lang, title, rules, always }
+        let indicators: [IndicatorReading], reason: String?
+        enum Keys: String, CodingKey { case device, from, to, district, incidence, dataDate, lang, title, rules, always, indicators, reason }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(device, forKey: .device)
@@ -83,6 +89,8 @@ import Testing
             try c.encode(title, forKey: .title)
             try c.encode(rules, forKey: .rules)
             try c.encode(always, forKey: .always)
+            try c.encode(indicators, forKey: .indicators)
+            try c.encode(reason, forKey: .reason)
         }
     }
 
@@ -136,6 +144,21 @@ import Testing
                 signals.append(ruleSet.outsideSignal(district: nil, dataDate: day, language: language))
             }
         }
+        // The sets of state indicators: values, missing values and awkward numbers.
+        let munich = District(ags: "09162", name: "SK München", shortName: "München", kind: .city, state: "Bayern", population: nil)
+        for id in ["krankenhausampel-2021", "hospitalisierung-2021"] {
+            let ruleSet = try RuleSetCatalog.bundled(id)
+            // hospitalisierung-2021 reads one indicator: without its value there is no signal.
+            for (index, value) in ((ruleSet.indicators.count > 1 ? [nil] : []) + Self.incidences.map { Optional($0) }).enumerated() {
+                let indicators = ruleSet.indicators.enumerated().map { number, declaration in
+                    IndicatorValue(key: declaration.key, region: "09", value: number == index % 2 ? value : 653, date: day)
+                }
+                for language in [Language.de, .en] {
+                    signals.append(try ruleSet.signal(for: DistrictIncidence(district: munich, incidence: nil, stateIncidence: nil, indicators: indicators),
+                                                      dataDate: day, language: language, course: nil))
+                }
+            }
+        }
         return signals
     }
 
@@ -166,7 +189,8 @@ import Testing
             let device: String? = index % 2 == 0 ? nil : "alice/phone"
             let from: String? = index % 3 == 0 ? nil : "green"
             let reference = Alert(device: device, from: from, to: signal.phase, district: signal.district, incidence: signal.incidence,
-                                  dataDate: signal.dataDate, lang: signal.lang, title: signal.title, rules: signal.rules, always: signal.always)
+                                  dataDate: signal.dataDate, lang: signal.lang, title: signal.title, rules: signal.rules, always: signal.always,
+                                  indicators: signal.indicators, reason: signal.reason)
             #expect(signal.alertJSON(device: device, from: from) == Array(try AmpelJSON.data(reference)))
             let push = Signal.PushFields(message: "\(device ?? "") – \(signal.district?.name ?? "") – \(signal.title)", priority: index % 11)
             let written = signal.alertJSON(device: device, from: from, push: push)

@@ -61,7 +61,7 @@ import Testing
         #expect(signal.title.hasPrefix("Gelb"))
         let object = try JSONSerialization.jsonObject(with: Data(signal.json())) as! [String: Any]
         #expect(Set(object.keys) == ["district", "incidence", "phase", "color", "dataDate", "ruleSet", "lang", "title", "rules", "always", "stale",
-                                   "measuredPhase", "since", "trend"])
+                                   "measuredPhase", "since", "trend", "complete", "indicators", "reason"])
         #expect(object["measuredPhase"] as? String == "yellow")
         #expect(object["since"] is NSNull, "no history: no since")
         #expect(object["trend"] is NSNull, "no history: no trend")
