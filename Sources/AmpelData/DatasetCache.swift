@@ -14,7 +14,9 @@ import Glibc
 /// The format (version 1) is JSON with sorted keys:
 /// `{"format": "ampel-incidence-cache", "version": 1, "savedAt": "<ISO 8601>",
 ///   "date": "YYYY-MM-DD", "source": "rki", "districts": [{"ags", "name", "shortName",
-///   "kind", "state", "population", "incidence", "stateIncidence"}, ...]}`.
+///   "kind", "state", "population", "incidence", "stateIncidence"}, ...]}`; a publication of
+///   state indicators adds each district's `"indicators": [{"date", "level", "name", "region",
+///   "value"}]` (its `incidence` `null`) and a top-level `"states": {"00": [...], "09": [...]}`.
 public struct DatasetCache: Sendable {
     /// The state directory.
     public let directory: URL
@@ -246,7 +248,6 @@ public struct DatasetCache: Sendable {
         json.raw("}")
     }
 
-    /// `2026-11-24T11:30:00Z`, as `JSONDecoder`'s `.iso8601` reads it back.
     /// `[{"date","level","name","region","value"}]`.
     static func writeIndicators(_ values: [IndicatorValue], to json: inout JSONWriter) {
         json.raw("[")
@@ -266,6 +267,7 @@ public struct DatasetCache: Sendable {
         json.raw("]")
     }
 
+    /// `2026-11-24T11:30:00Z`, as `JSONDecoder`'s `.iso8601` reads it back.
     static func iso8601(_ date: Date) -> String {
         var time = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()

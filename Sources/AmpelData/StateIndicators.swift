@@ -25,6 +25,21 @@ public struct StateIndicators: Sendable, Hashable {
         self.series = Dictionary(series.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
     }
 
+    /// The indicators the hospitalisation and intensive-care files deliver.
+    public static let provided: Set<IndicatorKey> = [
+        IndicatorKey(.hospitalisationCases7d, .state), IndicatorKey(.hospitalisationIncidence7d, .state), IndicatorKey(.icuCovidPatients, .state),
+    ]
+
+    /// Refuses a rule set that reads an indicator no source delivers: every district would
+    /// fail without it.
+    public static func checkProvided(_ ruleSet: RuleSet) throws(DataError) {
+        let missing = ruleSet.indicators.map(\.key).filter { $0 != .districtIncidence && !provided.contains($0) }
+        guard missing.isEmpty else {
+            let known = provided.map(\.name.rawValue).sorted().joined(separator: ", ")
+            throw DataError(.notAvailable, "rule set '\(ruleSet.id)' reads \(missing.map { "\($0.name) (\($0.level.rawValue))" }.joined(separator: ", ")), which no source delivers (state indicators: \(known))")
+        }
+    }
+
     /// The indicators held, by name.
     public var keys: [IndicatorKey] { series.keys.sorted() }
 

@@ -64,14 +64,22 @@ public struct Dataset: Sendable, Hashable {
         let walked = window.filter { $0.date < date } + [self]
         copy.courses = ruleSet.courses(over: walked, region: region)
         if !states.isEmpty {
-            let byDay = Dictionary(walked.map { ($0.date.daysSinceEpoch, $0) }, uniquingKeysWith: { _, last in last })
+            // Each value by the day it is for, whichever publication carried it: a file a day
+            // behind the other carries yesterday's value in today's publication.
+            var byDay: [String: [IndicatorKey: [Int: Double]]] = [:]
+            for publication in walked {
+                for (state, values) in publication.states {
+                    for value in values {
+                        guard let number = value.value, let day = value.date?.daysSinceEpoch else { continue }
+                        byDay[state, default: [:]][value.key, default: [:]][day] = number
+                    }
+                }
+            }
             let days = (date.daysSinceEpoch - Trend.days + 1)...date.daysSinceEpoch
             for (state, values) in states {
                 for value in values {
-                    // A value carried over from an earlier day is that day's, not this one's.
-                    copy.stateCourses[state, default: [:]][value.key] = days.map { day in
-                        byDay[day]?.states[state]?.first { $0.key == value.key && $0.date?.daysSinceEpoch == day }?.value
-                    }
+                    let known = byDay[state]?[value.key] ?? [:]
+                    copy.stateCourses[state, default: [:]][value.key] = days.map { known[$0] }
                 }
             }
         }

@@ -318,9 +318,13 @@ extension RuleSet {
     static func conditions(_ files: [RuleSetFile.PhaseFile], phases: [PhaseRules], indicators: [IndicatorDeclaration],
                            fail: (String) -> RuleSetError) throws(RuleSetError) -> PhaseMeasure {
         guard !indicators.isEmpty else { throw fail("\"indicators\" is empty") }
-        var seen: Set<IndicatorKey> = []
-        for indicator in indicators where !seen.insert(indicator.key).inserted {
-            throw fail("indicator \(indicator.key.name) (\(indicator.key.level.rawValue)) is declared twice")
+        // Conditions name an indicator by name alone: one level per name.
+        var seen: Set<IndicatorName> = []
+        for indicator in indicators where !seen.insert(indicator.key.name).inserted {
+            throw fail("indicator \(indicator.key.name) is declared twice")
+        }
+        if indicators.contains(where: { $0.key.level == .district }) {
+            throw fail("indicators: a set of conditions reads state indicators only (the district incidence has its bands: a set without \"indicators\")")
         }
         guard !files.isEmpty else { throw fail("no phases") }
         var result: [(phase: PhaseID, conditions: [IndicatorCondition])] = []
@@ -331,7 +335,7 @@ extension RuleSet {
             }
             if result.contains(where: { $0.phase == phase }) { throw fail("phase \(file.id) appears twice") }
             if let previous = result.last?.phase, previous >= phase {
-                throw fail("phase \(file.id) must come after \(previous.id): phases go from the mildest to the strictest")
+                throw fail("phase \(file.id) must come before \(previous.id): phases go from the mildest to the strictest")
             }
             let conditions = file.when ?? []
             if index == 0, !conditions.isEmpty {

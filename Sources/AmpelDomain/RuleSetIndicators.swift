@@ -182,7 +182,10 @@ extension RuleSet {
                 .replacingOccurrences(of: "{value}", with: NumberText.short(value, language))
                 .replacingOccurrences(of: "{region}", with: place)
             if let bound = reading.bound, reading.level == .state || bound > 0 {
-                text += (language == .de ? ", über " : ", above ") + NumberText.short(bound, language)
+                // A band's inclusive lower bound (35 under `bavaria`) is reached, not exceeded.
+                let reached = classifier != nil && measurement.phase.band.lower?.inclusive == true
+                let word = reached ? (language == .de ? ", ab " : ", at least ") : (language == .de ? ", über " : ", above ")
+                text += word + NumberText.short(bound, language)
             }
             return text
         }

@@ -54,6 +54,13 @@ public struct Signal: Sendable, Hashable {
     /// intensive care in Bayern, above 600"); `nil` for `outside`.
     public var reason: String?
 
+    /// The one line a notification shows: the phase's title, or under a set of state
+    /// indicators the reason, which says which value set the phase ("Red: 653 COVID-19
+    /// patients in intensive care in Bayern, above 600").
+    public var headline: String {
+        indicators.contains { $0.level == .state } ? reason ?? title : title
+    }
+
     /// The phase id, `nil` for `outside`.
     public var phaseID: PhaseID? { PhaseID(phase) }
 }

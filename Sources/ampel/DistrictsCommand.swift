@@ -138,6 +138,6 @@ struct Districts: AsyncParsableCommand {
             let count = rows.filter { $0.1.id == phase.id }.count
             counts.append("\(phase.id.id) \(count)")
         }
-        print(terminal.dim(counts.joined(separator: " · ") + " · " + (de ? "Daten: RKI, dl-de/by-2-0" : "data: RKI, dl-de/by-2-0")))
+        print(terminal.dim(counts.joined(separator: " · ") + " · " + (de ? "Daten: RKI, " : "data: RKI, ") + Terminal.licence(ruleSet)))
     }
 }

@@ -25,7 +25,7 @@ struct LanguageOptions: ParsableArguments {
 
 /// `--rules NAME|PATH`: a bundled rule set or a JSON file.
 struct RuleSetOptions: ParsableArguments {
-    @Option(name: .long, help: "Rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021) or the path of a JSON file.")
+    @Option(name: .long, help: "Rule set: a bundled name (bavaria, bavaria-initial, notbremse-2021, krankenhausampel-2021, hospitalisierung-2021) or the path of a JSON file.")
     var rules: String = RuleSetCatalog.defaultName
 
     func load() throws -> RuleSet {
@@ -257,6 +257,7 @@ struct DataOptions: ParsableArguments {
     func indicators(ruleSet: RuleSet) async throws -> Loaded {
         let region = ruleSet.region
         do {
+            try StateIndicators.checkProvided(ruleSet)
             switch effectiveSource {
             case .bundled:
                 let source = BundledIndicatorSource(day: try day(), region: region)
@@ -281,7 +282,8 @@ struct DataOptions: ParsableArguments {
                     return try cached(after: failure, directory: StateIndicators.cacheDirectory(in: stateDirectory))
                 }
             case .snapshot, .history, .arcgis:
-                throw CLIError("rule set '\(ruleSet.id)' reads hospital and intensive-care indicators, which --source \(effectiveSource.rawValue) does not have: use --source bundled (the default) or rki")
+                let what = ruleSet.readsStateIndicators ? "rule set '\(ruleSet.id)' reads" : "the states' table reads"
+                throw CLIError("\(what) hospital and intensive-care indicators, which --source \(effectiveSource.rawValue) does not have: use --source bundled (the default) or rki")
             }
         } catch let error as CLIError {
             throw error

@@ -110,7 +110,7 @@ struct Rules: ParsableCommand {
         for rule in ruleSet.always(language) { print("    • \(rule)") }
     }
 
-    /// `icu_covid_patients > 600 or hospitalisation_cases_7d > 1200 (from 2021-11-06)`; the
+    /// `hospitalisation_cases_7d > 1200 or icu_covid_patients > 450 (from 2021-11-06)`; the
     /// first phase of a set of indicators: `otherwise`.
     static func range(_ conditions: [ConditionOut], _ language: Language) -> String {
         guard !conditions.isEmpty else { return language == .de ? "sonst" : "otherwise" }

@@ -11,9 +11,10 @@ struct States: AsyncParsableCommand {
         abstract: "Show Germany's and the states' hospital and intensive-care indicators, with the phase the rule set gives each state.",
         discussion: """
             Without a rule set of state indicators (krankenhausampel-2021, hospitalisierung-2021) the
-            indicators are shown without a phase. --from and --to list every day between (bundled data).
+            indicators are shown without a phase. --from and --to list every day between (bundled data;
+            without the 14-day series). The hospitalisation values begin on 2023-01-02.
             Example:
-              ampel states --rules hospitalisierung-2021 --date 2021-11-30
+              ampel states --rules hospitalisierung-2021 --date 2023-01-05
             """)
 
     @OptionGroup var data: DataOptions

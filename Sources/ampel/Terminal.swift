@@ -101,6 +101,12 @@ struct Terminal {
         return line + "  " + Self.number(low, language) + "–" + Self.number(high, language) + "  " + bold(change)
     }
 
+    /// The licence of the data a rule set reads: the maintained hospital and intensive-care
+    /// datasets are CC BY 4.0, the incidence data of 2020/21 dl-de/by-2-0.
+    static func licence(_ ruleSet: RuleSet) -> String {
+        ruleSet.readsStateIndicators ? "CC BY 4.0" : "dl-de/by-2-0"
+    }
+
     /// The full answer of `ampel check`.
     func render(_ signal: Signal, ruleSet: RuleSet, language: Language) -> String {
         let de = language == .de
@@ -116,6 +122,16 @@ struct Terminal {
         if let incidence = signal.incidence {
             header.append((de ? "7-Tage-Inzidenz: " : "7-day incidence: ") + bold(Terminal.number(incidence, language))
                 + (de ? " je 100.000 Einwohner" : " per 100,000 residents"))
+        }
+        // Under a set of state indicators: each with its value and day, and why the phase is what it is.
+        for reading in signal.indicators where reading.level == .state {
+            let value = reading.value.value.map { NumberText.short($0, language) } ?? (de ? "kein Wert" : "no value")
+            let day = reading.value.date.map { " (\($0.iso))" } ?? ""
+            let text = ruleSet.declaration(of: reading.value.key).title(language) + ": " + (reading.decisive ? bold(value) : value) + day
+            header.append(text)
+        }
+        if let reason = signal.reason, signal.indicators.contains(where: { $0.level == .state }) {
+            header.append(reason)
         }
         if let since = signal.since {
             var line = (de ? "In Kraft seit " : "In force since ") + since
@@ -146,7 +162,7 @@ struct Terminal {
         lines.append(bold(de ? "Immer:" : "Always:"))
         lines += signal.always.map { "  • \($0)" }
         lines.append("")
-        lines.append(dim(de ? "Daten: Robert Koch-Institut (RKI), dl-de/by-2-0" : "Data: Robert Koch-Institut (RKI), dl-de/by-2-0"))
+        lines.append(dim((de ? "Daten: Robert Koch-Institut (RKI), " : "Data: Robert Koch-Institut (RKI), ") + Self.licence(ruleSet)))
         return lines.joined(separator: "\n")
     }
 }

@@ -1,6 +1,7 @@
 import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelDomain
+import AmpelData
 import Foundation
 import Testing
 
@@ -230,7 +231,9 @@ struct DeviceStateOutputTests {
     func textsTopics() throws {
         for name in RuleSetCatalog.bundledNames {
             let ruleSet = try RuleSetCatalog.bundled(name)
-            var (engine, start) = engine(ruleSet: ruleSet)
+            // A set of state indicators runs on the bundled hospital data, not on incidences.
+            let dataset = ruleSet.readsStateIndicators ? try BundledIndicatorSource(region: ruleSet.region).load() : Fixtures.october
+            var (engine, start) = engine(dataset, ruleSet: ruleSet)
             var texts: [String: [String: Any]] = [:]
             for case .publish(let message, let kind) in start.steps where kind == .texts {
                 #expect(message.retain && message.qos == .atLeastOnce)
@@ -259,7 +262,8 @@ struct DeviceStateOutputTests {
             #expect(district["texts"] as? String == "ampel/rules/\(name)/\(district["phase"] as? String ?? "?")/en")
             #expect(district["title"] == nil && district["rules"] == nil && district["always"] == nil)
             let state = try engine.event(.fix(fix(tst: 1, lang: "de"), place: Fixtures.muenchen, receivedAt: 1)).json(Self.stateTopic)
-            #expect(state["texts"] as? String == "ampel/rules/\(name)/red/de")
+            #expect(state["texts"] as? String == "ampel/rules/\(name)/\(state["phase"] as? String ?? "?")/de")
+            #expect(state["phase"] as? String == (ruleSet.readsStateIndicators ? "green" : "red"), "München in 2026 / on 2020-10-15")
             #expect(Set(state.keys) == ["color", "complete", "dataDate", "device", "district", "incidence", "indicators", "lang", "lat", "lon",
                                         "measuredPhase", "phase", "reason", "ruleSet", "since", "stale", "texts", "trend", "tst"])
             // Again after a reconnect, like every retained topic.

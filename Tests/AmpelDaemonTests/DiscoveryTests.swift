@@ -260,14 +260,32 @@ struct DiscoveryRemovalTests {
         #expect(Self.removed(later).isEmpty && Self.records(later).isEmpty)
     }
 
+    @Test("a run under an incidence set after one under a set of state indicators removes every state sensor, once")
+    func stateSensorsRemovedAfterAHospitalSet() throws {
+        var hospital = Self.full
+        hospital.states = true
+        let (_, actions) = Self.start(Self.settings(devices: true, announced: [hospital]))
+        let removed = Set(Self.removed(actions))
+        let names = ["hospitalisation_cases_7d", "hospitalisation_incidence_7d", "icu_covid_patients"]
+        let expected = Set(GermanState.ids.flatMap { id in names.map { "homeassistant/sensor/ampel/state_\(id)_\($0)/config" } })
+        #expect(removed == expected)
+        #expect(Self.records(actions).last?.scopes == [Self.full])
+        // The next start, with the scope recorded, removes nothing.
+        let (_, again) = Self.start(Self.settings(devices: true, announced: [Self.full]))
+        #expect(Self.removed(again).isEmpty)
+    }
+
     @Test("what a scope leaves behind when the next run announces another")
     func leftBehind() {
-        #expect(Self.full.leftBehind(by: Self.full) == (false, false))
-        #expect(Self.full.leftBehind(by: Self.districtsOnly) == (false, true))
-        #expect(Self.districtsOnly.leftBehind(by: Self.full) == (false, false))
-        #expect(Self.full.leftBehind(by: nil) == (true, true))
-        #expect(Self.districtsOnly.leftBehind(by: nil) == (true, false))
-        #expect(Self.full.leftBehind(by: DiscoveryScope(prefix: "homeassistant", node: "signals", devices: true)) == (true, true))
+        #expect(Self.full.leftBehind(by: Self.full) == (false, false, false))
+        #expect(Self.full.leftBehind(by: Self.districtsOnly) == (false, true, false))
+        #expect(Self.districtsOnly.leftBehind(by: Self.full) == (false, false, false))
+        #expect(Self.full.leftBehind(by: nil) == (true, true, false))
+        #expect(Self.districtsOnly.leftBehind(by: nil) == (true, false, false))
+        #expect(Self.full.leftBehind(by: DiscoveryScope(prefix: "homeassistant", node: "signals", devices: true)) == (true, true, false))
+        let hospital = DiscoveryScope(prefix: "homeassistant", node: "ampel", devices: true, states: true)
+        #expect(hospital.leftBehind(by: Self.full) == (false, false, true))
+        #expect(hospital.leftBehind(by: hospital) == (false, false, false))
     }
 }
 

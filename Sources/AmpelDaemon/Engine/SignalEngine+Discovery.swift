@@ -13,8 +13,6 @@ extension SignalEngine {
         } + reportedStates.compactMap {
             StateReport(state: $0, dataset: dataset, ruleSet: settings.ruleSet, language: settings.defaultLanguage)
         }.flatMap { discovery.state($0, ruleSet: settings.ruleSet) }
-            // Under an incidence set, the state sensors a run on a set of state indicators announced go.
-            + (dataset.states.isEmpty ? discovery.stateRemovals(reportedStates) : [])
         return configs.map { .publish($0, kind: .discovery) }
     }
 
@@ -40,6 +38,7 @@ extension SignalEngine {
             let left = old.leftBehind(by: current)
             let names = DiscoveryTopics(prefix: old.prefix, node: old.node)
             if left.districts { removals += names.removals(bridgeAndDistricts: districts).map { .publish($0, kind: .discovery) } }
+            if left.states { removals += names.removalsOfStates().map { .publish($0, kind: .discovery) } }
             if left.devices, !retiringDevices.contains(names) { retiringDevices.append(names) }
         }
         guard !removals.isEmpty || !retiringDevices.isEmpty else {
@@ -57,7 +56,8 @@ extension SignalEngine {
     var currentShape: PublishedShape {
         PublishedShape(base: settings.topics.base, ruleSet: settings.ruleSet.id, textsInState: settings.outputs.textsInState,
                        defaultLanguage: settings.defaultLanguage,
-                       deviceLanguages: settings.devices.compactMapValues(\.lang), texts: textsTopics.values.flatMap(\.values))
+                       deviceLanguages: settings.devices.compactMapValues(\.lang), texts: textsTopics.values.flatMap(\.values),
+                       states: dataset.states.isEmpty || !settings.publishDistricts ? [] : reportedStates.map(settings.topics.stateReport))
     }
 
     /// At start: empty retained payloads for the texts topics the last run retained and this one
@@ -71,6 +71,10 @@ extension SignalEngine {
         let kept = Set(current.texts)
         var actions: [Action] = settings.publishDistricts ? before.texts.filter { !kept.contains($0) }.map {
             .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: .texts)
+        } : []
+        let reported = Set(current.states)
+        actions += settings.publishDistricts ? before.states.filter { !reported.contains($0) }.map {
+            .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: .stateReport)
         } : []
         if before.fingerprint != current.fingerprint, devices.count > 0 {
             shapePending = current

@@ -80,7 +80,7 @@ extension SignalEngine {
     /// The webhook body's `message` (who, where, the phase's title) and `priority` (Gotify's
     /// 0-10 scale: the darker the phase, the higher; `outside` and green like a notice).
     static func push(_ signal: Signal, who: String?) -> Signal.PushFields {
-        let parts = [who, signal.district?.name, signal.title].compactMap { $0 }
+        let parts = [who, signal.district?.name, signal.headline].compactMap { $0 }
         let priority = switch signal.phase {
         case "yellow": 5
         case "red": 7

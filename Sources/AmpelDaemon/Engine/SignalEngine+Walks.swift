@@ -25,6 +25,9 @@ extension SignalEngine {
                                                     qos: .atLeastOnce, retain: true),
                                     kind: .districtPhase))
         }
+        actions += stateReports.keys.sorted().compactMap { id in
+            stateReports[id].map { .publish(OutgoingMessage(topic: settings.topics.stateReport(id), payload: $0, qos: .atLeastOnce, retain: true), kind: .stateReport) }
+        }
         actions += districtDiscovery()
         actions += lamps(force: true)
         if let owntracks = settings.owntracks {

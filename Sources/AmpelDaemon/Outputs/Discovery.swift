@@ -26,7 +26,7 @@ public struct Discovery: Sendable {
         self.topics = topics
         self.version = version
         self.options = ruleSet.phases.map { $0.id.id } + [OutsideMarker.id]
-        scope = DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: devices)
+        scope = DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: devices, states: ruleSet.readsStateIndicators)
         names = DiscoveryTopics(prefix: prefix, node: scope.node)
     }
 
@@ -64,7 +64,7 @@ public struct Discovery: Sendable {
                                          model: "District \(ags)", swVersion: version, via: names.bridgeDevice)
         let state = topics.districtState(ags)
         let phase = phaseSensor(.districtPhase(ags), stateTopic: state, device: device,
-                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "texts": value_json.texts | default(none)} | tojson }}"#)
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "reason": value_json.reason | default(none), "texts": value_json.texts | default(none)} | tojson }}"#)
         var incidence = entity(.districtIncidence(ags), name: "Incidence", stateTopic: state,
                                valueTemplate: "{{ value_json.incidence }}", device: device)
         incidence.state_class = "measurement"
@@ -81,7 +81,7 @@ public struct Discovery: Sendable {
         let device = EntityConfig.Device(identifiers: [names.uniqueID(.devicePhase(key))], name: "Ampel \(name ?? key)",
                                          model: "Device", swVersion: version, via: names.bridgeDevice)
         let phase = phaseSensor(.devicePhase(key), stateTopic: topics.deviceState(key), device: device,
-                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "texts": value_json.texts | default(none), "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
+                                attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "reason": value_json.reason | default(none), "texts": value_json.texts | default(none), "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
         return [message(.devicePhase(key), phase),
                 message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceAlert(key), device: device))]
     }
@@ -107,12 +107,6 @@ public struct Discovery: Sendable {
         }
     }
 
-    /// Empty configs for every state sensor of `states`.
-    public func stateRemovals(_ states: [String]) -> [OutgoingMessage] {
-        let names = IndicatorDeclaration.known.keys.filter { $0.level == .state }.map(\.name.rawValue).sorted()
-        return self.names.removals(states.flatMap { id in names.map { DiscoveryTopics.Entity.stateIndicator(id, $0) } })
-    }
-
     /// What a state indicator counts.
     static func unit(of name: IndicatorName) -> String {
         switch name {
@@ -127,7 +121,7 @@ public struct Discovery: Sendable {
 
     /// The alert payload has no `event_type`: the template makes one from `to` and keeps
     /// what a notification needs as the event's attributes.
-    static let alertTemplate = #"{{ {"event_type": value_json.to, "from": value_json["from"], "title": value_json.title, "district": (value_json.district.name if value_json.district else none), "incidence": value_json.incidence, "data_date": value_json.dataDate, "lang": value_json.lang, "rules": value_json.rules} | tojson }}"#
+    static let alertTemplate = #"{{ {"event_type": value_json.to, "from": value_json["from"], "title": value_json.title, "reason": value_json.reason | default(none), "district": (value_json.district.name if value_json.district else none), "incidence": value_json.incidence, "data_date": value_json.dataDate, "lang": value_json.lang, "rules": value_json.rules} | tojson }}"#
 
     func phaseSensor(_ entity: DiscoveryTopics.Entity, stateTopic: String, device: EntityConfig.Device, attributes: String) -> EntityConfig {
         var config = self.entity(entity, name: "Phase", stateTopic: stateTopic, valueTemplate: "{{ value_json.phase }}", device: device)
@@ -165,19 +159,33 @@ public struct DiscoveryScope: Codable, Sendable, Hashable {
     public var prefix: String
     public var node: String
     public var devices: Bool
+    /// Whether the states' indicator sensors were in it (under a set of state indicators).
+    public var states: Bool
 
-    public init(prefix: String, node: String, devices: Bool) {
+    public init(prefix: String, node: String, devices: Bool, states: Bool = false) {
         self.prefix = prefix
         self.node = node
         self.devices = devices
+        self.states = states
+    }
+
+    private enum Keys: String, CodingKey { case prefix, node, devices, states }
+
+    /// A scope file of a release before the state sensors has no `states`: none were announced.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        prefix = try c.decode(String.self, forKey: .prefix)
+        node = try c.decode(String.self, forKey: .node)
+        devices = try c.decode(Bool.self, forKey: .devices)
+        states = try c.decodeIfPresent(Bool.self, forKey: .states) ?? false
     }
 
     /// What of `self` a run announcing `current` (`nil`: discovery off) leaves behind and
     /// must remove: everything when the prefix or node differ (or discovery is off), else the
     /// devices' entities when `current` no longer announces them.
-    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool) {
-        guard let current, current.prefix == prefix, current.node == node else { return (true, devices) }
-        return (false, devices && !current.devices)
+    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool, states: Bool) {
+        guard let current, current.prefix == prefix, current.node == node else { return (true, devices, states) }
+        return (false, devices && !current.devices, states && !current.states)
     }
 }
 
@@ -248,6 +256,13 @@ struct DiscoveryTopics: Sendable, Hashable {
     }
 
     func removals(device key: String) -> [OutgoingMessage] { removals([.devicePhase(key), .deviceAlert(key)]) }
+
+    /// Every state sensor a run under a set of state indicators may have announced: Germany's
+    /// and the 16 states', whichever region it had.
+    func removalsOfStates() -> [OutgoingMessage] {
+        let names = IndicatorDeclaration.known.keys.filter { $0.level == .state }.map(\.name.rawValue).sorted()
+        return removals(GermanState.ids.flatMap { id in names.map { Entity.stateIndicator(id, $0) } })
+    }
 }
 
 /// A discovery config, in Home Assistant's key names; keys left `nil` are not written.

@@ -74,7 +74,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
         json.raw(#"{"_type":"transition","acc":"#)
         json.number(accuracy)
         json.raw(#","desc":"#)
-        json.string([signal.district?.name, signal.title].compactMap { $0 }.joined(separator: " – "))
+        json.string([signal.district?.name, signal.headline].compactMap { $0 }.joined(separator: " – "))
         json.raw(#","event":"enter","lat":"#)
         json.number(record.lat)
         json.raw(#","lon":"#)

@@ -25,6 +25,13 @@ public enum DaemonRuntime {
         /// from the journal and the broker's retained states, and says so in `bridge/info`.
         public let stateRecovery: StateRecovery?
 
+        /// The hospital and intensive-care files a set of state indicators reads.
+        var dataFiles: String {
+            let data = configuration.data
+            guard data.source == .rki else { return " (bundled hospital and intensive-care files)" }
+            return " hospitalisation \(data.hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL), intensive care \(data.icuURL ?? RKIIndicatorClient.defaultICUURL)"
+        }
+
         /// The effective configuration in a few lines, for `--check-config`.
         public var summary: String {
             let c = configuration
@@ -35,7 +42,7 @@ public enum DaemonRuntime {
                 "state dir: \(c.stateDirectory)",
                 "language: \(c.language.rawValue)",
                 "rule set: \(ruleSet.id)",
-                "data: \(c.data.source.rawValue)\(c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh.components.seconds) s, max age \(c.data.maxAge.components.seconds) s",
+                "data: \(c.data.source.rawValue)\(ruleSet.readsStateIndicators ? dataFiles : c.data.url.map { " \($0)" } ?? "")\(c.data.date.map { " on or before \($0.iso)" } ?? ""), refresh \(c.data.refresh.components.seconds) s, max age \(c.data.maxAge.components.seconds) s",
                 "inputs: owntracks \(c.inputs.owntracks.map(\.filter)), plain \(c.inputs.plain.map(\.filter)), traccar \(c.inputs.traccar.map(\.filter)), max accuracy \(c.inputs.maxAccuracy.map { "\($0) m" } ?? "off")",
                 "alerts: expiry \(c.alerts.expiry.components.seconds) s, max fix age \(c.alerts.maxFixAge.map { "\($0.components.seconds) s" } ?? "off"), min dwell \(c.alerts.minDwell)",
                 "devices configured: \(c.devices.count)",
@@ -96,6 +103,15 @@ public enum DaemonRuntime {
                 "movedTo": "\(recovery.movedTo ?? "")", "reason": "\(recovery.reason)",
             ])
         }
+        let data = configuration.data
+        // Settings the rule set in force does not read are said, not silently dropped.
+        if ruleSet.readsStateIndicators, data.url != nil {
+            logger.warning("data.url is the incidence file; rule set \(ruleSet.id) reads data.hospitalisation_url and data.icu_url")
+        } else if !ruleSet.readsStateIndicators, data.hospitalisationURL != nil || data.icuURL != nil {
+            logger.warning("data.hospitalisation_url and data.icu_url are read only by a rule set of state indicators (krankenhausampel-2021, hospitalisierung-2021), not by \(ruleSet.id)")
+        } else if ruleSet.readsStateIndicators, data.source != .rki, data.hospitalisationURL != nil || data.icuURL != nil {
+            logger.warning("data.hospitalisation_url and data.icu_url are read with data.source rki; \(data.source.rawValue) reads the bundled files")
+        }
         let locator = try GeoLocator.bundled()
         let feed = try makeFeed.map { try $0(ruleSet) } ?? Self.makeFeed(configuration, ruleSet: ruleSet)
         return Prepared(configuration: configuration, ruleSet: ruleSet, locator: locator, feed: feed, restored: restored,
@@ -122,6 +138,11 @@ public enum DaemonRuntime {
     /// The data feed; for a bundled source the chosen day is checked now, so a day before the
     /// first bundled publication is a configuration error.
     static func makeFeed(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> any DatasetFeed {
+        do {
+            try StateIndicators.checkProvided(ruleSet)
+        } catch {
+            throw ConfigurationError(key: "rules", line: nil, message: error.message)
+        }
         do {
             switch configuration.data.source {
             case .snapshot where ruleSet.readsStateIndicators, .bundled where ruleSet.readsStateIndicators:
