@@ -34,7 +34,7 @@ public final class RefresherFeed: DatasetFeed {
                     hospitalisationURL: data.hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
                     icuURL: data.icuURL ?? RKIIndicatorClient.defaultICUURL, region: ruleSet.region, windowDays: data.history))
             case .bundled, .snapshot:
-                source = BundledIndicatorSource(day: data.date, region: ruleSet.region)
+                source = BundledIndicatorSource(day: data.date, region: ruleSet.region, window: data.history)
             case .history, .arcgis:
                 throw ConfigurationError(key: "data.source", line: nil, message: "rule set '\(ruleSet.id)' reads hospital and intensive-care indicators, which '\(data.source.rawValue)' does not have: use bundled or rki")
             }
