@@ -38,6 +38,12 @@ struct Fetch: AsyncParsableCommand {
     @Option(name: .long, help: "The district file (http(s):// or file://; default: the RKI's file on GitHub), or the ArcGIS query endpoint with --source arcgis.")
     var url: String?
 
+    @Option(name: .customLong("hospitalisation-url"), help: "For a rule set of state indicators: the RKI's hospitalisation file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var hospitalisationURL: String?
+
+    @Option(name: .customLong("icu-url"), help: "For a rule set of state indicators: the DIVI register's state file, http(s):// or file:// (default: the RKI's file on GitHub).")
+    var icuURL: String?
+
     @Option(name: .long, help: "The state directory holding the cache, the same as ampel run's (default: $AMPEL_STATE_DIR, else $STATE_DIRECTORY, $XDG_STATE_HOME/ampel or ~/.local/state/ampel).")
     var stateDir: String?
 
@@ -52,6 +58,11 @@ struct Fetch: AsyncParsableCommand {
 
     func validate() throws {
         if let url { try source.validate(url: url) }
+        for (flag, value) in [("--hospitalisation-url", hospitalisationURL), ("--icu-url", icuURL)] {
+            if let value, !RKIIndicatorClient.isValidURL(value) {
+                throw ValidationError("\(flag) must be an http(s):// URL or a file:// path, got '\(value)'")
+            }
+        }
         guard timeout.isFinite, timeout > 0 else {
             throw ValidationError("--timeout must be a positive number of seconds, got \(timeout)")
         }
@@ -77,10 +88,29 @@ struct Fetch: AsyncParsableCommand {
 
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
-        let directory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
-        let cache = DatasetCache(directory: directory)
+        let stateDirectory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
         let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
-        let client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region)
+        // A set of state indicators reads the hospital and intensive-care files into the cache
+        // `ampel run` keeps for them; any other set the incidence file.
+        let directory: URL
+        let client: any IncidenceSource
+        if ruleSet.readsStateIndicators {
+            do {
+                try StateIndicators.checkProvided(ruleSet)
+            } catch {
+                throw CLIError(error.message)
+            }
+            directory = StateIndicators.cacheDirectory(in: stateDirectory)
+            client = RKIIndicatorClient(
+                configuration: .init(hospitalisationURL: hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
+                                     icuURL: icuURL ?? RKIIndicatorClient.defaultICUURL, region: ruleSet.region,
+                                     stallTimeout: .milliseconds(Int64(timeout * 1000)), retry: retry),
+                logger: cliLogger("ampel.data.rki-indicators", level: .notice))
+        } else {
+            directory = stateDirectory
+            client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region)
+        }
+        let cache = DatasetCache(directory: directory)
         // The command prints rejections itself; the store's log adds only cache trouble.
         let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, region: ruleSet.region, fallback: nil,
                                    logger: cliLogger("ampel.data", level: .error), history: PublicationHistory(directory: directory))

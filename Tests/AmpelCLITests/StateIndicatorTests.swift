@@ -187,4 +187,29 @@ import Testing
         let when = try #require(red["when"] as? [[String: Any]])
         #expect(when.count == 1 && when[0]["indicator"] as? String == "icu_covid_patients" && when[0]["above"] as? Double == 600)
     }
+
+    @Test("ampel fetch caches the live files for a set of state indicators; check answers from that cache, stale, when they cannot be had")
+    func fetchFillsTheCacheCheckFallsBackToIt() async throws {
+        let data = RKIDistrictFile.sharedDataDirectory().appendingPathComponent("rki-github")
+        let hospital = data.appendingPathComponent("hospitalisierungen/Aktuell_Deutschland_adjustierte-COVID-19-Hospitalisierungen.csv").absoluteString
+        let icu = data.appendingPathComponent("intensivregister/Intensivregister_Bundeslaender_Kapazitaeten.csv").absoluteString
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("ampel-fetch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let fetch = try await AmpelBinary.run(["fetch", "--rules", "krankenhausampel-2021", "--hospitalisation-url", hospital, "--icu-url", icu,
+                                               "--state-dir", state.path, "--json"])
+        #expect(fetch.exitCode == 0, "\(fetch.stderrText)")
+        let summary = try #require(JSONSerialization.jsonObject(with: fetch.stdout) as? [String: Any])
+        #expect(summary["date"] as? String == "2026-08-22")
+        #expect((summary["cache"] as? String)?.hasSuffix("/indicators/incidence.json") == true)
+        let refusing = try RefusingPort()
+        let check = try await AmpelBinary.run(["check", "--district", "09162", "--rules", "krankenhausampel-2021", "--source", "rki",
+                                               "--hospitalisation-url", "http://127.0.0.1:\(refusing.port)/h.csv",
+                                               "--icu-url", "http://127.0.0.1:\(refusing.port)/i.csv", "--timeout", "2",
+                                               "--state-dir", state.path, "--json"])
+        #expect(check.exitCode == 0, "\(check.stderrText)")
+        let signal = try #require(JSONSerialization.jsonObject(with: check.stdout) as? [String: Any])
+        #expect(signal["stale"] as? Bool == true)
+        #expect(signal["dataDate"] as? String == "2026-08-22")
+        #expect(check.stderrText.contains("connection refused"))
+    }
 }
