@@ -13,7 +13,9 @@ public enum DistrictPage {
         html += #"<main class="district-page"><p><a href="/?lang=\#(lang)">← \#(htmlEscaped(text.back))</a></p>"#
 
         html += #"<section class="card" id="district" data-ags="\#(district.ags)" data-phase="\#(district.phase.id)"><div class="phase-head"><span class="big" style="background:\#(MapSVG.fill(district))"></span><div>"#
-        html += #"<h2>\#(htmlEscaped(district.name))</h2><p>\#(htmlEscaped(text.phaseName(district.phase))) · \#(htmlEscaped(text.incidence)) \#(text.incidence(district.incidence)) · \#(htmlEscaped(text.dataDate)) \#(htmlEscaped(model.data.dataDate ?? "–"))\#(model.data.stale ? " (" + htmlEscaped(text.stale) + ")" : "")</p></div></div>"#
+        // Under a set of state indicators the district has no incidence of its own: its reason says what decided.
+        let measured = district.reason == nil ? " · \(htmlEscaped(text.incidence)) \(text.incidence(district.incidence))" : ""
+        html += #"<h2>\#(htmlEscaped(district.name))</h2><p>\#(htmlEscaped(text.phaseName(district.phase)))\#(measured) · \#(htmlEscaped(text.dataDate)) \#(htmlEscaped(model.data.dataDate ?? "–"))\#(model.data.stale ? " (" + htmlEscaped(text.stale) + ")" : "")</p></div></div>"#
         let title: String, rules: [String]
         switch district.phase {
         case .phase(let phase):

@@ -96,9 +96,14 @@ public struct PageText: Sendable {
     }
     public var noHistory: String { t("Für diesen Landkreis gibt es keinen Verlauf.", "There is no history for this district.") }
     public var back: String { t("Zur Übersicht", "Back to the overview") }
-    public var attribution: String {
-        t("Daten: Robert Koch-Institut (RKI), dl-de/by-2-0. Geometrie: © GeoBasis-DE / BKG, dl-de/by-2-0.",
-          "Data: Robert Koch-Institut (RKI), dl-de/by-2-0. Geometry: © GeoBasis-DE / BKG, dl-de/by-2-0.")
+    public var attribution: String { attribution(stateIndicators: false) }
+
+    /// The credit line: the incidence data of 2020/21 are dl-de/by-2-0, the maintained hospital
+    /// and intensive-care datasets CC BY 4.0.
+    public func attribution(stateIndicators: Bool) -> String {
+        let licence = stateIndicators ? "CC BY 4.0" : "dl-de/by-2-0"
+        return t("Daten: Robert Koch-Institut (RKI), \(licence). Geometrie: © GeoBasis-DE / BKG, dl-de/by-2-0.",
+                 "Data: Robert Koch-Institut (RKI), \(licence). Geometry: © GeoBasis-DE / BKG, dl-de/by-2-0.")
     }
     public var ago: String { t("vor", "ago") }
     public var never: String { t("nie", "never") }

@@ -187,6 +187,6 @@ public enum StatusPage {
     }
 
     static func footer(text: PageText, ruleSet: RuleSet) -> String {
-        #"<footer>\#(htmlEscaped(text.ruleSet)): \#(htmlEscaped(ruleSet.name(text.language))) · \#(htmlEscaped(text.attribution))</footer>"#
+        #"<footer>\#(htmlEscaped(text.ruleSet)): \#(htmlEscaped(ruleSet.name(text.language))) · \#(htmlEscaped(text.attribution(stateIndicators: ruleSet.readsStateIndicators)))</footer>"#
     }
 }

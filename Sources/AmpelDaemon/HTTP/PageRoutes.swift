@@ -42,6 +42,10 @@ enum PageRoutes {
                 language: pageLanguage, ruleSet: ruleSet, data: data(snapshot),
                 district: status(district), history: BundledData.shared.dailyHistory.series(ags: district.ags))
             model.states = states(snapshot, ruleSet: ruleSet, language: pageLanguage).filter { $0.id == "00" || district.ags.hasPrefix($0.id) }
+            // The reason in the page's language: the state's report says it as the district's signal does.
+            if model.district.reason != nil, let own = model.states.first(where: { district.ags.hasPrefix($0.id) && $0.id != "00" }) {
+                model.district.reason = own.reason
+            }
             return html(DistrictPage.render(model))
         }
     }
