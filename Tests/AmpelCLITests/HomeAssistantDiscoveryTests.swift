@@ -146,4 +146,45 @@ struct HomeAssistantDiscoveryTests {
             #expect(last.isEmpty)
         }
     }
+
+    @Test("under the Krankenhausampel: the states' indicator sensors pass the schema and render their reports, a missing value as unknown; a broken one is rejected; the next run under bavaria removes them",
+          .disabled(if: skipped, "AMPEL_SKIP_HA_VALIDATION=1 and no Home Assistant venv"))
+    func stateSensors() async throws {
+        try #require(Self.venvReady, "Home Assistant's venv is missing at \(Self.venv): run scripts/install-deps.sh")
+        var options = Scene.Options()
+        options.topics = ["homeassistant/#", "ampel/#"]
+        options.date = "2021-11-10"
+        try await Scene.run(options) { scene in
+            try await scene.start(configuration: "rules: krankenhausampel-2021\n")
+            try await scene.collector.wait("Bavaria's report and the last state sensor's config") { records in
+                records.contains { $0.topic == "ampel/states/09" }
+                    && records.contains { $0.topic == "homeassistant/sensor/ampel/state_09_icu_covid_patients/config" }
+            }
+            let retained = try await Self.retained(scene.broker)
+            let configs = Self.configs(retained)
+            let stateConfigs = configs.keys.filter { $0.contains("/state_") }.sorted()
+            let names = ["hospitalisation_cases_7d", "hospitalisation_incidence_7d", "icu_covid_patients"]
+            #expect(Set(stateConfigs) == Set(["00", "09"].flatMap { id in names.map { "homeassistant/sensor/ampel/state_\(id)_\($0)/config" } }))
+            let checked = try await Self.validate(retained, in: scene.dir)
+            #expect(checked.status == 0, "\(checked.output)")
+            let valid = Set(checked.output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.map { String($0.dropFirst(3)) })
+            #expect(Set(stateConfigs).isSubset(of: valid))
+            // A template that picks the indicator's date instead of its value is no number.
+            let topic = "homeassistant/sensor/ampel/state_09_icu_covid_patients/config"
+            let original = try #require(configs[topic])
+            var config = try #require(JSONSerialization.jsonObject(with: Data(original.utf8)) as? [String: Any])
+            config["value_template"] = "{{ (value_json.indicators | selectattr('name', 'eq', 'icu_covid_patients') | first).date }}"
+            let payload = String(decoding: try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys]), as: UTF8.self)
+            let broken = try await Self.validate(retained.filter { $0.topic != topic } + [(topic, payload)], in: scene.dir)
+            #expect(broken.status == 1 && broken.output.contains("REJECTED \(topic)"), "\(broken.output)")
+
+            // The next run under bavaria removes every state sensor and empties the reports.
+            try await scene.stop()
+            let daemon = try await scene.start(configuration: "rules: bavaria\n")
+            try await daemon.awaitLog("the broker took the removed Home Assistant configs")
+            let after = try await Self.retained(scene.broker)
+            #expect(Self.configs(after).keys.filter { $0.contains("/state_") }.isEmpty)
+            #expect(!after.contains { $0.topic.hasPrefix("ampel/states/") })
+        }
+    }
 }
