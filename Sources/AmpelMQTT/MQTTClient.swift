@@ -53,6 +53,17 @@ public final class MQTTClient: Sendable {
         session.deliver(to: handler)
     }
 
+    /// Tells `handler` the topic and reason code of every publish the broker refuses from now
+    /// on: a PUBACK (or PUBREC) with a reason code of 0x80 or above, e.g. `0x87` not
+    /// authorised by its ACL, whether anybody awaits the publish or not. Called on the network
+    /// thread: keep it short.
+    ///
+    /// > Note: MQTT 3.1.1 has no reason codes on PUBACK: a broker that refuses a publish there
+    /// > acknowledges it all the same (mosquitto) or closes the connection, and nothing is reported.
+    public func onPublishRefused(_ handler: @escaping @Sendable (_ topic: String, _ reason: Int) -> Void) {
+        session.onRefused(handler)
+    }
+
     /// Connects and returns once the broker accepted the connection (CONNACK).
     ///
     /// A failure here is returned, not retried: refused credentials (`.connectionRefused` with
@@ -177,6 +188,7 @@ public final class MQTTClient: Sendable {
                     return .refused(rc)
                 }
                 session.handedOver()
+                machine.noteTopic(topic, mid: mid)
                 if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
                 return .handedOver
             }

@@ -121,3 +121,10 @@ enum SessionErrors {
             message: "publish to '\(topic)' refused: \(limit) messages already wait for the connection (offlineQueueLimit)")
     }
 }
+
+extension MQTTError {
+    /// An MQTT 5 reason code in words, e.g. "Not authorized" for `0x87`.
+    public static func describeReason(_ reason: Int) -> String {
+        MosquittoLibrary.describeReason(Int32(truncatingIfNeeded: reason))
+    }
+}

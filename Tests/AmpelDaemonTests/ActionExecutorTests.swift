@@ -32,6 +32,7 @@ struct ActionExecutorTests {
         let log: Log
         let lastID = Mutex<UInt64>(0)
         let acknowledged = Mutex<[UInt64]>([])
+        let refused = Mutex<[UInt64]>([])
         init(_ log: Log) { self.log = log }
 
         static func key(_ change: SignalEngine.Change) -> String {
@@ -58,6 +59,7 @@ struct ActionExecutorTests {
         }
 
         func acknowledge(_ id: UInt64) { acknowledged.withLock { $0.append(id) } }
+        func refuse(_ id: UInt64) { refused.withLock { $0.append(id) } }
     }
 
     /// Hands every publish to the log; acknowledges it at once unless `silent` (a broker that

@@ -9,6 +9,7 @@ extension StubTransport {
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
     func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable () -> Void) {}
     func connectToBroker() async throws {}
+    func onPublishRefused(_ handler: @escaping @Sendable (String, Int) -> Void) {}
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
     func unsubscribe(_ filters: [String]) async throws {}
     func publish(_ message: OutgoingMessage) async throws(MQTTError) {}

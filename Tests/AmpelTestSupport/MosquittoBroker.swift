@@ -163,6 +163,12 @@ public final class MosquittoBroker: Sendable {
         state.withLock { $0.exited ? nil : $0.broker }?.signal(SIGCONT)
     }
 
+    /// Makes the broker read its configuration again (SIGHUP): a changed `password_file` or
+    /// `acl_file` applies from then on, to connections already open too.
+    public func reload() {
+        state.withLock { $0.exited ? nil : $0.broker }?.signal(SIGHUP)
+    }
+
     /// Stops the broker (SIGKILL) without waiting; safe to call more than once.
     public func stop() {
         killNow()

@@ -66,6 +66,9 @@ public final class DaemonMetrics: Sendable {
             for (reason, value) in counters.dropped { count("ampel_messages_dropped_total", [("reason", reason)], value) }
             for (kind, value) in snapshot.publishedByKind { count("ampel_messages_published_total", [("kind", kind)], value) }
             count("ampel_publish_failures_total", [], counters.publishFailures)
+            for (reason, classes) in counters.refused {
+                for (topicClass, value) in classes { count("ampel_publish_refused_total", [("reason", reason), ("class", topicClass)], value) }
+            }
             count("ampel_alerts_total", [], counters.alerts)
             for (reason, value) in counters.alertsSuppressed { count("ampel_alerts_suppressed_total", [("reason", reason)], value) }
             count("ampel_data_refreshes_applied_total", [], counters.datasetsApplied)

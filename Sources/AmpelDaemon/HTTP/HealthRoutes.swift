@@ -44,9 +44,13 @@ enum HealthRoutes {
                 json.string(HTTPResponse.Status.serviceUnavailable.reasonPhrase)
                 json.raw(#","reason":"#)
                 json.string(problem)
+            } else if let degraded = snapshot.readiness.degraded {
+                // Ready (200: it serves, and a unit's start check passes), but not wholly.
+                json.raw(#","reason":"#)
+                json.string(degraded)
             }
             json.raw(#","status":"#)
-            json.string(problem == nil ? "ready" : "unavailable")
+            json.string(problem != nil ? "unavailable" : snapshot.readiness.degraded != nil ? "degraded" : "ready")
             json.raw("}")
             return HTTPResponses.json(json.bytes, status: problem == nil ? .ok : .serviceUnavailable)
         }

@@ -1,4 +1,5 @@
 import AmpelCore
+import Foundation
 import AmpelDomain
 import Synchronization
 
@@ -39,10 +40,16 @@ public final class StatusView: Sendable {
         public var subscribed = false
         /// Why the last connection attempt failed, while not connected.
         public var brokerError: String?
+        /// Why it cannot take locations although connected (``PublishRefusals/problem()``).
+        public var inputsRefused: String?
+        /// What works only in part (``PublishRefusals/degraded(now:)``): `/readyz` answers
+        /// `degraded` with it while the daemon is otherwise ready.
+        public var degraded: String?
 
         public var problem: String? {
             if !dataLoaded { return "data not loaded" }
             if !connected { return brokerError.map { "broker not connected: \($0)" } ?? "broker not connected" }
+            if let inputsRefused { return inputsRefused }
             if !subscribed { return "not subscribed" }
             return nil
         }
@@ -135,14 +142,21 @@ public final class StatusView: Sendable {
     let connected = Atomic<Bool>(false)
     /// Why the last attempt to connect failed; cleared by a connection.
     let brokerError = Mutex<String?>(nil)
+    /// What the broker refused, live (the transport's network thread records it).
+    public let refusals = PublishRefusals()
+    let clock: @Sendable () -> Double
 
-    public init() {}
+    public init(clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.clock = clock
+    }
 
     /// The last hand-over; devices possibly older (``Snapshot/devicesCurrent``).
     public func snapshot() -> Snapshot {
         var snapshot = current.withLock { $0 }
         snapshot.readiness.connected = connected.load(ordering: .relaxed)
         snapshot.readiness.brokerError = snapshot.readiness.connected ? nil : brokerError.withLock { $0 }
+        snapshot.readiness.inputsRefused = refusals.problem()
+        snapshot.readiness.degraded = refusals.degraded(now: clock())
         return snapshot
     }
 

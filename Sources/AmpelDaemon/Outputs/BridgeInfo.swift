@@ -135,6 +135,10 @@ public struct Counters: Sendable, Hashable {
     public var alertsSuppressed: [String: Int] = [:]
     public var published = 0
     public var publishFailures = 0
+    /// Publishes the broker refused (a reason code of 0x80 or above), by reason name and topic
+    /// class: `{"notAuthorized": {"alert": 1, "state": 1}}` (``PublishRefusals``). Never in
+    /// ``published``'s deliveries: a refused alert stays pending in the journal.
+    public var refused: [String: [String: Int]] = [:]
     public var datasetsApplied = 0
     public var datasetsRejected = 0
     /// What the live source's data layer counted (`dataNotModified`, `dataRevisions`, ...); zero for fixed data.
@@ -229,6 +233,14 @@ public struct Counters: Sendable, Hashable {
         json.number(published)
         json.raw(#","reconnects":"#)
         json.number(reconnects)
+        json.raw(#","refused":{"#)
+        for (index, reason) in refused.keys.sorted().enumerated() {
+            if index > 0 { json.raw(",") }
+            json.string(reason)
+            json.raw(":")
+            table(refused[reason] ?? [:])
+        }
+        json.raw("}")
         json.raw(#","republished":"#)
         json.number(republished)
         json.raw(#","skipped":"#)

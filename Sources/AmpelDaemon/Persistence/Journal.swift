@@ -163,6 +163,15 @@ public final class Journal: Sendable {
         }
     }
 
+    /// The broker refused alert `id`: it stays pending, without its witness, for the next start.
+    func refuse(_ id: UInt64) {
+        state.withLock { writer in
+            guard let alert = writer.pending[id] else { return }
+            writer.pending[id] = (alert.message, nil)
+            _ = append(.alertRefused(id: id), &writer)
+        }
+    }
+
     /// The daemon stopped cleanly (its goodbye was acknowledged): the next start need not
     /// republish what the broker retains. Written to the disk before it returns.
     func appendStopped() {

@@ -23,13 +23,17 @@ enum JournalRecord: Sendable, Equatable {
     case alert(id: UInt64, message: OutgoingMessage, witness: Witness?)
     /// The broker acknowledged alert `id`.
     case alertAcknowledged(id: UInt64)
+    /// The broker refused alert `id` (a PUBACK reason of 0x80 or above, e.g. not authorised):
+    /// it stays pending without a witness, so the next start sends it again whatever is
+    /// retained, once, and not this run in a loop against a refusal that persists.
+    case alertRefused(id: UInt64)
     /// The daemon stopped cleanly: the retained topics on the broker are what it last published.
     case stopped
     /// The device is forgotten (`devices.forget_after`): the replay removes it.
     case forgotten(key: String)
 
     enum Kind: UInt8 {
-        case input = 1, handled, device, district, alert, alertAcknowledged, stopped, forgotten
+        case input = 1, handled, device, district, alert, alertAcknowledged, stopped, forgotten, alertRefused
     }
 
     static let headerSize = 8
@@ -39,7 +43,7 @@ enum JournalRecord: Sendable, Equatable {
         switch self {
         case .input(_, _, let topic, let payload, _, _):
             return 1 + 8 + 8 + 1 + 1 + 2 + topic.utf8.count + 4 + payload.count
-        case .handled, .alertAcknowledged:
+        case .handled, .alertAcknowledged, .alertRefused:
             return 1 + 8
         case .device(let key, let record):
             var size = 1 + 2 + key.utf8.count + 8 + 8 + 8 + 1 + 1
@@ -113,6 +117,9 @@ enum JournalRecord: Sendable, Equatable {
             writer.bytes32(witness?.payload ?? [])
         case .alertAcknowledged(let id):
             writer.u8(Kind.alertAcknowledged.rawValue)
+            writer.u64(id)
+        case .alertRefused(let id):
+            writer.u8(Kind.alertRefused.rawValue)
             writer.u64(id)
         case .stopped:
             writer.u8(Kind.stopped.rawValue)
@@ -188,6 +195,8 @@ enum JournalRecord: Sendable, Equatable {
                             witness: witnessTopic.isEmpty ? nil : Witness(topic: witnessTopic, payload: witnessPayload))
         case .alertAcknowledged:
             record = reader.u64().map { .alertAcknowledged(id: $0) }
+        case .alertRefused:
+            record = reader.u64().map { .alertRefused(id: $0) }
         case .stopped:
             record = .stopped
         case .forgotten:

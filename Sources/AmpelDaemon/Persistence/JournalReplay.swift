@@ -90,6 +90,9 @@ public struct JournalReplay: Sendable {
                         trailingAlerts.append(id)
                     case .alertAcknowledged(let id):
                         alerts[id] = nil
+                    case .alertRefused(let id):
+                        // Whatever the broker retains proves nothing: the alert itself was refused.
+                        if let alert = alerts[id] { alerts[id] = (alert.0, nil) }
                     case .stopped:
                         replay.cleanStop = true
                     case .forgotten(let key):

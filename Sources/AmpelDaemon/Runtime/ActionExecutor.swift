@@ -11,6 +11,8 @@ protocol DecisionJournal: AnyObject, Sendable {
     func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64]
     /// The broker took announcement `id`.
     func acknowledge(_ id: UInt64)
+    /// The broker refused announcement `id`: the next start sends it again.
+    func refuse(_ id: UInt64)
 }
 
 extension Journal: DecisionJournal {}
@@ -118,14 +120,19 @@ final class ActionExecutor {
     }
 
     /// Hands an announcement over; its id leaves the journal's pending list when the broker
-    /// took it. One that is not acknowledged (the client closed first) stays pending: the next
-    /// start sends it.
+    /// took it. One that is not acknowledged (the client closed first) stays pending, and one
+    /// the broker refused (a PUBACK reason code of 0x80 or above) stays pending without its
+    /// witness: the next start sends both. The refusal itself is counted and said where the
+    /// transport reports it (``PublishRefusals``), for every publish alike.
     func announce(_ message: OutgoingMessage, id: UInt64) {
         let journal = self.journal
         do {
             try transport.enqueue(message) { error in
-                // A broker that refuses it (not authorised) will refuse it again: done either way.
-                if error == nil || error?.code == .rejected { journal.acknowledge(id) }
+                if error == nil {
+                    journal.acknowledge(id)
+                } else if error?.code == .rejected {
+                    journal.refuse(id)
+                }
             }
         } catch {
             failed(message, error)

@@ -15,6 +15,14 @@ extension AmpelDaemon {
         let wallClock = self.now().timeIntervalSince1970
         dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
         executor.logHeldBack(now: wallClock)
+        for refusal in status.refusals.dueLogs(now: wallClock) {
+            logger.warning("the broker refused publishes: they are not delivered (counters.refused in bridge/info counts them, alerts stay pending for the next start)", metadata: [
+                "class": "\(refusal.topicClass)", "topic": "\(refusal.topic)", "refused": "\(refusal.count)",
+                "reason": "\(MQTTError.describeReason(refusal.reason)) (0x\(String(refusal.reason, radix: 16)))",
+                "hint": "\(Self.refusalHint(refusal.reason))",
+            ])
+            infoDirty = true
+        }
         let shed = gate.shed
         if shed != shedLogged {
             logger.warning("the intake was full: shed QoS 0 location messages (counters.dropped.intake-full in bridge/info)",
@@ -86,6 +94,17 @@ extension AmpelDaemon {
         let mark = journal.beginSnapshot()
         saver.save(PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)) {
             journal.snapshotWritten(mark)
+        }
+    }
+
+    /// What to look at for a refusal's reason.
+    static func refusalHint(_ reason: Int) -> String {
+        switch reason {
+        case 0x87: "the broker's ACL: the daemon's user needs write access to its topics (docs/deploy.md, \"ACL\")"
+        case 0x97: "the broker's quota for the daemon's user or client"
+        case 0x90: "the topic name (outputs, base topic)"
+        case 0x99: "the broker's payload format rules"
+        default: "the broker's log"
         }
     }
 }

@@ -106,6 +106,12 @@ extension AmpelDaemon {
             continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
         }
         let status = self.status
+        let topics = self.topics
+        let discoveryPrefix = configuration.homeAssistant.discovery ? configuration.homeAssistant.prefix : nil
+        transport.onPublishRefused { topic, reason in
+            status.refusals.record(topic: topic, class: topics.refusalClass(of: topic, discoveryPrefix: discoveryPrefix),
+                                   reason: reason, at: now().timeIntervalSince1970)
+        }
         transport.connections { sessionPresent in
             status.connected.store(true, ordering: .relaxed)
             status.brokerError.withLock { $0 = nil }
@@ -124,8 +130,7 @@ extension AmpelDaemon {
             return nil
         }
         // Subscribe first: what arrives during the start-up publishing waits in the queue.
-        let filters = intake.subscriptions
-        try await transport.subscribe(filters)
+        let filters = try await subscribeInputs()
         logger.info("subscribed", metadata: ["filters": "\(filters.joined(separator: " "))"])
         subscribed = true
         if stateRecovery == nil {
@@ -243,5 +248,28 @@ extension AmpelDaemon {
             if slept == nil || Task.isCancelled { return false }
             attempt += 1
         }
+    }
+
+    /// Subscribes to each input filter on its own, so that a filter the broker refuses (its ACL
+    /// denies reading it) is named and the others still serve: the refused ones are logged,
+    /// and `/readyz` says `degraded`, or not ready when none was granted. Returns the granted.
+    func subscribeInputs() async throws -> [String] {
+        var granted: [String] = []
+        var refused: [(filter: String, reason: String)] = []
+        for filter in intake.subscriptions {
+            do {
+                try await transport.subscribe([filter])
+                granted.append(filter)
+            } catch let error as MQTTError where error.code == .rejected {
+                let reason = error.reasonCode.map { MQTTError.describeReason($0) } ?? error.message
+                refused.append((filter, reason))
+                logger.error("the broker refused the input filter: no location on it reaches the daemon; check the broker's ACL (the daemon's user needs read access to it)",
+                             metadata: ["filter": "\(filter)", "reason": "\(reason)"])
+            }
+        }
+        let inputs = Set(intake.subscriptions).subtracting([intake.homeAssistantStatus].compactMap { $0 })
+        let noneGranted = !refused.isEmpty && granted.allSatisfy { !inputs.contains($0) }
+        status.refusals.subscribed(refused: refused, noneGranted: noneGranted)
+        return granted
     }
 }

@@ -19,6 +19,7 @@ extension AmpelDaemon {
         counters.alerts = tally.alerts
         counters.owntracksTransitions = tally.owntracksTransitions
         counters.publishFailures = tally.publishFailures
+        counters.refused = status.refusals.counts
         counters.forgotten = tally.forgotten
         counters.intakePaused = gate.pauses
         if gate.shed > 0 { counters.dropped["intake-full", default: 0] = gate.shed }

@@ -61,9 +61,13 @@ extension AmpelDaemon {
             logger.warning(
                 "could not publish offline state; leaving without DISCONNECT so that the broker publishes the Last Will",
                 metadata: ["error": "\(outcome)"])
-        } else {
+        } else if status.refusals.counts.isEmpty {
             // The broker acknowledged the goodbye, so everything published before it too.
             journal.appendStopped()
+        } else {
+            // It refused some of it (its ACL, its quota): the next start republishes every
+            // retained topic, as after a crash, so that a fixed ACL gets the states too.
+            logger.notice("the broker refused publishes this run: the next start republishes every retained topic")
         }
         let goodbyeEnded = ContinuousClock.now
         let undelivered = await webhookDrain.value

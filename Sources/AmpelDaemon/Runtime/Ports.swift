@@ -17,6 +17,9 @@ public protocol DaemonTransport: Sendable {
     /// reconnect), and every lost connection to `lost` (the client reconnects by itself).
     /// Called once, before ``connectToBroker()``.
     func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable () -> Void)
+    /// Reports every publish the broker refused (a reason code of 0x80 or above) with its
+    /// topic, from any thread. Called once, before ``connectToBroker()``.
+    func onPublishRefused(_ handler: @escaping @Sendable (_ topic: String, _ reason: Int) -> Void)
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connectToBroker() async throws
     /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their

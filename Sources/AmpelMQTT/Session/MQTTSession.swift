@@ -45,6 +45,12 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         let deliver: @Sendable (MQTTMessage) -> Void
         init(_ deliver: @escaping @Sendable (MQTTMessage) -> Void) { self.deliver = deliver }
     }
+    /// Told of every publish the broker refused, with its topic (``MQTTClient/onPublishRefused(_:)``).
+    private let refusalHandler = Mutex<RefusalHandler?>(nil)
+    final class RefusalHandler: Sendable {
+        let refused: @Sendable (_ topic: String, _ reason: Int) -> Void
+        init(_ refused: @escaping @Sendable (String, Int) -> Void) { self.refused = refused }
+    }
     let eventStream: AsyncStream<MQTTConnectionEvent>
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
@@ -145,7 +151,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
                 if !filters.isEmpty { resubscribed.append((filters, mosquitto.subscribe(filters, qos: qos).rc)) }
             }
             for entry in established.offline {
-                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil)
+                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil, machine: &machine)
                 guard let waiter = entry.waiter else { continue }
                 if let refused {
                     failed.append((waiter, .mosquitto(refused, "publish to '\(entry.message.topic)' rejected")))
@@ -246,7 +252,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             case .closed:
                 return .failed(SessionErrors.closed)
             case .send:
-                let (refused, mid) = handOver(message, withWaiter: true)
+                let (refused, mid) = handOver(message, withWaiter: true, machine: &machine)
                 if let refused { return .refused(refused) }
                 if cancelled {
                     possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
@@ -332,7 +338,8 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     /// session's lock: `refused` is libmosquitto's code when it did not take it. `withWaiter`:
     /// somebody awaits the answer, so the network thread must note it (``possibleWaiters``,
     /// raised before the call that produces the answer).
-    func handOver(_ message: OutgoingMessage, withWaiter: Bool) -> (refused: Int32?, mid: Int32) {
+    func handOver(_ message: OutgoingMessage, withWaiter: Bool,
+                  machine: inout SessionStateMachine<AckWaiter, Waiter>) -> (refused: Int32?, mid: Int32) {
         if withWaiter { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
         let (rc, mid) = mosquitto.publish(message)
         loop.wakeIfIdle()
@@ -343,6 +350,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             return (rc, mid)
         }
         handedOver()
+        if message.qos != .atMostOnce { machine.noteTopic(message.topic, mid: mid) }
         return (nil, mid)
     }
 
@@ -431,6 +439,20 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     }
 
     // MARK: - Receiving
+
+    /// Tells `handler` of every publish the broker refuses from now on.
+    func onRefused(_ handler: @escaping @Sendable (String, Int) -> Void) {
+        let boxed = RefusalHandler(handler)
+        refusalHandler.withLock { $0 = boxed }
+    }
+
+    /// The broker refused these publishes (network thread, at the end of a loop step): their
+    /// topics are looked up in one lock hold and reported outside it.
+    func refused(_ notes: [(mid: Int32, reason: Int32)]) {
+        let named = machine.withLock { machine in notes.map { (machine.topic(mid: $0.mid), $0.reason) } }
+        guard let handler = refusalHandler.withLock({ $0 }) else { return }
+        for (topic, reason) in named { handler.refused(topic ?? "?", Int(reason)) }
+    }
 
     /// Sends every message from now on to `deliver` instead of the stream.
     func deliver(to deliver: @escaping @Sendable (MQTTMessage) -> Void) {

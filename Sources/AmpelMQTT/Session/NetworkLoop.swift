@@ -51,6 +51,8 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     /// Publish notes that may be QoS 0 written-notes, told apart once per loop step
     /// (``MQTTSession/publishesDone(mids:)``; only this thread touches it).
     private var undecidedNotes: [Int32] = []
+    /// Publishes the broker refused in this loop step (a PUBACK reason of 0x80 or above).
+    private var refusals: [(mid: Int32, reason: Int32)] = []
 
     /// See ``loopOnce(timeoutMilliseconds:_:)``.
     static let answerBatch = 64
@@ -324,6 +326,10 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
 
     /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.
     private func decideNotes() {
+        if !refusals.isEmpty {
+            session.refused(refusals)
+            refusals.removeAll(keepingCapacity: true)
+        }
         if undecidedNotes.isEmpty { return }
         session.publishesDone(mids: undecidedNotes)
         undecidedNotes.removeAll(keepingCapacity: true)
@@ -350,7 +356,10 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
 
     /// Notes an answer if anybody may wait for one (see ``MQTTSession/possibleWaiters``).
     func answered(mid: Int32, _ result: AckResult) {
-        if case .published = result, !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
+        if case .published(let reason) = result {
+            if !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
+            if reason >= 0x80 { refusals.append((mid, reason)) }
+        }
         guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         answers.withLock { $0.append((mid, result)) }
     }

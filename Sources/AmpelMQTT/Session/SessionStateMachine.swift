@@ -52,6 +52,8 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         /// answers lower the unanswered count. Emptied when the connection ends: libmosquitto
         /// drops the QoS 0 packets it had not written, and their ids come round again.
         var unwrittenAtMostOnce: Set<Int32> = []
+        /// The topics of the QoS 1/2 publishes by message id, for a refusal to name.
+        var topics = PublishTopics()
         /// The broker (index in the configured list) of the current or next attempt.
         var broker = 0
         /// The broker of the last accepted connection; nil before the first.
@@ -281,6 +283,16 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// libmosquitto took a packet with message id `mid` (publish, subscribe, unsubscribe) for
     /// which `waiter` waits. Called under the same lock as the libmosquitto call, so that the
     /// answer, matched under that lock too, cannot come first.
+    /// libmosquitto took a QoS 1/2 publish to `topic` with message id `mid`.
+    mutating func noteTopic(_ topic: String, mid: Int32) {
+        modifySession { $0.topics.note(topic, mid: mid) }
+    }
+
+    /// The topic of the QoS 1/2 publish with message id `mid`, as far as it is known.
+    func topic(mid: Int32) -> String? {
+        withSession { $0.topics[mid] } ?? nil
+    }
+
     mutating func sent(mid: Int32, token: UInt64, waiter: AckWaiter) {
         modifySession { $0.acks.wait(mid: mid, token: token, waiter) }
     }

@@ -1,0 +1,71 @@
+import AmpelTestSupport
+import Foundation
+import Testing
+
+/// What a secured broker refuses (mosquitto 2.0 with a password file and an ACL written here):
+/// counted, said and never taken for a delivery; the built binary, a real mosquitto.
+@Suite struct RunRefusalTests {
+    /// Anonymous clients (the test's phone and reader) may do anything; the daemon's user
+    /// `ampel` may write everything it needs but, in the first version, not `ampel/device/#`.
+    static func acl(deviceTopics: Bool) -> String {
+        var lines = ["topic readwrite #", "", "user ampel", "topic read ampel/#", "topic read owntracks/#", "topic read homeassistant/status",
+                     "topic write ampel/bridge/#", "topic write ampel/district/#", "topic write ampel/rules/#", "topic write ampel/states/#",
+                     "topic write homeassistant/#", "topic write owntracks/#"]
+        if deviceTopics { lines.append("topic write ampel/device/#") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    @Test("a publish the ACL refuses is counted by reason and topic class, logged with its topic, /readyz degraded, the alert kept; with the ACL fixed the next start delivers it once")
+    func aclRefusalCountedAndRedeliveredAfterTheFix() async throws {
+        let dir = try MosquittoBroker.makeTemporaryDirectory(prefix: "ampel-acl")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let passwords = try await MosquittoBroker.makePasswordFile(users: ["ampel": "secret"], in: dir)
+        let aclFile = dir + "/acl"
+        try Self.acl(deviceTopics: false).write(toFile: aclFile, atomically: true, encoding: .utf8)
+        var options = Scene.Options()
+        options.topics = ["ampel/device/#", "ampel/bridge/#"]
+        options.broker = MosquittoBroker.Options(extraConfig: ["password_file \(passwords)", "acl_file \(aclFile)"])
+        let httpPort = try MosquittoBroker.freeLoopbackPort()
+        options.arguments = ["--http", "127.0.0.1:\(httpPort)"]
+        let credentials = ["AMPEL_MQTT_USERNAME": "ampel", "AMPEL_MQTT_PASSWORD": "secret"]
+        try await Scene.run(options) { scene in
+            let daemon = try await scene.start(environment: credentials)
+            try await scene.fix("alice/phone", at: RunCrashTests.muenchen, tst: Int(Date().timeIntervalSince1970), input: .owntracks)
+            try await scene.collector.wait("bridge/info counting the refused alert and state") { records in
+                records.contains { record in
+                    guard record.topic == "ampel/bridge/info", let counters = Scene.Collector.field("counters", record.payload) as? [String: Any],
+                          let refused = counters["refused"] as? [String: [String: Int]] else { return false }
+                    return refused == ["notAuthorized": ["alert": 1, "state": 1]]
+                }
+            }
+            #expect(!scene.collector.records().contains { $0.topic.hasPrefix("ampel/device/") }, "the broker delivered nothing it refused")
+            try await daemon.awaitLog("the broker refused publishes")
+            #expect(daemon.stderr.contains("ampel/device/alice/phone/"))
+            #expect(daemon.stderr.contains("Not authorized"))
+            let ready = try await httpGet("http://127.0.0.1:\(httpPort)/readyz")
+            #expect(ready.status == 200)
+            let readiness = try ready.object()
+            #expect(readiness["status"] as? String == "degraded")
+            #expect((readiness["reason"] as? String)?.contains("ampel/device/alice/phone") == true, "\(readiness)")
+            let metrics = try await httpGet("http://127.0.0.1:\(httpPort)/metrics").text
+            #expect(metrics.contains(#"ampel_publish_refused_total{reason="notAuthorized",class="alert"} 1"#)
+                    || metrics.contains(#"ampel_publish_refused_total{class="alert",reason="notAuthorized"} 1"#), "\(metrics)")
+            try await scene.stop()
+
+            // The ACL fixed, the broker told: the next start sends the alert the journal still holds, once.
+            try Self.acl(deviceTopics: true).write(toFile: aclFile, atomically: true, encoding: .utf8)
+            scene.broker.reload()
+            let mark = scene.collector.mark
+            let again = try await scene.start(environment: credentials)
+            try await scene.collector.wait("alice's first-sighting alert after the fix", since: mark) { records in
+                records.contains { $0.topic == "ampel/device/alice/phone/alert" }
+            }
+            try await scene.collector.wait("alice's state after the fix", since: mark) { records in
+                records.contains { $0.topic == "ampel/device/alice/phone/state" }
+            }
+            try await again.awaitLog("alerts the last run handed over without an acknowledgement")
+            try await scene.stop()
+            #expect(scene.collector.records(since: mark).filter { $0.topic == "ampel/device/alice/phone/alert" }.count == 1)
+        }
+    }
+}
