@@ -49,6 +49,9 @@ public enum MQTTConnectionEvent: Sendable, Hashable {
     /// The connection ended. `reason.code == .success` for a disconnect the client asked for;
     /// otherwise the client reconnects by itself.
     case disconnected(reason: MQTTError)
+    /// An attempt to connect again failed (refused credentials, a broker still away); the
+    /// client tries again after its backoff.
+    case reconnectFailed(reason: MQTTError)
 }
 
 /// Counts since the client was created. Read them with ``MQTTClient/counters``.

@@ -115,6 +115,7 @@ struct Lamp: AsyncParsableCommand {
                 switch event {
                 case .connected: events.continuation.yield(.link(up: true))
                 case .disconnected: events.continuation.yield(.link(up: false))
+                case .reconnectFailed: break
                 }
             }
         }

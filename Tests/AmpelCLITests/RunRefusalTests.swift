@@ -68,4 +68,26 @@ import Testing
             #expect(scene.collector.records(since: mark).filter { $0.topic == "ampel/device/alice/phone/alert" }.count == 1)
         }
     }
+
+    @Test("a wrong password at the first connect exits 78 naming the settings, on MQTT 5 and 3.1.1; a missing user name too", arguments: ["5", "3.1.1"])
+    func wrongPasswordExits78(protocolVersion: String) async throws {
+        let dir = try MosquittoBroker.makeTemporaryDirectory(prefix: "ampel-passwd")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let passwords = try await MosquittoBroker.makePasswordFile(users: ["ampel": "secret"], in: dir)
+        let broker = try await MosquittoBroker.start(.init(passwordFile: passwords))
+        defer { broker.stop() }
+        let config = dir + "/ampel.yaml"
+        try "mqtt:\n  protocol: \"\(protocolVersion)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        for (environment, who) in [(["AMPEL_MQTT_USERNAME": "ampel", "AMPEL_MQTT_PASSWORD": "wrong"], "user 'ampel'"),
+                                   ([:], "a client without a user name")] {
+            let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AMPEL_MQTT_") }
+            let run = try await AmpelBinary.run(["run", "--broker", broker.url, "--config", config, "--state-dir", dir + "/state", "--http", "false"],
+                                                environment: inherited.merging(environment) { $1 })
+            #expect(run.exitCode == 78, "\(run.stderrText)")
+            #expect(run.stderrText.contains("Error: mqtt.username (or AMPEL_MQTT_USERNAME, or the user in the broker URL) and AMPEL_MQTT_PASSWORD"), "\(run.stderrText)")
+            #expect(run.stderrText.contains(who), "\(run.stderrText)")
+            #expect(!run.stderrText.contains("MQTTError"), "no internal type names: \(run.stderrText)")
+            #expect(!run.stderrText.contains(" error "), "no error-level lines before the reason: \(run.stderrText)")
+        }
+    }
 }

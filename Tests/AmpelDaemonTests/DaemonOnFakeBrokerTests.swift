@@ -32,7 +32,7 @@ struct DaemonOnFakeBrokerTests {
             state.withLock { $0.deliver = target }
         }
 
-        func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable () -> Void) {
+        func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable (String?) -> Void) {
             state.withLock { $0.connected = connected }
         }
 

@@ -7,7 +7,7 @@ protocol StubTransport: DaemonTransport {}
 
 extension StubTransport {
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {}
-    func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable () -> Void) {}
+    func connections(_ connected: @escaping @Sendable (Bool) -> Void, lost: @escaping @Sendable (String?) -> Void) {}
     func connectToBroker() async throws {}
     func onPublishRefused(_ handler: @escaping @Sendable (String, Int) -> Void) {}
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}

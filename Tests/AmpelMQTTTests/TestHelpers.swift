@@ -118,7 +118,7 @@ final class EventCollector: Sendable {
 
 extension MQTTConnectionEvent {
     var isConnected: Bool { if case .connected = self { true } else { false } }
-    var isDisconnected: Bool { !isConnected }
+    var isDisconnected: Bool { if case .disconnected = self { true } else { false } }
 }
 
 func connections(_ events: [MQTTConnectionEvent]) -> Int { events.filter(\.isConnected).count }

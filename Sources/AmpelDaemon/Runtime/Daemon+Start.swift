@@ -116,8 +116,10 @@ extension AmpelDaemon {
             status.connected.store(true, ordering: .relaxed)
             status.brokerError.withLock { $0 = nil }
             continuation.yield(.connected(sessionPresent: sessionPresent))
-        } lost: {
+        } lost: { failure in
             status.connected.store(false, ordering: .relaxed)
+            // Why the reconnect fails (a changed password on the broker): /readyz says it.
+            if let failure { status.brokerError.withLock { $0 = failure } }
         }
 
         // The data is loaded: `/readyz` and the page say so, and why the broker is not
@@ -237,6 +239,9 @@ extension AmpelDaemon {
                 logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])
                 return true
             } catch let error as FatalConnectError {
+                throw error
+            } catch let error as ConfigurationError {
+                // The setting the broker's refusal points at (a password, the client id): exit 78.
                 throw error
             } catch {
                 status.brokerError.withLock { $0 = "\(error)" }

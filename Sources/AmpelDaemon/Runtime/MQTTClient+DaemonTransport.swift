@@ -32,13 +32,14 @@ extension MQTTClient: DaemonTransport {
 
     /// Reads the client's connection events (one stream, read here only). The reading task ends
     /// with the stream, when the client disconnects.
-    public func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable () -> Void) {
+    public func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable (_ failure: String?) -> Void) {
         let events = self.events
         Task {
             for await event in events {
                 switch event {
                 case .connected(let sessionPresent): connected(sessionPresent)
-                case .disconnected: lost()
+                case .disconnected: lost(nil)
+                case .reconnectFailed(let reason): lost(reason.message)
                 }
             }
         }
@@ -55,6 +56,15 @@ extension MQTTClient: DaemonTransport {
                 throw FatalConnectError(error: MQTTError(
                     code: error.code, reasonCode: error.reasonCode,
                     message: error.message + "; the broker does not speak MQTT 5 (nats-server speaks 3.1.1 only): set mqtt.protocol: \"3.1.1\""))
+            }
+            // A refusal for the settings' sake names the setting (exit 78); one for the broker's
+            // own state (busy, unavailable) is retried like a broker that is away.
+            if error.code == .connectionRefused, let reason = error.reasonCode {
+                if let wrong = Self.settingRefused(reason, protocolVersion: configuration.protocolVersion, error: error,
+                                                   username: configuration.username, clientCertificate: configuration.tls?.certFile != nil) {
+                    throw wrong
+                }
+                if Self.transientRefusals(configuration.protocolVersion).contains(reason) { throw error }
             }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
             // RabbitMQ before 3.13 cannot parse an MQTT 5 CONNECT and closes the connection
@@ -83,6 +93,39 @@ extension MQTTClient: DaemonTransport {
 
     public func shutdown(clean: Bool) async {
         if clean { await disconnect() } else { await abort() }
+    }
+}
+
+extension MQTTClient {
+    /// The CONNACK reasons that say the broker cannot take the connection now (unavailable,
+    /// busy, over its quota or connection rate, moved): retried.
+    static func transientRefusals(_ version: MQTTConfiguration.ProtocolVersion) -> Set<Int> {
+        version == .v5 ? [0x88, 0x89, 0x97, 0x9C, 0x9D, 0x9F] : [3]
+    }
+
+    /// The setting a CONNACK refusal points at, as a configuration error (exit 78 at the first
+    /// connect); `nil` for a refusal no setting explains.
+    static func settingRefused(_ reason: Int, protocolVersion: MQTTConfiguration.ProtocolVersion, error: MQTTError,
+                               username: String?, clientCertificate: Bool) -> ConfigurationError? {
+        let v5 = protocolVersion == .v5
+        let credentials = "mqtt.username (or AMPEL_MQTT_USERNAME, or the user in the broker URL) and AMPEL_MQTT_PASSWORD"
+            + (clientCertificate ? ", or mqtt.cert_file and mqtt.key_file" : "")
+        let who = username.map { "user '\($0)'" } ?? "a client without a user name"
+        switch (v5, reason) {
+        case (true, 0x86), (false, 4):
+            return ConfigurationError(key: credentials, line: nil,
+                                      message: "\(error.message): the broker does not accept the user name or password (\(who))")
+        case (true, 0x87), (false, 5), (true, 0x8C):
+            return ConfigurationError(key: credentials, line: nil,
+                                      message: "\(error.message): the broker does not let \(who) connect (its password file or ACL)")
+        case (true, 0x85), (false, 2):
+            return ConfigurationError(key: "mqtt.client_id", line: nil, message: "\(error.message): the broker rejects the client id")
+        case (true, 0x8A):
+            return ConfigurationError(key: "mqtt.client_id", line: nil,
+                                      message: "\(error.message): the broker has banned this client (its ban list; or another mqtt.client_id)")
+        default:
+            return nil
+        }
     }
 }
 

@@ -14,9 +14,10 @@ public protocol DaemonTransport: Sendable {
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
     /// Reports every accepted connection (CONNACK) to `connected`, in order, with whether the
     /// broker kept the session (the first for ``connectToBroker()``, then one per automatic
-    /// reconnect), and every lost connection to `lost` (the client reconnects by itself).
+    /// reconnect), and every lost connection to `lost` (the client reconnects by itself): `nil`
+    /// for the loss, then why each failed attempt to reconnect failed.
     /// Called once, before ``connectToBroker()``.
-    func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable () -> Void)
+    func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable (_ failure: String?) -> Void)
     /// Reports every publish the broker refused (a reason code of 0x80 or above) with its
     /// topic, from any thread. Called once, before ``connectToBroker()``.
     func onPublishRefused(_ handler: @escaping @Sendable (_ topic: String, _ reason: Int) -> Void)

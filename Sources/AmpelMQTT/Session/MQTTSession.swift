@@ -193,9 +193,13 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             let next = configuration.endpoints[index]
             if lost == nil && configuration.endpoints.count > 1 {
                 logger.notice("MQTT broker did not answer; trying the next", metadata: ["error": "\(error.message)", "next": "\(next)", "delay": "\(delay)"])
+            } else if lost == nil {
+                // A failed attempt says why: a password changed on the broker must be seen.
+                logger.notice("MQTT reconnect failed; retrying", metadata: ["error": "\(error.message)", "broker": "\(next)", "delay": "\(delay)"])
             } else {
                 logger.debug("MQTT reconnecting", metadata: ["delay": "\(delay)", "broker": "\(next)"])
             }
+            if lost == nil { eventContinuation.yield(.reconnectFailed(reason: error)) }
             return (delay, next)
         case .stop(let failedConnect, let lost):
             if let lost { reportLoss(lost) }
