@@ -81,7 +81,9 @@ import Testing
         for (environment, who) in [(["AMPEL_MQTT_USERNAME": "ampel", "AMPEL_MQTT_PASSWORD": "wrong"], "user 'ampel'"),
                                    ([:], "a client without a user name")] {
             let inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AMPEL_MQTT_") }
-            let run = try await AmpelBinary.run(["run", "--broker", broker.url, "--config", config, "--state-dir", dir + "/state", "--http", "false"],
+            // With the HTTP server up: its shutdown says nothing at error level before the reason.
+            let http = "127.0.0.1:\(try MosquittoBroker.freeLoopbackPort())"
+            let run = try await AmpelBinary.run(["run", "--broker", broker.url, "--config", config, "--state-dir", dir + "/state", "--http", http],
                                                 environment: inherited.merging(environment) { $1 })
             #expect(run.exitCode == 78, "\(run.stderrText)")
             #expect(run.stderrText.contains("Error: mqtt.username (or AMPEL_MQTT_USERNAME, or the user in the broker URL) and AMPEL_MQTT_PASSWORD"), "\(run.stderrText)")

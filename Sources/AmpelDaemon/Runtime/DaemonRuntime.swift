@@ -185,7 +185,11 @@ public enum DaemonRuntime {
             opened.finish()
         }))
         services.append(AfterListening(daemon, listening: listening))
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A daemon that fails (a broker refusing its password, exit 78) shuts the server down
+        // gracefully: cancelled, it logged two errors of its own before the reason.
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: services.map { .init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup) },
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch let error as IOError {
