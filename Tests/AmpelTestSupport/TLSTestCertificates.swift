@@ -17,11 +17,15 @@ public struct TLSTestCertificates: Sendable {
     public let clientKey: String
     /// A CA that signed nothing the broker uses: verifying against it must fail.
     public let otherCACertificate: String
+    /// A server certificate signed by the CA for another host (`elsewhere.invalid` only): a
+    /// client connecting to `127.0.0.1` must refuse it by name.
+    public let elsewhereCertificate: String
+    public let elsewhereKey: String
 
     /// The broker side of these certificates.
-    public func listener(requireClientCertificate: Bool = false) -> MosquittoBroker.TLSListener {
+    public func listener(requireClientCertificate: Bool = false, elsewhere: Bool = false) -> MosquittoBroker.TLSListener {
         MosquittoBroker.TLSListener(
-            caFile: caCertificate, certFile: serverCertificate, keyFile: serverKey,
+            caFile: caCertificate, certFile: elsewhere ? elsewhereCertificate : serverCertificate, keyFile: elsewhere ? elsewhereKey : serverKey,
             requireClientCertificate: requireClientCertificate)
     }
 
@@ -37,7 +41,8 @@ public struct TLSTestCertificates: Sendable {
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
             .write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
         try "extendedKeyUsage=clientAuth\n".write(toFile: path("client.ext"), atomically: true, encoding: .utf8)
-        for (name, commonName) in [("server", "localhost"), ("client", "ampel-test-client")] {
+        try "subjectAltName=DNS:elsewhere.invalid\nextendedKeyUsage=serverAuth\n".write(toFile: path("elsewhere.ext"), atomically: true, encoding: .utf8)
+        for (name, commonName) in [("server", "localhost"), ("client", "ampel-test-client"), ("elsewhere", "elsewhere.invalid")] {
             try await run(["genrsa", "-out", path("\(name).key"), "2048"])
             try await run(["req", "-new", "-key", path("\(name).key"), "-subj", "/CN=\(commonName)", "-out", path("\(name).csr")])
             try await run([
@@ -47,7 +52,8 @@ public struct TLSTestCertificates: Sendable {
         }
         return TLSTestCertificates(
             directory: dir, caCertificate: path("ca.pem"), serverCertificate: path("server.pem"), serverKey: path("server.key"),
-            clientCertificate: path("client.pem"), clientKey: path("client.key"), otherCACertificate: path("other-ca.pem"))
+            clientCertificate: path("client.pem"), clientKey: path("client.key"), otherCACertificate: path("other-ca.pem"),
+            elsewhereCertificate: path("elsewhere.pem"), elsewhereKey: path("elsewhere.key"))
     }
 
     private static func makeCA(

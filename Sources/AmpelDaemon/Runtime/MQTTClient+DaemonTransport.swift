@@ -1,3 +1,4 @@
+import AmpelData
 import AmpelMQTT
 import Foundation
 import Logging
@@ -66,6 +67,7 @@ extension MQTTClient: DaemonTransport {
                 }
                 if Self.transientRefusals(configuration.protocolVersion).contains(reason) { throw error }
             }
+            if error.code == .tls, let wrong = Self.tlsRefused(error, configuration: configuration) { throw wrong }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
             // RabbitMQ before 3.13 cannot parse an MQTT 5 CONNECT and closes the connection
             // without a CONNACK: a lost connection, retried, with no word of the protocol. A drop
@@ -101,6 +103,21 @@ extension MQTTClient {
     /// busy, over its quota or connection rate, moved): retried.
     static func transientRefusals(_ version: MQTTConfiguration.ProtocolVersion) -> Set<Int> {
         version == .v5 ? [0x88, 0x89, 0x97, 0x9C, 0x9D, 0x9F] : [3]
+    }
+
+    /// The certificate problem of a failed TLS connect, in words, as a configuration error
+    /// naming the setting (exit 78 at the first connect); `nil` when the certificates are not
+    /// the cause (the broker was away), which is retried.
+    static func tlsRefused(_ error: MQTTError, configuration: MQTTConfiguration) -> ConfigurationError? {
+        guard let tls = configuration.tls else { return nil }
+        let broker = configuration.endpoints[0]
+        // libmosquitto's own words first (a client certificate the broker requires or refuses
+        // shows there only), then libcurl's handshake for which check failed.
+        let failure = TLSHandshake.classify(error.message, host: broker.host).flatMap { $0.setting == "mqtt.ca_file" ? nil : $0 }
+            ?? TLSHandshake.failure(host: broker.host, port: broker.port, caFile: tls.caFile, certFile: tls.certFile, keyFile: tls.keyFile)
+            ?? TLSHandshake.classify(error.message, host: broker.host)
+        guard let failure else { return nil }
+        return ConfigurationError(key: failure.setting, line: nil, message: "TLS with \(broker) failed: \(failure.reason)")
     }
 
     /// The setting a CONNACK refusal points at, as a configuration error (exit 78 at the first

@@ -1,0 +1,77 @@
+import CAmpelCurl
+import Foundation
+
+/// Why a TLS handshake with a server fails, in words a user can act on.
+///
+/// libmosquitto reports every failed certificate check as "certificate verify failed": an
+/// unknown CA, a certificate for another host name and an expired one look alike. libcurl,
+/// on the same OpenSSL, says which: so a broker whose handshake failed is asked once more,
+/// by libcurl, for the words (a handshake only, nothing is sent after it).
+public enum TLSHandshake {
+    /// What went wrong with the certificates, in a sentence, and the setting to look at.
+    public struct Failure: Sendable, Hashable, CustomStringConvertible {
+        /// `mqtt.ca_file`, `broker` (the host name), `mqtt.cert_file and mqtt.key_file`.
+        public let setting: String
+        public let reason: String
+        public var description: String { reason }
+    }
+
+    /// The failure of a handshake with `host:port` as libcurl makes it with these files;
+    /// `nil` when it succeeds or fails for no reason of the certificates.
+    public static func failure(host: String, port: Int, caFile: String?, certFile: String?, keyFile: String?,
+                               timeout: Duration = .seconds(5)) -> Failure? {
+        guard let easy = curl_easy_init() else { return nil }
+        defer { curl_easy_cleanup(easy) }
+        var buffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let url = "https://\(host.contains(":") ? "[\(host)]" : host):\(port)/"
+        let code: CURLcode = buffer.withUnsafeMutableBufferPointer { errors in
+            _ = url.withCString { ampel_curl_set_pointer(easy, CURLOPT_URL, $0) }
+            _ = ampel_curl_set_long(easy, CURLOPT_CONNECT_ONLY, 1)
+            _ = ampel_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+            _ = ampel_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(timeout.components.seconds * 1000))
+            _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            if let caFile { _ = caFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_CAINFO, $0) } }
+            if let certFile { _ = certFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLCERT, $0) } }
+            if let keyFile { _ = keyFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLKEY, $0) } }
+            return curl_easy_perform(easy)
+        }
+        guard code != CURLE_OK else { return nil }
+        let words = buffer.withUnsafeBufferPointer { String(decoding: $0.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        return classify(words.isEmpty ? String(cString: curl_easy_strerror(code)) : words, host: host)
+    }
+
+    /// The certificate problem in `text` (libcurl's or libmosquitto's words for it); `nil` for
+    /// anything else.
+    public static func classify(_ text: String, host: String) -> Failure? {
+        let lower = text.lowercased()
+        if lower.contains("no alternative certificate subject name") || lower.contains("does not match target host")
+            || lower.contains("hostname mismatch") {
+            return Failure(setting: "broker", reason: "the broker's certificate is not made out for the host name '\(host)' (name mismatch)")
+        }
+        if lower.contains("certificate has expired") {
+            return Failure(setting: "mqtt.ca_file", reason: "the broker's certificate has expired")
+        }
+        if lower.contains("certificate is not yet valid") {
+            return Failure(setting: "mqtt.ca_file", reason: "the broker's certificate is not valid yet (or this machine's clock is wrong)")
+        }
+        if lower.contains("unable to get local issuer") || lower.contains("self-signed certificate") || lower.contains("self signed certificate")
+            || lower.contains("unable to verify the first certificate") {
+            return Failure(setting: "mqtt.ca_file", reason: "the broker's certificate is not signed by a CA in the CA file (unknown CA)")
+        }
+        if lower.contains("certificate required") {
+            return Failure(setting: "mqtt.cert_file and mqtt.key_file", reason: "the broker requires a client certificate, and none is set")
+        }
+        if lower.contains("alert unknown ca") || lower.contains("alert bad certificate") || lower.contains("alert certificate unknown")
+            || lower.contains("alert decrypt error") {
+            return Failure(setting: "mqtt.cert_file and mqtt.key_file", reason: "the broker refused the client certificate")
+        }
+        if lower.contains("unable to set private key") || lower.contains("could not load pem client certificate")
+            || lower.contains("unable to use client certificate") || lower.contains("problem with the local ssl certificate") {
+            return Failure(setting: "mqtt.cert_file and mqtt.key_file", reason: "the client certificate or its key cannot be used (unreadable, or they do not belong together)")
+        }
+        if lower.contains("error setting certificate file") || lower.contains("error reading ca cert") || lower.contains("cafile") {
+            return Failure(setting: "mqtt.ca_file", reason: "the CA file cannot be read")
+        }
+        return nil
+    }
+}
