@@ -19,6 +19,7 @@ struct PayloadsTests {
             var dataChecks: Int, dataCorrections: Int, dataHeld: Int, dataNotModified: Int, dataRevisions: Int
             var dataSkippedRows: Int, dataUnchanged: Int, dataUpdates: Int
             var alertsSuppressed: [String: Int]
+            var refused: [String: [String: Int]]
             var webhooks: [String: Webhook]
         }
         struct Webhook: Encodable {
@@ -74,7 +75,7 @@ struct PayloadsTests {
                                 dataChecks: k.data.checks, dataCorrections: k.data.corrections, dataHeld: k.data.held,
                                 dataNotModified: k.data.notModified, dataRevisions: k.data.revisions, dataSkippedRows: k.data.skippedRows,
                                 dataUnchanged: k.data.unchanged, dataUpdates: k.data.updates, alertsSuppressed: k.alertsSuppressed,
-                                webhooks: k.webhooks.mapValues {
+                                refused: k.refused, webhooks: k.webhooks.mapValues {
                                     Webhook(delivered: $0.delivered, dropped: .init(gaveUp: $0.droppedGaveUp, queueFull: $0.droppedQueueFull),
                                             failedAttempts: $0.failedAttempts, queued: $0.queued)
                                 }),
@@ -99,6 +100,7 @@ struct PayloadsTests {
         counters.alerts = 9
         counters.published = 123_456
         counters.publishFailures = 2
+        counters.refused = ["notAuthorized": ["alert": 1, "state": 3], "reason0x80": ["discovery": 2]]
         counters.datasetsApplied = 3
         counters.datasetsRejected = 1
         counters.reconnects = 2
