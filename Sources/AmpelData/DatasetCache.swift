@@ -252,17 +252,8 @@ public struct DatasetCache: Sendable {
     static func writeIndicators(_ values: [IndicatorValue], to json: inout JSONWriter) {
         json.raw("[")
         for (number, indicator) in values.enumerated() {
-            json.raw(number == 0 ? #"{"date":"# : #",{"date":"#)
-            json.string(indicator.date?.iso)
-            json.raw(#","level":"#)
-            json.string(indicator.key.level.rawValue)
-            json.raw(#","name":"#)
-            json.string(indicator.key.name.rawValue)
-            json.raw(#","region":"#)
-            json.string(indicator.region)
-            json.raw(#","value":"#)
-            json.number(indicator.value)
-            json.raw("}")
+            if number > 0 { json.raw(",") }
+            indicator.write(to: &json)
         }
         json.raw("]")
     }

@@ -143,6 +143,32 @@ extension IndicatorReading {
     }
 }
 
+extension IndicatorValue {
+    /// `{"date","level","name","region","value"}`; with `series`, its values over the last days
+    /// (`"series"` before `"value"`), as the state reports carry them.
+    public func write(to json: inout JSONWriter, series: [Double?]? = nil) {
+        json.raw(#"{"date":"#)
+        json.string(date?.iso)
+        json.raw(#","level":"#)
+        json.string(key.level.rawValue)
+        json.raw(#","name":"#)
+        json.string(key.name.rawValue)
+        json.raw(#","region":"#)
+        json.string(region)
+        if let series {
+            json.raw(#","series":["#)
+            for (day, point) in series.enumerated() {
+                if day > 0 { json.raw(",") }
+                json.number(point)
+            }
+            json.raw("]")
+        }
+        json.raw(#","value":"#)
+        json.number(value)
+        json.raw("}")
+    }
+}
+
 extension JSONWriter {
     /// A signal's `indicators` array.
     public mutating func readings(_ readings: [IndicatorReading]) {

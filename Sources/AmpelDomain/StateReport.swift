@@ -59,22 +59,7 @@ public struct StateReport: Sendable, Hashable {
         json.raw(#","indicators":["#)
         for (index, value) in indicators.enumerated() {
             if index > 0 { json.raw(",") }
-            json.raw(#"{"date":"#)
-            json.string(value.date?.iso)
-            json.raw(#","level":"#)
-            json.string(value.key.level.rawValue)
-            json.raw(#","name":"#)
-            json.string(value.key.name.rawValue)
-            json.raw(#","region":"#)
-            json.string(value.region)
-            json.raw(#","series":["#)
-            for (day, point) in (series[value.key] ?? []).enumerated() {
-                if day > 0 { json.raw(",") }
-                json.number(point)
-            }
-            json.raw(#"],"value":"#)
-            json.number(value.value)
-            json.raw("}")
+            value.write(to: &json, series: series[value.key] ?? [])
         }
         json.raw(#"],"name":"#)
         json.string(name)
