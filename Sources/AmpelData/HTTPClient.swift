@@ -287,7 +287,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     /// libcurl's global set-up, once before the first handle (thread-safe since 7.84).
-    private static let globalInit: Void = {
+    static let globalInit: Void = {
         _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 

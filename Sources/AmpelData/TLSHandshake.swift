@@ -20,6 +20,7 @@ public enum TLSHandshake {
     /// `nil` when it succeeds or fails for no reason of the certificates.
     public static func failure(host: String, port: Int, caFile: String?, certFile: String?, keyFile: String?,
                                timeout: Duration = .seconds(5)) -> Failure? {
+        _ = CurlLoop.globalInit
         guard let easy = curl_easy_init() else { return nil }
         defer { curl_easy_cleanup(easy) }
         var buffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -28,12 +29,16 @@ public enum TLSHandshake {
             _ = url.withCString { ampel_curl_set_pointer(easy, CURLOPT_URL, $0) }
             _ = ampel_curl_set_long(easy, CURLOPT_CONNECT_ONLY, 1)
             _ = ampel_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-            _ = ampel_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(timeout.components.seconds * 1000))
+            let (seconds, attoseconds) = timeout.components
+            _ = ampel_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
             _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errors.baseAddress)
             if let caFile { _ = caFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_CAINFO, $0) } }
             if let certFile { _ = certFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLCERT, $0) } }
             if let keyFile { _ = keyFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLKEY, $0) } }
-            return curl_easy_perform(easy)
+            let code = curl_easy_perform(easy)
+            // The buffer is this closure's: libcurl must not keep its address past it.
+            _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, nil)
+            return code
         }
         guard code != CURLE_OK else { return nil }
         let words = buffer.withUnsafeBufferPointer { String(decoding: $0.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }

@@ -55,6 +55,8 @@ import Testing
             // The ACL fixed, the broker told: the next start sends the alert the journal still holds, once.
             try Self.acl(deviceTopics: true).write(toFile: aclFile, atomically: true, encoding: .utf8)
             scene.broker.reload()
+            // mosquitto reloads on SIGHUP in its own time: the daemon starts once it has.
+            try await scene.broker.waitForLog("Reloading config")
             let mark = scene.collector.mark
             let again = try await scene.start(environment: credentials)
             try await scene.collector.wait("alice's first-sighting alert after the fix", since: mark) { records in

@@ -136,8 +136,9 @@ public struct Counters: Sendable, Hashable {
     public var published = 0
     public var publishFailures = 0
     /// Publishes the broker refused (a reason code of 0x80 or above), by reason name and topic
-    /// class: `{"notAuthorized": {"alert": 1, "state": 1}}` (``PublishRefusals``). Never in
-    /// ``published``'s deliveries: a refused alert stays pending in the journal.
+    /// class: `{"notAuthorized": {"alert": 1, "state": 1}}` (``PublishRefusals``). ``published``
+    /// counts hand-overs to the client, refused ones too: a refused alert stays pending in the
+    /// journal, and what reached the broker is `published` less `refused`.
     public var refused: [String: [String: Int]] = [:]
     public var datasetsApplied = 0
     public var datasetsRejected = 0

@@ -120,8 +120,9 @@ public actor AmpelDaemon: Service {
     public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
                 now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
-                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil, status: StatusView = StatusView(), metrics: DaemonMetrics? = nil) {
-        self.status = status
+                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil, status: StatusView? = nil, metrics: DaemonMetrics? = nil) {
+        // One clock for the refusals' stamps and /readyz's window: the daemon's.
+        self.status = status ?? StatusView(clock: { now().timeIntervalSince1970 })
         self.metrics = metrics
         self.webhooks = webhooks ?? Webhooks(configuration.notify.webhooks, logger: logger)
         self.stateRecovery = stateRecovery

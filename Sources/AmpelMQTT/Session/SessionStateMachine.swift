@@ -280,9 +280,6 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         }
     }
 
-    /// libmosquitto took a packet with message id `mid` (publish, subscribe, unsubscribe) for
-    /// which `waiter` waits. Called under the same lock as the libmosquitto call, so that the
-    /// answer, matched under that lock too, cannot come first.
     /// libmosquitto took a QoS 1/2 publish to `topic` with message id `mid`.
     mutating func noteTopic(_ topic: String, mid: Int32) {
         modifySession { $0.topics.note(topic, mid: mid) }
@@ -293,6 +290,9 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         withSession { $0.topics[mid] } ?? nil
     }
 
+    /// libmosquitto took a packet with message id `mid` (publish, subscribe, unsubscribe) for
+    /// which `waiter` waits. Called under the same lock as the libmosquitto call, so that the
+    /// answer, matched under that lock too, cannot come first.
     mutating func sent(mid: Int32, token: UInt64, waiter: AckWaiter) {
         modifySession { $0.acks.wait(mid: mid, token: token, waiter) }
     }
