@@ -152,6 +152,15 @@ public struct BundledIndicatorSource: IncidenceSource {
         try StateIndicators.bundled().dataset(on: day, region: region, source: "bundled")
     }
 
+    /// The publication with each district's trend and phase in force under `ruleSet`, walked
+    /// over the ``window`` of days up to it: what `check`, `districts` and `replay` answer.
+    public func publication(ruleSet: RuleSet, source: String = "bundled") throws(DataError) -> Dataset {
+        let indicators = try StateIndicators.bundled()
+        let day = try indicators.dataset(on: self.day, region: region, source: source)
+        let earlier = indicators.datasets(before: day.date, count: window - 1, region: region, source: source)
+        return day.withCourses(window: earlier + [day], ruleSet: ruleSet, region: region)
+    }
+
     public func earlier(than day: Day, count: Int) -> [Dataset] {
         (try? StateIndicators.bundled().datasets(before: day, count: min(count, window - 1), region: region, source: "bundled")) ?? []
     }

@@ -108,11 +108,6 @@ extension RuleSet {
             ?? IndicatorDeclaration(key: key, title: LocalizedText([.en: key.name.rawValue]), text: LocalizedText([.en: "{value} " + key.name.rawValue]))
     }
 
-    /// The indicators this set reads at `level`.
-    public func indicators(at level: IndicatorLevel) -> [IndicatorDeclaration] {
-        indicators.filter { $0.key.level == level }
-    }
-
     /// Whether the set reads anything but the district incidence (it then needs the
     /// indicator sources, not only the incidence data).
     public var readsStateIndicators: Bool { indicators.contains { $0.key != .districtIncidence } }

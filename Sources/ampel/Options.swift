@@ -260,10 +260,7 @@ struct DataOptions: ParsableArguments {
             try StateIndicators.checkProvided(ruleSet)
             switch effectiveSource {
             case .bundled:
-                let source = BundledIndicatorSource(day: try day(), region: region)
-                let dataset = try source.load()
-                let window = source.earlier(than: dataset.date, count: PublicationHistory.defaultLength - 1) + [dataset]
-                return Loaded(dataset: dataset.withCourses(window: window, ruleSet: ruleSet, region: region))
+                return Loaded(dataset: try BundledIndicatorSource(day: try day(), region: region).publication(ruleSet: ruleSet))
             case .rki:
                 let client = RKIIndicatorClient(
                     configuration: .init(hospitalisationURL: hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,

@@ -59,3 +59,20 @@ import Testing
         #expect(emptied.allSatisfy { $0.payload.isEmpty && $0.retain })
     }
 }
+
+/// `ampel replay` under a set of state indicators: every day of the bundled files.
+@Suite struct StateIndicatorReplayTests {
+    @Test("the Krankenhausampel replayed over 5 to 8 November 2021: green, yellow from the 6th (450 in force), red on the 8th")
+    func replayDays() throws {
+        let ruleSet = try RuleSetCatalog.bundled("krankenhausampel-2021")
+        let feed = try ReplayFeed(from: Day(iso: "2021-11-05"), to: Day(iso: "2021-11-08"), daySeconds: .seconds(1), ruleSet: ruleSet)
+        #expect(feed.days.map(\.iso) == ["2021-11-05", "2021-11-06", "2021-11-07", "2021-11-08"])
+        let phases = try feed.days.indices.map { index -> String? in
+            let dataset = try feed.state(index).dataset
+            #expect(dataset.source == "replay" && dataset.date == feed.days[index])
+            return try ruleSet.signal(for: #require(dataset["09162"]), dataDate: dataset.date, language: .en,
+                                      course: dataset.courses["09162"]).phase
+        }
+        #expect(phases == ["green", "yellow", "yellow", "red"])
+    }
+}

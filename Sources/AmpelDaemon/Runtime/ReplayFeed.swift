@@ -45,10 +45,8 @@ public final class ReplayFeed: DatasetFeed {
     /// The state of day number `index`.
     func state(_ index: Int) throws(DataError) -> FeedState {
         if ruleSet.readsStateIndicators {
-            let indicators = try StateIndicators.bundled()
-            let day = try indicators.dataset(on: days[index], region: ruleSet.region, source: "replay")
-            let window = indicators.datasets(before: day.date, count: PublicationHistory.defaultLength - 1, region: ruleSet.region, source: "replay")
-            return FeedState(dataset: day.withCourses(window: window + [day], ruleSet: ruleSet, region: ruleSet.region), kind: .replay, stale: false)
+            let day = try BundledIndicatorSource(day: days[index], region: ruleSet.region).publication(ruleSet: ruleSet, source: "replay")
+            return FeedState(dataset: day, kind: .replay, stale: false)
         }
         let dataset = try BundledData.shared.history(on: days[index], ruleSet: ruleSet)
         return FeedState(dataset: Dataset(date: dataset.date, source: "replay", districts: dataset.districts, courses: dataset.courses), kind: .replay,
