@@ -46,6 +46,9 @@ final class Scene {
     private var serving = true
     /// The collector's mark when ``daemon`` was started: its `offline` comes after it.
     private var started = 0
+    /// The daemon's `--broker` from its next start on, in place of the scene's broker (a proxy
+    /// in front of it); the collector and the publishers stay on the broker itself.
+    var brokerURL: String?
 
     /// The daemon's state directory.
     var state: URL { dir.appendingPathComponent("state") }
@@ -114,7 +117,7 @@ final class Scene {
 
     /// The arguments of `ampel run` (its `--config` comes from ``Daemon``).
     var arguments: [String] {
-        var arguments = ["--broker", broker.url, "--state-dir", state.path, "--source", options.source]
+        var arguments = ["--broker", brokerURL ?? broker.url, "--state-dir", state.path, "--source", options.source]
         if let date = options.date { arguments += ["--date", date] }
         if let server, !options.arguments.contains("--url") {
             if options.source == "arcgis" { arguments += ["--url", server.queryURL] }

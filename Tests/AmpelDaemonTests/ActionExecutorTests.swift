@@ -46,7 +46,8 @@ struct ActionExecutorTests {
             log.append(.journaled(key: Self.key(change), announced: [], witness: nil))
         }
 
-        func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
+        func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?,
+                    finish: (OutgoingMessage, UInt64) -> OutgoingMessage) -> [(id: UInt64, message: OutgoingMessage)] {
             let ids = lastID.withLock { last in
                 messages.map { _ in
                     last += 1
@@ -55,7 +56,7 @@ struct ActionExecutorTests {
             }
             log.append(.journaled(key: Self.key(change), announced: messages.map(\.topic),
                                   witness: witness.map { $0.topic + " " + String(decoding: $0.payload, as: UTF8.self) }, ids: ids))
-            return ids
+            return zip(messages, ids).map { (id: $1, message: finish($0, $1)) }
         }
 
         func acknowledge(_ id: UInt64) { acknowledged.withLock { $0.append(id) } }
@@ -82,8 +83,8 @@ struct ActionExecutorTests {
     final class RecordingWebhooks: WebhookQueue {
         let log: Log
         init(_ log: Log) { self.log = log }
-        func send(webhook index: Int, alertID: UInt64, payload: [UInt8], now: Double) {
-            log.append(.notified(webhook: index, alertID: alertID))
+        func send(webhook index: Int, alertID: String, payload: [UInt8], now: Double) {
+            log.append(.notified(webhook: index, alertID: UInt64(alertID.split(separator: "-").last ?? "") ?? 0))
         }
     }
 
@@ -192,6 +193,13 @@ struct ActionExecutorTests {
 
     /// The engine's tests read its actions as steps (`[SignalEngine.Action].steps`): what they
     /// say about order holds only while the steps are the order the executor carries out.
+    /// `message` (a topic, a space, a payload) without the `"id"` the executor puts first into an alert.
+    static func unstamped(_ message: String) -> String {
+        guard let start = message.range(of: #" {"id":""#),
+              let end = message.range(of: #"","#, range: start.upperBound..<message.endIndex) else { return message }
+        return message.replacingCharacters(in: start.lowerBound..<end.upperBound, with: " {")
+    }
+
     @Test("the engine tests' steps are the executor's order: journal write, announcements, webhooks, retained publishes, witness")
     func stepsAreTheExecutorsOrder() {
         func described(_ step: ActionStep) -> String? {
@@ -202,21 +210,29 @@ struct ActionExecutorTests {
             case .other: nil
             }
         }
+        // The engine's alerts as the executor sends them, with the journal's id put in.
+        var stamped = 0
         func described(_ entry: Entry) -> String {
             switch entry {
-            case .journaled(let key, _, _, _): "journal " + key
-            case .handedOver(let message): "publish " + message
-            case .notified(let webhook, _): "webhook \(webhook)"
+            case .journaled(let key, _, _, _): return "journal " + key
+            case .handedOver(let message):
+                let plain = Self.unstamped(message)
+                if plain != message { stamped += 1 }
+                return "publish " + plain
+            case .notified(let webhook, _): return "webhook \(webhook)"
             }
         }
         for batch in Self.actions() {
             let log = Log()
             let executor = ActionExecutor(journal: RecordingJournal(log), transport: RecordingTransport(log), webhooks: RecordingWebhooks(log),
-                                          logger: Logger(label: "test"), now: { Date() })
+                                          alertIDs: AlertIDs(prefix: "run"), logger: Logger(label: "test"), now: { Date() })
             executor.execute(batch)
             let carriedOut = log.all.map(described)
             #expect(!carriedOut.isEmpty)
             #expect(batch.steps.compactMap(described) == carriedOut)
+            let alerts = batch.steps.filter { if case .publish(let message, _) = $0 { message.topic.hasSuffix("/alert") } else { false } }
+            #expect(stamped == alerts.count, "every alert and only alerts carry an id")
+            stamped = 0
         }
     }
 
@@ -237,9 +253,12 @@ struct ActionExecutorTests {
             guard let announcement = decision.announcement else { continue }
             for message in announcement.messages { expected[message.message.topic + " " + message.message.text] = announcement.witness.message.topic }
         }
-        let pending = Dictionary(replay.pendingAlerts.map { ($0.message.topic + " " + $0.message.text, $0.witness?.topic ?? "none") }) { first, _ in first }
+        let pending = Dictionary(replay.pendingAlerts.map { (Self.unstamped($0.message.topic + " " + $0.message.text), $0.witness?.topic ?? "none") }) { first, _ in first }
         #expect(!expected.isEmpty)
         #expect(pending == expected)
+        #expect(replay.pendingAlerts.filter { $0.message.topic.hasSuffix("/alert") }.allSatisfy { $0.message.text.hasPrefix(#"{"id":""#) },
+                "the journal holds each alert with its id, as it went out")
+        #expect(replay.pendingAlerts.allSatisfy { $0.message.qos == .exactlyOnce }, "announcements go with QoS 2 by default")
         #expect(replay.state.devices["alice/phone"]?.phase == "darkred", "the decisions are in the journal too")
     }
 }

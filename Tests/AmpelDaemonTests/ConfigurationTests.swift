@@ -31,6 +31,7 @@ struct ConfigurationTests {
         #expect(config.mqtt.protocolVersion == .v5)
         #expect(config.mqtt.keepAlive == .seconds(60))
         #expect(config.mqtt.sessionExpiry == .seconds(7 * 86_400))
+        #expect(config.mqtt.alertQoS == nil && config.mqtt.announcementQoS == .exactlyOnce, "alerts with QoS 2 on MQTT 5")
         #expect(config.alerts.expiry == .seconds(3600))
         #expect(config.alerts.maxFixAge == .seconds(900))
         #expect(config.alerts.minDwell == .none)
@@ -65,6 +66,7 @@ struct ConfigurationTests {
       keepalive: 30s
       protocol: 3.1.1
       session_expiry: 2d
+      alert_qos: 2
     data:
       source: rki
       url: http://127.0.0.1:8080/query
@@ -115,6 +117,7 @@ struct ConfigurationTests {
         #expect(config.mqtt.keepAlive == .seconds(30))
         #expect(config.mqtt.protocolVersion == .v311)
         #expect(config.mqtt.sessionExpiry == .seconds(2 * 86_400))
+        #expect(config.mqtt.announcementQoS == .exactlyOnce, "alert_qos 2 on 3.1.1 as set")
         #expect(config.data.source == .rki)
         #expect(config.data.url == "http://127.0.0.1:8080/query")
         #expect(config.data.refresh == .seconds(600))
@@ -404,7 +407,7 @@ struct ExampleAndIntakeTests {
     func documented() throws {
         let doc = try String(contentsOf: Self.repository.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         let keys = ["broker", "base_topic", "bridge_topic", "outputs.districts", "state_dir", "lang", "log_level", "rules", "mqtt.client_id", "mqtt.username", "mqtt.password",
-                    "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry",
+                    "mqtt.ca_file", "mqtt.cert_file", "mqtt.key_file", "mqtt.keepalive", "mqtt.protocol", "mqtt.session_expiry", "mqtt.alert_qos",
                     "data.source", "data.url", "data.date", "data.refresh", "data.max_age", "inputs.owntracks", "inputs.plain",
                     "inputs.traccar", "inputs.max_payload", "inputs.max_accuracy", "alerts.expiry",
                     "alerts.max_fix_age", "alerts.min_dwell", "devices.<key>.lang", "devices.<key>.name",

@@ -312,6 +312,8 @@ struct EndToEndTests {
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 1)
         try await recorder.text("cmnd/carlamp/Color", equals: "#00A651")
+        // The first-sighting alert goes with QoS 2: it may come after the lamp's QoS 1 colour.
+        try await recorder.json("ampel/device/car/alert") { $0["to"] as? String == "green" }
 
         let mark = recorder.mark
         try server.serve(contentsOf: RecordedRKI.url(day: "2020-11-05"))

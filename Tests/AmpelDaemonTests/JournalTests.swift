@@ -136,3 +136,10 @@ struct CRC32CTests {
         }
     }
 }
+
+extension Journal {
+    /// ``append(_:announcedBy:witness:finish:)`` with the messages as they are.
+    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
+        append(change, announcedBy: messages, witness: witness) { message, _ in message }.map(\.id)
+    }
+}

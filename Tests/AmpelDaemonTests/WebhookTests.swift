@@ -217,9 +217,9 @@ struct WebhookSenderTests {
         let endpoint = ScriptedEndpoint()
         let sender = WebhookSender(name: "slow", capacity: 3, retry: WebhookSender.retry, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
-        #expect(sender.offer(.init(alertID: 1, payload: [1])))
+        #expect(sender.offer(.init(alertID: "1", payload: [1])))
         try await endpoint.awaitCalls(1)
-        let accepted = (2...6).map { sender.offer(.init(alertID: UInt64($0), payload: [UInt8($0)])) }
+        let accepted = (2...6).map { sender.offer(.init(alertID: "\($0)", payload: [UInt8($0)])) }
         #expect(accepted == [true, true, true, false, false])
         #expect(sender.stats.droppedQueueFull == 2)
         #expect(sender.stats.queued == 3)
@@ -229,7 +229,7 @@ struct WebhookSenderTests {
         }
         sender.finish()
         #expect(try await Self.end(run) == 0)
-        #expect(endpoint.received.map(\.alertID) == [1, 2, 3, 4])
+        #expect(endpoint.received.map(\.alertID) == ["1", "2", "3", "4"])
         let stats = sender.stats
         #expect(stats.delivered == 4 && stats.droppedQueueFull == 2 && stats.queued == 0 && stats.failedAttempts == 0)
     }
@@ -240,8 +240,8 @@ struct WebhookSenderTests {
         let pauses = Pauses()
         let sender = WebhookSender(name: "flaky", capacity: 10, retry: pauses.policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
-        sender.offer(.init(alertID: 1, payload: [1]))
-        sender.offer(.init(alertID: 2, payload: [2]))
+        sender.offer(.init(alertID: "1", payload: [1]))
+        sender.offer(.init(alertID: "2", payload: [2]))
         for count in 1...5 {
             try await endpoint.awaitCalls(count)
             endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
@@ -250,7 +250,7 @@ struct WebhookSenderTests {
         endpoint.answer(.delivered)
         sender.finish()
         _ = try await Self.end(run)
-        #expect(endpoint.received.map(\.alertID) == [1, 1, 1, 1, 1, 2])
+        #expect(endpoint.received.map(\.alertID) == ["1", "1", "1", "1", "1", "2"])
         let taken = pauses.taken.withLock { $0 }
         #expect(taken.count == 4)
         for (index, pause) in taken.enumerated() {
@@ -267,15 +267,15 @@ struct WebhookSenderTests {
         let pauses = Pauses()
         let sender = WebhookSender(name: "wrong-token", capacity: 10, retry: pauses.policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
-        sender.offer(.init(alertID: 1, payload: [1]))
-        sender.offer(.init(alertID: 2, payload: [2]))
+        sender.offer(.init(alertID: "1", payload: [1]))
+        sender.offer(.init(alertID: "2", payload: [2]))
         try await endpoint.awaitCalls(1)
         endpoint.answer(.failed(reason: "HTTP 401", retryable: false))
         try await endpoint.awaitCalls(2)
         endpoint.answer(.delivered)
         sender.finish()
         _ = try await Self.end(run)
-        #expect(endpoint.received.map(\.alertID) == [1, 2])
+        #expect(endpoint.received.map(\.alertID) == ["1", "2"])
         #expect(pauses.taken.withLock { $0 }.isEmpty)
         #expect(sender.stats.droppedGaveUp == 1 && sender.stats.failedAttempts == 1 && sender.stats.delivered == 1)
     }
@@ -286,14 +286,14 @@ struct WebhookSenderTests {
         let pauses = Pauses()
         let sender = WebhookSender(name: "slow", capacity: 10, retry: pauses.policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
-        sender.offer(.init(alertID: 1, payload: [1]))
-        sender.offer(.init(alertID: 2, payload: [2]))
+        sender.offer(.init(alertID: "1", payload: [1]))
+        sender.offer(.init(alertID: "2", payload: [2]))
         try await endpoint.awaitCalls(1)
         run.cancel()
         // What `WebhookRequest` answers for a request cancelled under it.
         endpoint.answer(.failed(reason: "cancelled at stop", retryable: false))
         #expect(try await Self.end(run) == 2)
-        #expect(endpoint.received.map(\.alertID) == [1])
+        #expect(endpoint.received.map(\.alertID) == ["1"])
         let stats = sender.stats
         #expect(stats.droppedGaveUp == 0 && stats.failedAttempts == 0 && stats.delivered == 0, "\(stats)")
     }
@@ -311,7 +311,7 @@ struct WebhookSenderTests {
         let sender = WebhookSender(name: "flaky", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
         running.withLock { $0 = run }
-        sender.offer(.init(alertID: 1, payload: [1]))
+        sender.offer(.init(alertID: "1", payload: [1]))
         try await endpoint.awaitCalls(1)
         endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
         #expect(try await Self.end(run) == 1)
@@ -328,14 +328,14 @@ struct WebhookSenderTests {
         let sender = WebhookSender(name: "back", capacity: 10, retry: policy, logger: Logger(label: "test")) { await endpoint.post($0) }
         let run = Task { await sender.run() }
         defer { run.cancel() }
-        sender.offer(.init(alertID: 1, payload: [1]))
+        sender.offer(.init(alertID: "1", payload: [1]))
         try await endpoint.awaitCalls(1)
         endpoint.answer(.failed(reason: "HTTP 503", retryable: true))
         sender.finish()
         try await endpoint.awaitCalls(2)
         endpoint.answer(.delivered)
         #expect(try await Self.end(run) == 0)
-        #expect(endpoint.received.map(\.alertID) == [1, 1])
+        #expect(endpoint.received.map(\.alertID) == ["1", "1"])
         let stats = sender.stats
         #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 0, "\(stats)")
     }
@@ -357,7 +357,7 @@ struct WebhookHTTPTests {
     func success() async throws {
         let server = try await HTTPFixtureServer.start()
         let webhooks = Self.webhooks(server, headers: [.init(name: "Title", value: "Ampel"), .init(name: "User-Agent", value: "mine")])
-        webhooks.send(webhook: 0, alertID: 42, payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-42", payload: Self.body, now: 0)
         try await withTimeout(.seconds(20), "the POST") { await server.waitForDelivered(1) }
         _ = await webhooks.stop(before: .now + .seconds(5))
         try await server.shutdown()
@@ -366,7 +366,7 @@ struct WebhookHTTPTests {
         #expect(post.path == "/hook" && post.query["token"] == "abc")
         #expect(post.body == Self.body)
         #expect(post.headers["content-type"] == "application/json; charset=utf-8")
-        #expect(post.headers["idempotency-key"] == webhooks.idempotencyKey(alertID: 42))
+        #expect(post.headers["idempotency-key"] == "run-42")
         #expect(post.headers["title"] == "Ampel")
         #expect(post.headers["user-agent"] == "mine")
         #expect(webhooks.stats["test"]?.delivered == 1)
@@ -377,13 +377,13 @@ struct WebhookHTTPTests {
         let server = try await HTTPFixtureServer.start()
         server.inject(.status(500))
         let webhooks = Self.webhooks(server)
-        webhooks.send(webhook: 0, alertID: 7, payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-7", payload: Self.body, now: 0)
         try await withTimeout(.seconds(20), "the POST") { await server.waitForDelivered(1) }
         _ = await webhooks.stop(before: .now + .seconds(5))
         try await server.shutdown()
         #expect(server.requestCount == 2)
         #expect(server.delivered.count == 1)
-        #expect(server.requests.allSatisfy { $0.headers["idempotency-key"] == webhooks.idempotencyKey(alertID: 7) })
+        #expect(server.requests.allSatisfy { $0.headers["idempotency-key"] == "run-7" })
         let stats = try #require(webhooks.stats["test"])
         #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 0)
     }
@@ -395,7 +395,7 @@ struct WebhookHTTPTests {
         // Long enough that a busy machine answers a POST that does not stall within it (2 s was
         // not always: a slow retry counted as a second failure).
         let webhooks = Self.webhooks(server, timeout: .seconds(5))
-        webhooks.send(webhook: 0, alertID: 9, payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-9", payload: Self.body, now: 0)
         try await withTimeout(.seconds(30), "the POST") { await server.waitForDelivered(1) }
         _ = await webhooks.stop(before: .now + .seconds(5))
         try await server.shutdown()
@@ -409,13 +409,13 @@ struct WebhookHTTPTests {
         let server = try await HTTPFixtureServer.start()
         server.inject(.status(401))
         let webhooks = Self.webhooks(server)
-        webhooks.send(webhook: 0, alertID: 1, payload: Self.body, now: 0)
-        webhooks.send(webhook: 0, alertID: 2, payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-1", payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-2", payload: Self.body, now: 0)
         try await withTimeout(.seconds(20), "the second POST") { await server.waitForDelivered(1) }
         _ = await webhooks.stop(before: .now + .seconds(5))
         try await server.shutdown()
-        #expect(server.requests.map { $0.headers["idempotency-key"] } == [1, 2].map { webhooks.idempotencyKey(alertID: $0) })
-        #expect(server.delivered.map { $0.headers["idempotency-key"] } == [webhooks.idempotencyKey(alertID: 2)])
+        #expect(server.requests.map { $0.headers["idempotency-key"] } == ["run-1", "run-2"])
+        #expect(server.delivered.map { $0.headers["idempotency-key"] } == ["run-2"])
         let stats = try #require(webhooks.stats["test"])
         #expect(stats.delivered == 1 && stats.failedAttempts == 1 && stats.droppedGaveUp == 1)
     }
@@ -430,7 +430,7 @@ struct WebhookHTTPTests {
         let settings = WebhookSettings(name: "gone", url: "http://127.0.0.1:\(port)/hook")
         let webhooks = Webhooks([settings], logger: Logger(label: "test"), retry: pauses.policy)
         webhooks.start()
-        webhooks.send(webhook: 0, alertID: 1, payload: Self.body, now: 0)
+        webhooks.send(webhook: 0, alertID: "run-1", payload: Self.body, now: 0)
         _ = await webhooks.stop(before: .now + .seconds(20))
         let stats = try #require(webhooks.stats["gone"])
         #expect(stats.failedAttempts == 5 && stats.droppedGaveUp == 1 && stats.delivered == 0)
@@ -438,18 +438,27 @@ struct WebhookHTTPTests {
     }
 }
 
-@Suite("Webhooks: idempotency keys")
-struct WebhookKeyTests {
-    @Test("a run that counts its alerts from 1 again (state.json lost) hands out keys no earlier run did")
-    func keysOfTwoRunsDiffer() {
-        let logger = Logger(label: "test")
-        let first = Webhooks([], logger: logger), second = Webhooks([], logger: logger)
+@Suite("Alert ids")
+struct AlertIDTests {
+    @Test("a run that counts its alerts from 1 again (state.json lost) hands out ids no earlier run did; one alert keeps its id")
+    func idsOfTwoRunsDiffer() {
+        let first = AlertIDs(), second = AlertIDs()
         // The journal's ids 1, 2, 3 in both runs: the second one lost the snapshot that counted on.
-        let firstKeys = (1...3).map { first.idempotencyKey(alertID: $0) }
-        let secondKeys = (1...3).map { second.idempotencyKey(alertID: $0) }
-        #expect(Set(firstKeys).isDisjoint(with: secondKeys))
-        #expect(Set(firstKeys).count == 3)
-        // One alert keeps its key (every attempt, every webhook).
-        #expect(first.idempotencyKey(alertID: 2) == firstKeys[1])
+        let firstIDs = (1...3).map { first.id($0) }
+        let secondIDs = (1...3).map { second.id($0) }
+        #expect(Set(firstIDs).isDisjoint(with: secondIDs))
+        #expect(Set(firstIDs).count == 3)
+        #expect(first.id(2) == firstIDs[1])
+    }
+
+    @Test("the id goes first into a JSON object, which stays valid JSON; anything else is left as it is")
+    func stamp() throws {
+        let stamped = AlertIDs.stamp(Array(#"{"from":null,"to":"red"}"#.utf8), id: "00ab-7")
+        #expect(String(decoding: stamped, as: UTF8.self) == #"{"id":"00ab-7","from":null,"to":"red"}"#)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(stamped)) as? [String: Any])
+        #expect(object["id"] as? String == "00ab-7" && object["to"] as? String == "red")
+        #expect(String(decoding: AlertIDs.stamp(Array("{}".utf8), id: "x-1"), as: UTF8.self) == #"{"id":"x-1"}"#)
+        #expect(AlertIDs.stamp(Array("red".utf8), id: "x-1") == Array("red".utf8))
+        #expect(AlertIDs.stamp([], id: "x-1") == [])
     }
 }

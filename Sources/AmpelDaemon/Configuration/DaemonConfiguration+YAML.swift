@@ -117,7 +117,7 @@ extension DaemonConfiguration {
     }
 
     mutating func readMQTT(_ m: MappingReader) throws(ConfigurationError) {
-        try m.allow(["client_id", "username", "password", "ca_file", "cert_file", "key_file", "keepalive", "protocol", "session_expiry"])
+        try m.allow(["client_id", "username", "password", "ca_file", "cert_file", "key_file", "keepalive", "protocol", "session_expiry", "alert_qos"])
         if let v = m["client_id"] { mqtt.clientID = try v.nonEmptyString() }
         if let v = m["username"] { mqtt.username = try v.optionalString() }
         if let v = m["password"] { mqtt.password = try v.optionalString() }
@@ -127,6 +127,16 @@ extension DaemonConfiguration {
         if let v = m["keepalive"] { mqtt.keepAlive = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 5) } }
         if let v = m["session_expiry"] { mqtt.sessionExpiry = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s) } }
         if let v = m["protocol"] { mqtt.protocolVersion = try v.convert(Self.protocolVersion) }
+        if let v = m["alert_qos"] {
+            mqtt.alertQoS = try v.convert { (s) throws(ConfigurationError.Problem) in
+                switch s {
+                case "auto": return nil
+                case "1": return .atLeastOnce
+                case "2": return .exactlyOnce
+                default: throw .init("'\(s)' is not auto, 1 or 2 (1 for a broker without QoS 2, such as nats-server before 2.11 or RabbitMQ)")
+                }
+            }
+        }
         if (mqtt.certFile == nil) != (mqtt.keyFile == nil) {
             let key = mqtt.certFile == nil ? "key_file" : "cert_file"
             throw ConfigurationError(key: "mqtt.\(key)", line: m[key]?.line, message: "cert_file and key_file go together")

@@ -74,6 +74,19 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
         /// How long the broker keeps the session while the daemon is away (MQTT 5).
         public var sessionExpiry: Duration = .seconds(7 * 86_400)
+        /// The QoS of alerts and OwnTracks transitions (`alert_qos`); `nil` for `auto`, see
+        /// ``announcementQoS``.
+        public var alertQoS: MQTTQoS?
+
+        /// 2, so that the broker forwards an alert once even when its acknowledgement was lost
+        /// with the link and libmosquitto sends it again after the reconnect. `auto` takes 2 on
+        /// MQTT 5, where a broker without QoS 2 says so in its CONNACK (Maximum QoS) and
+        /// libmosquitto then sends QoS 1; and 1 on MQTT 3.1.1, where it cannot say, and the
+        /// brokers that speak only 3.1.1 (nats-server before 2.11, RabbitMQ before 3.13) close
+        /// the connection at a QoS 2 publish. Set 2 for mosquitto on 3.1.1.
+        public var announcementQoS: MQTTQoS {
+            alertQoS ?? (protocolVersion == .v5 ? .exactlyOnce : .atLeastOnce)
+        }
 
         /// The system's CA bundle (Debian, Ubuntu): `mqtts://` works without a `ca_file` for a
         /// broker with a certificate from a public CA, in `ampel run` as in `ampel lamp`.

@@ -110,17 +110,21 @@ public final class Journal: Sendable {
     /// lock, so nothing comes between them. Alerts that end their segment are thus the trace of a
     /// process that died before their decision was written, and so before they were handed
     /// over: ``JournalReplay`` drops them and the next start decides (and announces) again.
-    /// Returns the alerts' ids for ``acknowledge(_:)``, in the order given.
-    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64] {
+    /// `finish` makes each message final once it has its id (the executor puts the id in an
+    /// alert's payload): what is journaled is what goes out, now and at a resend after a restart.
+    /// Returns the ids for ``acknowledge(_:)`` with the messages as finished, in the order given.
+    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?,
+                finish: (OutgoingMessage, UInt64) -> OutgoingMessage) -> [(id: UInt64, message: OutgoingMessage)] {
         state.withLock { writer in
             var alerts: [JournalRecord] = []
-            var ids: [UInt64] = []
+            var journaled: [(id: UInt64, message: OutgoingMessage)] = []
             for message in messages {
                 writer.lastAlertID += 1
                 let id = writer.lastAlertID
+                let message = finish(message, id)
                 writer.pending[id] = (message, witness)
                 alerts.append(.alert(id: id, message: message, witness: witness))
-                ids.append(id)
+                journaled.append((id, message))
             }
             let decision = Self.record(change)
             let size = (alerts + [decision]).reduce(0) { $0 + JournalRecord.headerSize + $1.bodySize }
@@ -128,7 +132,7 @@ public final class Journal: Sendable {
                 for alert in alerts { _ = append(alert, &writer) }
                 _ = append(decision, &writer)
             }
-            return ids
+            return journaled
         }
     }
 

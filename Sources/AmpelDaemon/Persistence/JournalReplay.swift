@@ -101,7 +101,7 @@ public struct JournalReplay: Sendable {
                 }
             }
             if case .torn(let offset) = end { replay.damaged.append("\(path): torn record at byte \(offset)") }
-            // Alerts are written in one segment with the decision after them (``Journal/append(_:announcedBy:witness:)``):
+            // Alerts are written in one segment with the decision after them (``Journal/append(_:announcedBy:witness:finish:)``):
             // those that end their segment lost their decision with the process, before they were
             // handed over. The start decides again and announces them then; sending these too would repeat them.
             for id in trailingAlerts {

@@ -7,8 +7,10 @@ import Logging
 protocol DecisionJournal: AnyObject, Sendable {
     /// A change nobody is told about.
     func append(_ change: SignalEngine.Change)
-    /// A change with the messages that announce it, in one write; their ids, in order.
-    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?) -> [UInt64]
+    /// A change with the messages that announce it, in one write: each message as `finish`
+    /// makes it of itself and its id (an alert carries its id), journaled and returned in order.
+    func append(_ change: SignalEngine.Change, announcedBy messages: [OutgoingMessage], witness: Witness?,
+                finish: (OutgoingMessage, UInt64) -> OutgoingMessage) -> [(id: UInt64, message: OutgoingMessage)]
     /// The broker took announcement `id`.
     func acknowledge(_ id: UInt64)
     /// The broker refused announcement `id`: the next start sends it again.
@@ -19,8 +21,8 @@ extension Journal: DecisionJournal {}
 
 /// Where the executor queues an alert's webhook bodies (``Webhooks``; a recording one in the tests).
 protocol WebhookQueue: AnyObject, Sendable {
-    /// Queues `payload` for webhook `index`, keyed by the alert's journal id.
-    func send(webhook index: Int, alertID: UInt64, payload: [UInt8], now: Double)
+    /// Queues `payload` for webhook `index`, keyed by the alert's `id` (``AlertIDs``).
+    func send(webhook index: Int, alertID: String, payload: [UInt8], now: Double)
 }
 
 extension Webhooks: WebhookQueue {}
@@ -31,7 +33,7 @@ extension Webhooks: WebhookQueue {}
 /// 1. the decision and its announcements in one journal write;
 /// 2. the announcements handed to the broker, each acknowledged in the journal when the broker
 ///    took it;
-/// 3. the webhooks queued, keyed by the alert's journal id;
+/// 3. the webhooks queued, keyed by the alert's `id` (``AlertIDs``);
 /// 4. the retained publishes, the witness last.
 ///
 /// A crash before 1 leaves the input unhandled in the journal: the next start decides again. A
@@ -45,6 +47,11 @@ final class ActionExecutor {
     let journal: any DecisionJournal
     let transport: any DaemonTransport
     let webhooks: any WebhookQueue
+    /// This run's alert ids: each alert's payload and webhook bodies carry its own.
+    let alertIDs: AlertIDs
+    /// The QoS of announcements (alerts, OwnTracks transitions), `mqtt.alert_qos`: 2 lets the
+    /// broker drop a repeat sent after a lost acknowledgement, 1 for brokers without QoS 2.
+    let announcementQoS: MQTTQoS
     let logger: Logger
     let now: @Sendable () -> Date
     /// Runs after an announced decision is journaled and before its first announcement is
@@ -67,11 +74,13 @@ final class ActionExecutor {
         var byKind: [SignalEngine.PublishKind: Int] = [:]
     }
 
-    init(journal: any DecisionJournal, transport: any DaemonTransport, webhooks: any WebhookQueue, logger: Logger,
-         now: @escaping @Sendable () -> Date) {
+    init(journal: any DecisionJournal, transport: any DaemonTransport, webhooks: any WebhookQueue, alertIDs: AlertIDs = AlertIDs(),
+         announcementQoS: MQTTQoS = .exactlyOnce, logger: Logger, now: @escaping @Sendable () -> Date) {
         self.journal = journal
         self.transport = transport
         self.webhooks = webhooks
+        self.alertIDs = alertIDs
+        self.announcementQoS = announcementQoS
         self.logger = logger
         self.now = now
     }
@@ -100,23 +109,40 @@ final class ActionExecutor {
         case .district: break
         }
         guard let announcement = decision.announcement else { return journal.append(decision.change) }
-        let ids = journal.append(decision.change, announcedBy: announcement.messages.map(\.message), witness: announcement.journalWitness)
+        let alertIDs = self.alertIDs, qos = announcementQoS
+        let kinds = announcement.messages.map(\.kind)
+        var index = 0
+        let journaled = journal.append(decision.change, announcedBy: announcement.messages.map(\.message),
+                                       witness: announcement.journalWitness) { message, id in
+            defer { index += 1 }
+            var message = message
+            message.qos = qos
+            if kinds[index].isAlert { message.payload = AlertIDs.stamp(message.payload, id: alertIDs.id(id)) }
+            return message
+        }
         afterJournaling?()
-        for (publish, id) in zip(announcement.messages, ids) {
-            announce(publish.message, id: id)
+        for (publish, journaledMessage) in zip(announcement.messages, journaled) {
+            announce(journaledMessage.message, id: journaledMessage.id)
             count(publish.kind)
             if publish.kind.isAlert { tally.alerts += 1 } else { tally.owntracksTransitions += 1 }
         }
-        // The webhook's idempotency key is made of the alert's id, not its transition's.
-        if let alertID = ids.first {
+        // The webhook bodies carry the alert's id, and it is their Idempotency-Key.
+        if let alert = journaled.first {
+            let id = alertIDs.id(alert.id)
             for notification in announcement.notifications {
-                webhooks.send(webhook: notification.webhook, alertID: alertID, payload: notification.payload, now: now().timeIntervalSince1970)
+                webhooks.send(webhook: notification.webhook, alertID: id, payload: AlertIDs.stamp(notification.payload, id: id),
+                              now: now().timeIntervalSince1970)
             }
         }
         for publish in announcement.retained {
             self.publish(publish.message, kind: publish.kind, republished: republished)
         }
-        self.publish(announcement.witness.message, kind: announcement.witness.kind, republished: republished)
+        // The witness at the announcements' QoS: the broker forwards a QoS 2 message when it
+        // gets the PUBREL, a QoS 1 message at once, so a QoS 1 witness could be retained
+        // before its QoS 2 alert is released, and a restart would take the alert as delivered.
+        var witness = announcement.witness.message
+        witness.qos = max(witness.qos, announcementQoS)
+        self.publish(witness, kind: announcement.witness.kind, republished: republished)
     }
 
     /// Hands an announcement over; its id leaves the journal's pending list when the broker

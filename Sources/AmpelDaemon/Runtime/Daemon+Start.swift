@@ -35,7 +35,8 @@ extension AmpelDaemon {
         }
         let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
         self.journal = journal
-        executor = ActionExecutor(journal: journal, transport: transport, webhooks: webhooks, logger: logger, now: now)
+        executor = ActionExecutor(journal: journal, transport: transport, webhooks: webhooks,
+                                  announcementQoS: configuration.mqtt.announcementQoS, logger: logger, now: now)
         #if AMPEL_FAULT_INJECTION
         executor.afterJournaling = FaultInjection.crashAfterAlerts(transport: transport)
         #endif

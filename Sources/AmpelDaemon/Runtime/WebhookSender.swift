@@ -14,14 +14,13 @@ import Synchronization
 ///     await client.post(delivery)
 /// }
 /// Task { await sender.run() }
-/// sender.offer(.init(alertID: 7, payload: body))
+/// sender.offer(.init(alertID: "3f9c0a5e21b7d864-7", payload: body))
 /// ```
 final class WebhookSender: Sendable {
     /// One alert for this webhook.
     struct Delivery: Sendable, Hashable {
-        /// The alert's id in the journal, of which the `Idempotency-Key` is made (the same for
-        /// every attempt, ``Webhooks/idempotencyKey(alertID:)``).
-        var alertID: UInt64
+        /// The alert's `id` (``AlertIDs``), sent as the `Idempotency-Key` at every attempt.
+        var alertID: String
         var payload: [UInt8]
     }
 

@@ -17,17 +17,13 @@ public final class Webhooks: Sendable {
     static let attemptTimeout: Duration = .seconds(10)
 
     let senders: [WebhookSender]
-    /// This run's part of every `Idempotency-Key` (``idempotencyKey(alertID:)``).
-    let keyPrefix: String
     private let tasks = Mutex<[Task<Int, Never>]>([])
 
     /// Senders that POST through `client` (the process's HTTP client by default).
     init(_ webhooks: [WebhookSettings], logger: Logger, timeout: Duration = Webhooks.attemptTimeout,
-         retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity,
-         keyPrefix: String = Webhooks.randomKeyPrefix(), client: HTTPClient = .shared) {
-        self.keyPrefix = keyPrefix
+         retry: RetryPolicy = WebhookSender.retry, capacity: Int = Webhooks.queueCapacity, client: HTTPClient = .shared) {
         senders = webhooks.map { webhook in
-            let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout, keyPrefix: keyPrefix)
+            let request = WebhookRequest(webhook: webhook, client: client, timeout: timeout)
             return WebhookSender(name: webhook.name, capacity: capacity, retry: retry, logger: logger) { await request.post($0) }
         }
     }
@@ -39,24 +35,8 @@ public final class Webhooks: Sendable {
         tasks.withLock { $0 = started }
     }
 
-    /// 64 random bits in hex, drawn once per run.
-    static func randomKeyPrefix() -> String {
-        let hex = String(UInt64.random(in: .min ... .max), radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
-
-    /// The `Idempotency-Key` of the alert with journal id `alertID`: the same at every attempt
-    /// and at every webhook, and never that of another alert. The journal id alone is unique
-    /// only while the snapshot lives: with a lost `state.json` the journal counts from what its
-    /// remaining segments hold, and hands out ids it gave before. A restart never sends a
-    /// webhook alert again, so a key needs no meaning beyond its run: a prefix drawn at each
-    /// start keeps the keys of different runs apart, whatever the state directory kept.
-    func idempotencyKey(alertID: UInt64) -> String {
-        WebhookRequest.idempotencyKey(prefix: keyPrefix, alertID: alertID)
-    }
-
     /// Queues an alert for webhook `index`; never waits.
-    func send(webhook index: Int, alertID: UInt64, payload: [UInt8], now: Double) {
+    func send(webhook index: Int, alertID: String, payload: [UInt8], now: Double) {
         guard senders.indices.contains(index) else { return }
         senders[index].offer(.init(alertID: alertID, payload: payload), now: now)
     }
@@ -90,13 +70,8 @@ struct WebhookRequest: Sendable {
     let webhook: WebhookSettings
     let client: HTTPClient
     let timeout: Duration
-    let keyPrefix: String
 
     static let userAgent = "ampel/\(AmpelDaemon.version) (webhook)"
-
-    static func idempotencyKey(prefix: String, alertID: UInt64) -> String {
-        "\(prefix)-\(alertID)"
-    }
 
     /// One attempt. A refused connection fails it at once (the sender's backoff decides when
     /// to try again); redirects are not followed (a POST turned into a GET would look delivered).
@@ -104,7 +79,8 @@ struct WebhookRequest: Sendable {
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json; charset=utf-8"),
             ("User-Agent", Self.userAgent),
-            ("Idempotency-Key", Self.idempotencyKey(prefix: keyPrefix, alertID: delivery.alertID)),
+            // The alert's `id`: the same at every attempt and every webhook (``AlertIDs``).
+            ("Idempotency-Key", delivery.alertID),
         ]
         // A configured header replaces Ampel's own of that name (Content-Type, User-Agent).
         for header in webhook.headers {

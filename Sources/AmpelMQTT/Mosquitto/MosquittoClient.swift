@@ -236,15 +236,19 @@ final class MosquittoClient: @unchecked Sendable {
         }
         defer { if properties != nil { mosquitto_property_free_all(&properties) } }
         var mid: Int32 = 0
-        // `withCString`, not the implicit String-to-pointer argument conversion: that one copies
-        // the topic into a new array on every call; this lends a native string's own storage.
-        let rc = message.topic.withCString { topic in
-            message.payload.withUnsafeBytes { bytes in
-                mosquitto_publish_v5(
-                    pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(message.qos.rawValue),
-                    message.retain, properties)
+        func send(qos: MQTTQoS) -> Int32 {
+            // `withCString`, not the implicit String-to-pointer argument conversion: that one copies
+            // the topic into a new array on every call; this lends a native string's own storage.
+            message.topic.withCString { topic in
+                message.payload.withUnsafeBytes { bytes in
+                    mosquitto_publish_v5(pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos.rawValue), message.retain, properties)
+                }
             }
         }
+        var rc = send(qos: message.qos)
+        // An MQTT 5 broker without QoS 2 says so in its CONNACK (Maximum QoS 1), and
+        // libmosquitto refuses QoS 2 publishes to it: the most it takes is QoS 1.
+        if rc == MosquittoResult.qosNotSupported, message.qos == .exactlyOnce { rc = send(qos: .atLeastOnce) }
         return (rc, mid)
     }
 

@@ -35,4 +35,5 @@ enum MosquittoResult {
     static let invalid = MOSQ_ERR_INVAL.rawValue
     static let malformedUTF8 = MOSQ_ERR_MALFORMED_UTF8.rawValue
     static let errno = MOSQ_ERR_ERRNO.rawValue
+    static let qosNotSupported = MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue
 }
