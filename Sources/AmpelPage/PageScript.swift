@@ -49,8 +49,10 @@ function dataBadge(i,D){const k=kindOf(i,D),live=k==="live",stale=!!(i&&i.stale)
   tone:live&&!stale?"ok":live||k==="stand-in"?"warn":"fixed",title:D.titles[k]};}
 /* Why the source failed, else why the data is stale; a held publication on its own line. */
 function dataNotices(i,D){i=i||{};const k=kindOf(i,D),out=[];
- const v={source:sourceName(i,k,D),data:D.data[k],day:dayText(i.dataDate,D),error:i.lastError?show(i.lastError):"",held:i.held?show(i.held):""};
- if(i.lastError)out.push({id:"data-error",text:fill(D.unreachableReasons.some(p=>v.error.startsWith(p))?D.unreachable:D.failed,v)});
+ /* lastError is the journal's while it fails: said in the bridge card, not as the data's. */
+ const dataError=i.lastError&&i.lastError!==i.journalError?i.lastError:null;
+ const v={source:sourceName(i,k,D),data:D.data[k],day:dayText(i.dataDate,D),error:dataError?show(dataError):"",held:i.held?show(i.held):""};
+ if(dataError)out.push({id:"data-error",text:fill(D.unreachableReasons.some(p=>v.error.startsWith(p))?D.unreachable:D.failed,v)});
  else if(i.stale)out.push({id:"data-stale",text:fill(k==="stand-in"?D.waiting:D.staleLine,v)});
  if(i.held)out.push({id:"data-held",text:fill(D.held,v)});
  return out;}
@@ -165,7 +167,8 @@ function renderBridge(b){const info=b.info||{};const dl=$("bridge-facts");dl.rep
  if(info.dataDate){const d=Date.parse(info.dataDate+"T00:00:00Z");if(isFinite(d))fact(dl,cfg.text.age,age(Date.now()/1000-d/1000));}
  fact(dl,cfg.text.lastRefresh,info.lastFetch?new Date(info.lastFetch).toLocaleString(cfg.lang):S.never);
  if(info.lastCheck)fact(dl,cfg.text.lastCheck,new Date(info.lastCheck).toLocaleString(cfg.lang));
- if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
+ if(info.journalError)fact(dl,cfg.text.journal,info.journalError,"state-off");
+ else if(info.lastError)fact(dl,cfg.text.lastError,info.lastError);
  if(info.held)fact(dl,cfg.text.held,info.held,"state-off");
  if(info.stateRecovered)fact(dl,cfg.text.stateRecovered,info.stateRecovered,"state-off");
  if(typeof info.devices==="number")fact(dl,cfg.text.devices,String(info.devices));

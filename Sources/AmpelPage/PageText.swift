@@ -56,6 +56,7 @@ public struct PageText: Sendable {
     public var source: String { t("Datenquelle", "Data source") }
     public var age: String { t("Alter", "Age") }
     public var lastError: String { t("Letzter Fehler", "Last error") }
+    public var journal: String { t("Journal nicht schreibbar", "Journal not writable") }
     public var device: String { t("Gerät", "Device") }
     /// The bridge card's fact that names the kind of data (``kindName(_:)``).
     public var dataKind: String { t("Datenart", "Data kind") }

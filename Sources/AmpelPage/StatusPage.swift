@@ -88,6 +88,8 @@ public enum StatusPage {
         json.string(text.lastRefresh)
         json.raw(#","lastError":"#)
         json.string(text.lastError)
+        json.raw(#","journal":"#)
+        json.string(text.journal)
         json.raw(#","lastCheck":"#)
         json.string(text.lastCheck)
         json.raw(#","held":"#)

@@ -122,6 +122,11 @@ struct Run: AsyncParsableCommand {
             // Found only when the daemon starts (a port in use), before it reached the broker.
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(78)
+        } catch let error as StateStoreError where error.noRoom {
+            // EX_CANTCREAT: systemd's RestartPreventExitStatus keeps it from a restart loop
+            // that cannot find more room either.
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(73)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(1)

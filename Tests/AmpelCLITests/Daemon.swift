@@ -72,6 +72,14 @@ final class Daemon: Sendable {
     /// When the process was reaped.
     var exitedAt: ContinuousClock.Instant? { ended.value?.at }
 
+    /// Until the daemon's standard error contains `text` `count` times.
+    func awaitLog(_ text: String, count: Int, timeout: Duration = .seconds(60)) async throws {
+        let collected = self.collected
+        try await withTimeout(timeout, "\(count) times '\(text)' in the daemon's log") {
+            await collected.wait { $0.components(separatedBy: text).count - 1 >= count }
+        }
+    }
+
     /// Until the daemon's standard error contains `text`.
     func awaitLog(_ text: String, timeout: Duration = .seconds(60)) async throws {
         let collected = self.collected

@@ -51,7 +51,7 @@ struct PayloadsTests {
             enum CodingKeys: String, CodingKey { case at, movedTo, reason, rebuilt }
         }
         let info: BridgeInfo
-        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, dataKind, held, lastCheck, lastFetch, lastError, stale, devices, counters, stateRecovered }
+        enum Keys: String, CodingKey { case broker, version, ruleSet, source, dataDate, dataKind, held, journalError, lastCheck, lastFetch, lastError, stale, devices, counters, stateRecovered }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(info.broker, forKey: .broker)
@@ -61,6 +61,7 @@ struct PayloadsTests {
             try c.encode(info.dataDate, forKey: .dataDate)
             try c.encode(info.dataKind, forKey: .dataKind)
             try c.encode(info.held, forKey: .held)
+            try c.encode(info.journalError, forKey: .journalError)
             try c.encode(info.lastCheck, forKey: .lastCheck)
             try c.encode(info.lastFetch, forKey: .lastFetch)
             try c.encode(info.lastError, forKey: .lastError)
@@ -141,6 +142,9 @@ struct PayloadsTests {
         missing.stateRecovered = StateRecovery(movedTo: nil, reason: "state.json is missing", at: "2026-11-24T11:30:00Z",
                                                rebuilt: StateRebuild(devices: 99_000, districts: 96, known: 1_000, skipped: 2,
                                                                      expectedDevices: nil, complete: true))
+        // A journal that cannot be written: its error is the last one.
+        missing.journalError = #"the journal cannot be written: /var/lib/ampel/journal-00000007.log: cannot reserve 4194304 bytes: No space left on device "x""#
+        missing.lastError = missing.journalError
         var cut = full
         cut.stateRecovered?.rebuilt = StateRebuild(devices: 74_566, districts: 0, known: 0, skipped: 0, expectedDevices: 100_000,
                                                    complete: false)

@@ -87,6 +87,7 @@ public final class DaemonMetrics: Sendable {
             Gauge(label: name, dimensions: labels, factory: factory).record(value)
         }
         gauge("ampel_devices", [], Double(snapshot.deviceCount))
+        gauge("ampel_journal_writable", [], snapshot.readiness.journal == nil ? 1 : 0)
         var phases: [String: Int] = [:]
         for phase in PhaseID.allCases { phases["\(phase.name)"] = 0 }
         for district in snapshot.districts { phases[district.signal.phase, default: 0] += 1 }

@@ -42,9 +42,12 @@ public final class StatusView: Sendable {
         public var brokerError: String?
         /// Why it cannot take locations although connected (``PublishRefusals/problem()``).
         public var inputsRefused: String?
-        /// What works only in part (``PublishRefusals/degraded(now:)``): `/readyz` answers
-        /// `degraded` with it while the daemon is otherwise ready.
+        /// What works only in part (a journal that cannot be written, then
+        /// ``PublishRefusals/degraded(now:)``): `/readyz` answers `degraded` with it while the
+        /// daemon is otherwise ready.
         public var degraded: String?
+        /// Why the journal cannot be written (also ``degraded``); `nil` while it is safe.
+        public var journal: String?
 
         public var problem: String? {
             if !dataLoaded { return "data not loaded" }
@@ -144,6 +147,9 @@ public final class StatusView: Sendable {
     let brokerError = Mutex<String?>(nil)
     /// What the broker refused, live (the transport's network thread records it).
     public let refusals = PublishRefusals()
+    /// Why the journal cannot be written, set by the journal the moment it fails (on whichever
+    /// thread appended) and cleared once it is safe again: `/readyz` says so at once.
+    let journalProblem = Mutex<String?>(nil)
     let clock: @Sendable () -> Double
 
     public init(clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
@@ -156,7 +162,8 @@ public final class StatusView: Sendable {
         snapshot.readiness.connected = connected.load(ordering: .relaxed)
         snapshot.readiness.brokerError = snapshot.readiness.connected ? nil : brokerError.withLock { $0 }
         snapshot.readiness.inputsRefused = refusals.problem()
-        snapshot.readiness.degraded = refusals.degraded(now: clock())
+        snapshot.readiness.journal = journalProblem.withLock { $0 }
+        snapshot.readiness.degraded = snapshot.readiness.journal ?? refusals.degraded(now: clock())
         return snapshot
     }
 

@@ -22,7 +22,11 @@ public struct BridgeInfo: Sendable, Hashable {
     public var dataKind: String
     /// ISO 8601 time of the last fetch attempt, `null` before the first.
     public var lastFetch: String?
+    /// The most pressing problem: the journal's (``journalError``) while it cannot be written,
+    /// else the data source's last error; `null` when there is none.
     public var lastError: String?
+    /// Why the journal cannot be written (a full or lost state disk); `null` while it is safe.
+    public var journalError: String?
     /// ISO 8601 time the live source was last asked (a `304` too); `null` for fixed data.
     public var lastCheck: String?
     /// Why the newest publication is held back as a possible wrong release; `null` when none is.
@@ -38,8 +42,9 @@ public struct BridgeInfo: Sendable, Hashable {
     public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, dataKind: String = "snapshot",
                 lastFetch: String?, lastError: String?,
                 lastCheck: String? = nil, held: String? = nil, stale: Bool, devices: Int, counters: Counters,
-                stateRecovered: StateRecovery? = nil) {
+                stateRecovered: StateRecovery? = nil, journalError: String? = nil) {
         self.stateRecovered = stateRecovered
+        self.journalError = journalError
         self.broker = broker
         self.version = version
         self.ruleSet = ruleSet
@@ -47,7 +52,7 @@ public struct BridgeInfo: Sendable, Hashable {
         self.dataDate = dataDate
         self.dataKind = dataKind
         self.lastFetch = lastFetch
-        self.lastError = lastError
+        self.lastError = journalError ?? lastError
         self.stale = stale
         self.lastCheck = lastCheck
         self.held = held
@@ -70,6 +75,8 @@ public struct BridgeInfo: Sendable, Hashable {
         json.number(devices)
         json.raw(#","held":"#)
         json.string(held)
+        json.raw(#","journalError":"#)
+        json.string(journalError)
         json.raw(#","lastCheck":"#)
         json.string(lastCheck)
         json.raw(#","lastError":"#)

@@ -48,23 +48,37 @@ public final class Journal: Sendable {
         /// Segments below this one are covered by the snapshot on disk.
         var snapshotSegment: Int
         var bytesSinceSnapshot: Int
-        /// Why the journal stopped writing (a disk that is full or gone); `nil` while it works.
+        /// Why the journal stopped writing (a disk that is full or gone); `nil` while it works,
+        /// and again once a snapshot covers what it missed (``snapshotWritten(_:)``).
         var failure: String?
+        /// Writes lost since ``failure``: their inputs and decisions live in memory only.
+        var unwritten = 0
+        var failedAt: ContinuousClock.Instant?
+        /// The segment ``retry()`` opened after a failure: a snapshot begun after it covers the gap.
+        var reopened: Int?
+        /// When the daemon was last asked for that snapshot.
+        var coverAskedAt: ContinuousClock.Instant?
     }
+
+    /// Told the failure when the journal stops writing and `nil` when it is safe again.
+    private let failures: @Sendable (String?) -> Void
 
     /// Opens a new segment after the ones `replay` read (a run never appends to an old one).
     ///
     /// - Throws: ``StateStoreError`` when the first segment cannot be created.
-    public init(directory: String, continuing replay: JournalReplay, logger: Logger) throws(StateStoreError) {
+    /// - Parameter failures: told why when the journal stops writing, and `nil` when it is safe again.
+    public init(directory: String, continuing replay: JournalReplay, logger: Logger,
+                failures: @escaping @Sendable (String?) -> Void = { _ in }) throws(StateStoreError) {
         self.directory = directory
         self.logger = logger
+        self.failures = failures
         var writer = WriterState(
             segment: replay.lastSegment, lastSeq: replay.lastSeq, lastAlertID: replay.lastAlertID, handled: replay.handled,
             pending: Dictionary(uniqueKeysWithValues: replay.pendingAlerts.map { ($0.id, ($0.message, $0.witness)) }),
             segments: replay.segments, snapshotSegment: replay.snapshotSegment, bytesSinceSnapshot: replay.bytesSinceSnapshot)
         syncer = Syncer(directory: directory, logger: logger)
         if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
-            throw StateStoreError("cannot create a journal segment in \(directory): \(error)")
+            throw StateStoreError.noRoom(directory, needed: Self.segmentSize, error: error)
         }
         state = Mutex(writer)
     }
@@ -193,18 +207,55 @@ public final class Journal: Sendable {
     }
 
     /// Makes room for `size` bytes in the current segment, opening the next one if needed;
-    /// `false` when the journal cannot be written.
+    /// `false` when the journal cannot be written. After a failure only ``retry()`` tries the
+    /// disk again: not every append, which on a full disk would be three system calls a message.
     private func reserve(_ size: Int, _ writer: inout WriterState) -> Bool {
+        if writer.failure != nil, writer.reopened == nil {
+            writer.unwritten += 1
+            return false
+        }
         if writer.base == nil || writer.used + size > writer.capacity {
             if let error = Self.roll(&writer, minimum: size, syncer: syncer) {
-                if writer.failure == nil {
-                    writer.failure = error
-                    logger.critical("the journal cannot be written: decisions and messages are no longer safe from a crash", metadata: ["error": "\(error)"])
-                }
+                fail(error, &writer)
+                writer.unwritten += 1
                 return false
             }
         }
         return true
+    }
+
+    private func fail(_ error: String, _ writer: inout WriterState) {
+        writer.reopened = nil
+        guard writer.failure == nil else { return }
+        writer.failure = "the journal cannot be written: \(error)"
+        writer.failedAt = .now
+        writer.unwritten = 0
+        logger.critical("the journal cannot be written: until it can, the messages taken from the broker and the decisions live in memory only, and a crash loses them (the broker will not send those messages again; their alerts may be lost or repeat). Retrying every second", metadata: [
+            "error": "\(error)", "stateDir": "\(directory)",
+        ])
+        failures(writer.failure)
+    }
+
+    /// Why the journal is not safe, or `nil` when it is.
+    var failure: String? { state.withLock { $0.failure } }
+
+    /// After a failure, tries the disk again; `true` when the caller should take a snapshot
+    /// now: the journal writes again, and a snapshot of the state in memory covers what it
+    /// missed (``snapshotWritten(_:)`` then says it is safe). Asks again every 10 s while no
+    /// snapshot has covered it (one that could not be written).
+    func retry() -> Bool {
+        state.withLock { writer in
+            guard writer.failure != nil else { return false }
+            if writer.reopened != nil {
+                guard let asked = writer.coverAskedAt, ContinuousClock.now - asked >= .seconds(10) else { return false }
+                writer.coverAskedAt = .now
+                return true
+            }
+            guard Self.roll(&writer, minimum: 0, syncer: syncer) == nil else { return false }
+            writer.reopened = writer.segment
+            writer.coverAskedAt = .now
+            return true
+        }
     }
 
     // MARK: Segments
@@ -270,8 +321,11 @@ public final class Journal: Sendable {
     /// (on the daemon's loop, before it handles anything else) goes with.
     func beginSnapshot() -> JournalMark {
         state.withLock { writer in
-            if let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
-                logger.error("cannot open a new journal segment for a snapshot", metadata: ["error": "\(error)"])
+            // A journal that failed tries the disk in ``retry()`` only; an empty segment (the one
+            // ``retry()`` just opened) can be the mark itself.
+            let empty = writer.base != nil && writer.used == 0
+            if writer.failure == nil || writer.reopened != nil, !empty, let error = Self.roll(&writer, minimum: 0, syncer: syncer) {
+                fail(error, &writer)
             }
             writer.bytesSinceSnapshot = 0
             return JournalMark(
@@ -284,7 +338,18 @@ public final class Journal: Sendable {
 
     /// The snapshot taken at `mark` is on disk: segments below it may go once their messages are handled.
     func snapshotWritten(_ mark: JournalMark) {
-        state.withLock { $0.snapshotSegment = max($0.snapshotSegment, mark.segment) }
+        let recovered: (unwritten: Int, failedFor: Duration)? = state.withLock { writer in
+            writer.snapshotSegment = max(writer.snapshotSegment, mark.segment)
+            guard writer.failure != nil, let reopened = writer.reopened, mark.segment >= reopened else { return nil }
+            defer { (writer.failure, writer.reopened, writer.coverAskedAt) = (nil, nil, nil) }
+            return (writer.unwritten, writer.failedAt.map { .now - $0 } ?? .zero)
+        }
+        if let recovered {
+            logger.notice("the journal is safe again: it writes, and the snapshot covers what it could not write", metadata: [
+                "unwritten": "\(recovered.unwritten)", "failedFor": "\(recovered.failedFor)", "stateDir": "\(directory)",
+            ])
+            failures(nil)
+        }
         removeCovered()
     }
 

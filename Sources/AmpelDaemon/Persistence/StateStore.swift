@@ -232,6 +232,24 @@ public struct StateRebuild: Sendable, Hashable {
 
 public struct StateStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
+    /// The state directory has no room for what the daemon must write: exit 73 (EX_CANTCREAT).
+    public var noRoom = false
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+
+    /// The journal's first segment could not be made in `directory`: how much it needs and how
+    /// much is free, so that the operator knows what to free.
+    static func noRoom(_ directory: String, needed: Int, error: String) -> StateStoreError {
+        var stats = statvfs()
+        let free = statvfs(directory, &stats) == 0 ? Int(stats.f_bavail) * Int(stats.f_frsize) : nil
+        let room = free.map { "\(Self.mebibytes($0)) free" } ?? "free space unknown"
+        var failure = StateStoreError(
+            "the state directory \(directory) has no room for the journal: it needs \(Self.mebibytes(needed)) for its first segment (and room for state.json), \(room) (\(error)); free space there or set state_dir (--state-dir, AMPEL_STATE_DIR) to a directory with room")
+        failure.noRoom = true
+        return failure
+    }
+
+    static func mebibytes(_ bytes: Int) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
 }

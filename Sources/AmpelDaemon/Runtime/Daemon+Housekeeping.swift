@@ -31,9 +31,15 @@ extension AmpelDaemon {
             infoDirty = true
         }
         // A snapshot once the journal has outgrown the last one: each change costs a
-        // constant amount of writing, whatever the number of devices.
-        if journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
+        // constant amount of writing, whatever the number of devices. After the journal
+        // failed (a full disk), one as soon as it writes again: it covers what the journal missed.
+        if journal.retry() || journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
             takeSnapshot(engine)
+        }
+        let journalFailure = journal.failure
+        if journalFailure != journalFailureShown {
+            journalFailureShown = journalFailure
+            infoDirty = true
         }
         ticksSinceTidy += 1
         if ticksSinceTidy >= 10 {

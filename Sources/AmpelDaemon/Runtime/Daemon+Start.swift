@@ -33,7 +33,10 @@ extension AmpelDaemon {
                 "reason": "\(lost)", "stateDir": "\(store.directory)",
             ])
         }
-        let journal = try Journal(directory: store.directory, continuing: replay, logger: logger)
+        let statusView = self.status
+        let journal = try Journal(directory: store.directory, continuing: replay, logger: logger) { problem in
+            statusView.journalProblem.withLock { $0 = problem }
+        }
         self.journal = journal
         executor = ActionExecutor(journal: journal, transport: transport, webhooks: webhooks,
                                   announcementQoS: configuration.mqtt.announcementQoS, logger: logger, now: now)

@@ -38,7 +38,8 @@ extension AmpelDaemon {
             dataKind: feedState.kind.rawValue, lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             lastCheck: feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) },
             held: feedState.status?.held,
-            stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery)
+            stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery,
+            journalError: journal?.failure)
         return info.json()
     }
 

@@ -104,6 +104,8 @@ public actor AmpelDaemon: Service {
     var dropLog = RateLimiter(interval: 10, burst: 5)
     /// QoS 0 messages shed at the full intake, as far as the log has said (once per tick).
     var shedLogged = 0
+    /// The journal's failure as `bridge/info` last said it.
+    var journalFailureShown: String?
     let stopSignal: AsyncStream<Void>.Continuation
     let stopStream: AsyncStream<Void>
     /// The input queue, for the inputs the daemon queues for itself (recovery batches).
