@@ -18,8 +18,12 @@ public enum TLSHandshake {
 
     /// The failure of a handshake with `host:port` as libcurl makes it with these files;
     /// `nil` when it succeeds or fails for no reason of the certificates.
+    ///
+    /// With TLS 1.3 a server that requires a client certificate says so only after the
+    /// client's side of the handshake is done, in an alert: so after a handshake that went
+    /// through, the answer waits up to `alertWait` for such an alert (nothing is sent).
     public static func failure(host: String, port: Int, caFile: String?, certFile: String?, keyFile: String?,
-                               timeout: Duration = .seconds(5)) -> Failure? {
+                               timeout: Duration = .seconds(5), alertWait: Duration = .seconds(1)) -> Failure? {
         _ = CurlLoop.globalInit
         guard let easy = curl_easy_init() else { return nil }
         defer { curl_easy_cleanup(easy) }
@@ -29,13 +33,13 @@ public enum TLSHandshake {
             _ = url.withCString { ampel_curl_set_pointer(easy, CURLOPT_URL, $0) }
             _ = ampel_curl_set_long(easy, CURLOPT_CONNECT_ONLY, 1)
             _ = ampel_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-            let (seconds, attoseconds) = timeout.components
-            _ = ampel_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
+            _ = ampel_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(timeout))
             _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errors.baseAddress)
             if let caFile { _ = caFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_CAINFO, $0) } }
             if let certFile { _ = certFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLCERT, $0) } }
             if let keyFile { _ = keyFile.withCString { ampel_curl_set_pointer(easy, CURLOPT_SSLKEY, $0) } }
-            let code = curl_easy_perform(easy)
+            var code = curl_easy_perform(easy)
+            if code == CURLE_OK { code = alertAfterHandshake(easy, wait: alertWait) }
             // The buffer is this closure's: libcurl must not keep its address past it.
             _ = ampel_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, nil)
             return code
@@ -43,6 +47,24 @@ public enum TLSHandshake {
         guard code != CURLE_OK else { return nil }
         let words = buffer.withUnsafeBufferPointer { String(decoding: $0.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
         return classify(words.isEmpty ? String(cString: curl_easy_strerror(code)) : words, host: host)
+    }
+
+    /// Reads from the connection once, if the server sends anything within `wait`: a TLS 1.3
+    /// alert (certificate required) comes back as the read's error. `CURLE_OK` when nothing came.
+    private static func alertAfterHandshake(_ easy: UnsafeMutableRawPointer, wait: Duration) -> CURLcode {
+        var socket: curl_socket_t = -1
+        guard ampel_curl_get_socket(easy, &socket) == CURLE_OK, socket >= 0 else { return CURLE_OK }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, Int32(milliseconds(wait))) > 0 else { return CURLE_OK }
+        var byte: UInt8 = 0
+        var received = 0
+        let code = curl_easy_recv(easy, &byte, 1, &received)
+        return code == CURLE_AGAIN ? CURLE_OK : code
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
     /// The certificate problem in `text` (libcurl's or libmosquitto's words for it); `nil` for

@@ -173,7 +173,9 @@ public final class MQTTClient: Sendable {
         let token = waiter == nil ? 0 : session.nextToken.add(1, ordering: .relaxed).newValue
         let outcome: Outcome = session.machine.withLock { machine in
             switch machine.publish(message, token: token, waiter: waiter) {
-            case .queued: return .handedOver
+            case .queued:
+                session.handedOver()
+                return .handedOver
             case .offlineQueueFull: return .full
             case .closed: return .closed
             case .send:
@@ -240,8 +242,8 @@ public final class MQTTClient: Sendable {
     /// ``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)``) that the broker has
     /// not answered yet: what libmosquitto holds in memory for the broker. A producer that
     /// outruns the broker bounds its memory by waiting on it (``waitForAnswers(atMost:)``).
-    /// Publishes held while disconnected count once they are handed to libmosquitto after the
-    /// reconnect. QoS 0 publishes are not counted.
+    /// Publishes held while disconnected count too: they wait for the broker as well. QoS 0
+    /// publishes are not counted.
     public var unanswered: Int { session.unanswered }
 
     /// Returns once at most `target` publishes are unanswered (``unanswered``), or the client is

@@ -16,6 +16,10 @@ CURLcode ampel_curl_get_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }
 
+CURLcode ampel_curl_get_socket(CURL *easy, curl_socket_t *value) {
+    return curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, value);
+}
+
 CURLcode ampel_curl_get_off(CURL *easy, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(easy, info, value);
 }

@@ -82,17 +82,22 @@ struct HomeAssistantRunningTests {
         let start = Int(Date().timeIntervalSince1970)  // now: an old fix would be forgotten (devices.forget_after)
         try await scene.fix("alice/phone", at: muenchen, tst: start, input: .owntracks)
         let sensorID = try await announcedUniqueID(scene, stateTopic: "ampel/device/alice/phone/state")
-        let eventID = try await announcedUniqueID(scene, stateTopic: "ampel/device/alice/phone/alert")
+        let eventID = try await announcedUniqueID(scene, stateTopic: "ampel/device/alice/phone/event")
         let deviceIDs = try await api.entityIDs(for: [sensorID, eventID])
         let (devicePhase, deviceEvent) = (deviceIDs[sensorID]!, deviceIDs[eventID]!)
         try await poll("the phone's phase sensor showing \(phase) in SK München") {
             let shown = try await api.states()[devicePhase]
             return shown?.state == phase && shown?.attributes["district"] as? String == "SK München" ? .done(()) : .waiting("\(String(describing: shown))")
         }
-        // The first sighting's alert may come before Home Assistant has subscribed to the alert topic
-        // (alerts are not retained); the move below must not: await the subscription at the broker.
-        try await scene.broker.waitForLog(" ampel/device/alice/phone/alert")
-        let before = try await api.states()[deviceEvent]?.state
+        // The first sighting is an event too: its copy for Home Assistant goes once Home
+        // Assistant can have subscribed to the new entity (docs/homeassistant.md).
+        let first = try await poll("the phone's first-sighting event \(phase)") {
+            let event = try await api.states()[deviceEvent]
+            let type = event?.attributes["event_type"] as? String
+            let done = type == phase && event?.attributes["from"] is NSNull && event?.attributes["district"] as? String == "SK München"
+            return done ? .done(event?.state) : .waiting("\(String(describing: event))")
+        }
+        let before = first
 
         // To Augsburg: the phase sensor follows, the event entity records the alert.
         let mark = scene.collector.mark

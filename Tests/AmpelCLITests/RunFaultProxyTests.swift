@@ -28,6 +28,8 @@ struct RunFaultProxyTests {
         var missingIDs = 0
         var reconnects = 0
         var resets = 0
+        var publishFailures = 0
+        var counters = ""
     }
 
     @Test("a half-open link, then 10 resets 1.5 s apart, while 40 phones cross a border every round: every alert once, with its id, none lost")
@@ -35,9 +37,10 @@ struct RunFaultProxyTests {
         for run in 1...Self.runs {
             let outcome = try await Self.runOnce(alertQoS: Self.alertQoS)
             print("fault proxy run \(run)/\(Self.runs): \(outcome.rounds) rounds, \(outcome.alerts) alerts, \(outcome.doubled.count) doubled, "
-                  + "\(outcome.lost.count) lost, \(outcome.reconnects) reconnects, \(outcome.resets) resets")
+                  + "\(outcome.lost.count) lost, \(outcome.reconnects) reconnects, \(outcome.resets) resets, \(outcome.publishFailures) publish failures")
             #expect(outcome.doubled.isEmpty, "run \(run): doubled alerts: \(outcome.doubled.prefix(10))")
-            #expect(outcome.lost.isEmpty, "run \(run): lost alerts: \(outcome.lost.prefix(10))")
+            #expect(outcome.lost.isEmpty, "run \(run): lost alerts: \(outcome.lost.prefix(10)); counters \(outcome.counters)")
+            #expect(outcome.publishFailures == 0, "run \(run): \(outcome.publishFailures) publishes failed")
             #expect(outcome.missingIDs == 0, "run \(run): \(outcome.missingIDs) alerts without an id")
             #expect(outcome.reconnects >= 2, "run \(run): the faults broke the link (\(outcome.reconnects) reconnects)")
             #expect(outcome.resets >= 10, "run \(run): the storm reset \(outcome.resets) connections")
@@ -103,6 +106,8 @@ struct RunFaultProxyTests {
             try await scene.stop()
             var outcome = Outcome(rounds: done, resets: proxy.resets)
             outcome.reconnects = (info["counters"] as? [String: Any])?["reconnects"] as? Int ?? 0
+            outcome.publishFailures = (info["counters"] as? [String: Any])?["publishFailures"] as? Int ?? -1
+            outcome.counters = "\(info["counters"] ?? "none")"
             var ids: [String: Int] = [:]
             var perPhone: [String: [String]] = [:]
             for record in scene.collector.records() where record.topic.hasSuffix("/alert") {

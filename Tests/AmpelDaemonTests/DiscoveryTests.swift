@@ -76,7 +76,7 @@ struct DiscoveryTests {
         #expect(phase["unique_id"] as? String == "signals_device_\(object)")
         #expect(phase["default_entity_id"] as? String == "sensor.signals_device_\(object)_phase")
         let alert = try #require(configs["ha/event/signals/device_\(object)/config"])
-        #expect(alert["state_topic"] as? String == "signals/device/alice/phone/alert")
+        #expect(alert["state_topic"] as? String == "signals/device/alice/phone/event", "its own topic (Decision.HomeAssistantEvent)")
         #expect(alert["unique_id"] as? String == "signals_device_\(object)_alert")
         #expect(alert["default_entity_id"] as? String == "event.signals_device_\(object)_alert")
         for config in configs.values {

@@ -142,7 +142,7 @@ struct OwnTracksNoticesTests {
             if case .publish(let message, _) = $0 { message.topic.contains("alice") } else { if case .persist(.device) = $0 { true } else { false } }
         }
         let kinds = mine.compactMap { if case .publish(_, let kind) = $0 { kind } else { nil } }
-        #expect(kinds == [.ownTracksCard, .deviceAlert, .deviceTransition, .deviceState])
+        #expect(kinds == [.ownTracksCard, .deviceAlert, .deviceTransition, .homeAssistantEvent, .deviceState])
         let json = try object(try #require(actions.on("owntracks/alice/ampel/event").first))
         #expect(json["tst"] as? Int == 1_604_534_400, "2020-11-05 00:00 UTC: later than the fix")
         #expect(json["wtst"] as? Int == 1_604_534_400)

@@ -51,6 +51,12 @@ extension [SignalEngine.Action] {
                 var steps: [ActionStep] = [.persist(decision.change)]
                 if let announcement = decision.announcement {
                     steps += announcement.messages.map { .publish($0.message, kind: $0.kind) }
+                    // Home Assistant's copy of the alert, at once for a known device (a new one's comes later).
+                    if let event = announcement.homeAssistant, event.delay == .zero, let alert = announcement.messages.first {
+                        var copy = alert.message
+                        copy.topic = event.topic
+                        steps.append(.publish(copy, kind: .homeAssistantEvent))
+                    }
                     steps += announcement.notifications.map { .notify(webhook: $0.webhook, payload: $0.payload) }
                     steps += (announcement.retained + [announcement.witness]).map { .publish($0.message, kind: $0.kind) }
                 }
@@ -314,11 +320,12 @@ struct SignalEngineTests {
             case .ownTracksCard: #expect(topic == "owntracks/alice/ampel/info")
             case .texts: #expect(topic.hasPrefix("ampel/rules/bavaria/"))
             case .stateReport: #expect(topic.hasPrefix("ampel/states/"))
+            case .homeAssistantEvent: #expect(topic.hasPrefix("ampel/device/") && topic.hasSuffix("/event"))
             }
             #expect(kind.isAlert == topic.hasSuffix("/alert"))
         }
         #expect(Set(kinds.keys) == [.deviceState, .deviceAlert, .districtState, .districtPhase, .districtAlert, .lamp, .discovery,
-                                    .deviceTransition, .ownTracksCard, .texts])
+                                    .deviceTransition, .ownTracksCard, .texts, .homeAssistantEvent])
     }
 
     @Test("a new dataset publishes only what changed: district states, phases, alerts, device states and alerts")

@@ -64,6 +64,29 @@ struct MQTTEnqueueTests {
         await publisher.disconnect()
     }
 
+    @Test("publishes waiting offline for the connection count as unanswered, and are answered after the reconnect")
+    func offlineCountsAsUnanswered() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let publisher = MQTTClient(configuration: broker.persistentConfiguration("enq-offline", .v5))
+        try await publisher.connect()
+        var events = publisher.events.makeAsyncIterator()
+        _ = await events.next()  // connected
+        await broker.kill()
+        // The client has seen the loss: from now on its publishes wait offline.
+        while let event = await events.next() {
+            if case .disconnected = event { break }
+        }
+        for index in 0..<50 {
+            try publisher.enqueue(topic: "offline/\(index)", payload: bytes("m\(index)"), qos: .atLeastOnce)
+        }
+        #expect(publisher.unanswered == 50, "a producer that waits on unanswered is held back by these too")
+        try await broker.restart()
+        await publisher.waitForAnswers(atMost: 0)
+        #expect(publisher.unanswered == 0)
+        await publisher.disconnect()
+    }
+
     @Test("QoS 0 publishes leave unanswered alone: QoS 1 publishes after them all count")
     func qos0DoesNotHideQoS1() async throws {
         let broker = try await MosquittoBroker.start()

@@ -43,16 +43,35 @@ public struct Decision: Sendable, Hashable {
         /// The retained publish (the device's state, the district's phase) that proves the
         /// broker took the announcements: handed over after them.
         public var witness: Publish
+        /// Where the alert goes again for Home Assistant's event entity, and when.
+        public var homeAssistant: HomeAssistantEvent?
 
-        public init(messages: [Publish], notifications: [Notification] = [], retained: [Publish] = [], witness: Publish) {
+        public init(messages: [Publish], notifications: [Notification] = [], retained: [Publish] = [], witness: Publish,
+                    homeAssistant: HomeAssistantEvent? = nil) {
             self.messages = messages
             self.notifications = notifications
             self.retained = retained
             self.witness = witness
+            self.homeAssistant = homeAssistant
         }
 
         /// What the journal keeps to check the witness with.
         var journalWitness: Witness { Witness(topic: witness.message.topic, payload: witness.message.payload) }
+    }
+
+    /// A device alert for Home Assistant's event entity, on a topic of its own
+    /// (``Topics/deviceEvent(_:)``): Home Assistant subscribes to a new device's entities some
+    /// 100 ms after their discovery configs, so the first sighting's alert, sent with them,
+    /// would find no subscription. A new device's goes `delay` later; the alert itself goes at
+    /// once for every other subscriber. Not journaled: a crash in the delay loses this copy only.
+    public struct HomeAssistantEvent: Sendable, Hashable {
+        public var topic: String
+        public var delay: Duration
+
+        public init(topic: String, delay: Duration) {
+            self.topic = topic
+            self.delay = delay
+        }
     }
 
     /// A webhook body: POST `payload` to webhook number `webhook` (``SignalEngine/Settings/webhooks``).

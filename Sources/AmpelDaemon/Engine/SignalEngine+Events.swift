@@ -52,6 +52,8 @@ extension SignalEngine {
         case deviceTransition
         /// The retained OwnTracks card that names Ampel in a user's apps.
         case ownTracksCard
+        /// A device alert again, for Home Assistant's event entity (``Decision/HomeAssistantEvent``).
+        case homeAssistantEvent
 
         /// A phase change announced on an `…/alert` topic.
         public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }

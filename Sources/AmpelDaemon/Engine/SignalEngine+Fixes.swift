@@ -96,7 +96,7 @@ extension SignalEngine {
                     // `acc` may be any finite distance.
                     + ownTracksTransition(key, record, shown, tst: record.tst, accuracy: fix.accuracy.map { Int(min($0, 1e6).rounded()) } ?? 0),
                 notifications: notifications(device: key, place: shown.district, from: announced?.phase, shown),
-                witness: statePublish)
+                witness: statePublish, homeAssistant: homeAssistantEvent(key, new: previous == nil))
             actions.append(.decide(Decision(.device(key: key, record: record), announcement: announcement)))
         } else {
             actions.append(.decide(Decision(.device(key: key, record: record))))

@@ -41,6 +41,13 @@ extension SignalEngine {
                         qos: .atLeastOnce, retain: false, expiry: settings.alertExpiry)
     }
 
+    /// Where a device's alert goes for Home Assistant: `nil` while its entities are not
+    /// announced; a device announced just now (`new`) gets it after ``Settings/newEntityDelay``.
+    func homeAssistantEvent(_ key: String, new: Bool) -> Decision.HomeAssistantEvent? {
+        guard settings.discovery?.scope.devices == true else { return nil }
+        return .init(topic: settings.topics.deviceEvent(key), delay: new ? settings.newEntityDelay : .zero)
+    }
+
     // MARK: Webhooks
 
     /// A device alert for every webhook that wants it, each in the webhook's language (the

@@ -48,6 +48,9 @@ extension SignalEngine {
         /// districts' discovery configs (`outputs.districts`). Off on every instance of a
         /// partitioned deployment but one: the district topics are the same for all.
         public var publishDistricts = true
+        /// How long after a new device's discovery configs its first alert goes to Home
+        /// Assistant's event entity (``Decision/HomeAssistantEvent``).
+        public var newEntityDelay: Duration = .seconds(2)
 
         public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),

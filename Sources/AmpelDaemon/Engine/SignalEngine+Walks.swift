@@ -229,7 +229,7 @@ extension SignalEngine {
                 messages: [Publish(deviceAlert(key, from: previousPhase, signal), kind: .deviceAlert)]
                     + ownTracksTransition(key, record, signal, tst: max(record.tst, dataStart)),
                 notifications: notifications(device: key, place: record.district, from: previousPhase, signal),
-                witness: state)
+                witness: state, homeAssistant: homeAssistantEvent(key, new: false))
             actions.append(.decide(Decision(.device(key: key, record: record), announcement: announcement)))
         } else {
             if changed { actions.append(.decide(Decision(.device(key: key, record: record)))) }

@@ -83,7 +83,7 @@ public struct Discovery: Sendable {
         let phase = phaseSensor(.devicePhase(key), stateTopic: topics.deviceState(key), device: device,
                                 attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "reason": value_json.reason | default(none), "texts": value_json.texts | default(none), "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
         return [message(.devicePhase(key), phase),
-                message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceAlert(key), device: device))]
+                message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceEvent(key), device: device))]
     }
 
     /// A state's indicators as numeric sensors (`state_class: measurement`) of one device per

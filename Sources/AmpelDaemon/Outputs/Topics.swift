@@ -23,6 +23,8 @@ public struct Topics: Sendable, Hashable {
 
     public func deviceState(_ key: String) -> String { "\(base)/device/\(key)/state" }
     public func deviceAlert(_ key: String) -> String { "\(base)/device/\(key)/alert" }
+    /// The device's alerts for Home Assistant's event entity (``Decision/HomeAssistantEvent``).
+    public func deviceEvent(_ key: String) -> String { "\(base)/device/\(key)/event" }
     public func districtState(_ ags: String) -> String { "\(base)/district/\(ags)/state" }
     public func districtPhase(_ ags: String) -> String { "\(base)/district/\(ags)/phase" }
     public func districtAlert(_ ags: String) -> String { "\(base)/district/\(ags)/alert" }

@@ -54,6 +54,9 @@ final class ActionExecutor {
     let announcementQoS: MQTTQoS
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Hands a publish over after a delay (a new device's alert for Home Assistant); the
+    /// daemon's runs on the transport from a task of its own.
+    var publishLater: (OutgoingMessage, Duration) -> Void
     /// Runs after an announced decision is journaled and before its first announcement is
     /// handed over: the one moment a crash test cannot hit from outside (``FaultInjection``).
     var afterJournaling: (() -> Void)?
@@ -81,6 +84,13 @@ final class ActionExecutor {
         self.webhooks = webhooks
         self.alertIDs = alertIDs
         self.announcementQoS = announcementQoS
+        publishLater = { [transport] message, delay in
+            Task {
+                try? await Task.sleep(for: delay)
+                // A stop in between closes the transport: the copy is dropped, as at a crash.
+                try? transport.enqueue(message, acknowledged: nil)
+            }
+        }
         self.logger = logger
         self.now = now
     }
@@ -125,6 +135,15 @@ final class ActionExecutor {
             announce(journaledMessage.message, id: journaledMessage.id)
             count(publish.kind)
             if publish.kind.isAlert { tally.alerts += 1 } else { tally.owntracksTransitions += 1 }
+        }
+        if let homeAssistant = announcement.homeAssistant, let alert = journaled.first, kinds.first?.isAlert == true {
+            var event = alert.message
+            event.topic = homeAssistant.topic
+            if homeAssistant.delay == .zero {
+                publish(event, kind: .homeAssistantEvent, republished: republished)
+            } else {
+                publishLater(event, homeAssistant.delay)
+            }
         }
         // The webhook bodies carry the alert's id, and it is their Idempotency-Key.
         if let alert = journaled.first {

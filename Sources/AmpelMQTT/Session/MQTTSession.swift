@@ -151,7 +151,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
                 if !filters.isEmpty { resubscribed.append((filters, mosquitto.subscribe(filters, qos: qos).rc)) }
             }
             for entry in established.offline {
-                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil, machine: &machine)
+                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil, machine: &machine, counted: true)
                 guard let waiter = entry.waiter else { continue }
                 if let refused {
                     failed.append((waiter, .mosquitto(refused, "publish to '\(entry.message.topic)' rejected")))
@@ -250,6 +250,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             let cancelled = Task.isCancelled
             switch machine.publish(message, token: token, waiter: cancelled ? nil : waiter) {
             case .queued:
+                handedOver()
                 return cancelled ? .queuedCancelled : .waiting
             case .offlineQueueFull:
                 return .failed(SessionErrors.offlineQueueFull(message.topic, limit: configuration.offlineQueueLimit))
@@ -342,8 +343,9 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     /// session's lock: `refused` is libmosquitto's code when it did not take it. `withWaiter`:
     /// somebody awaits the answer, so the network thread must note it (``possibleWaiters``,
     /// raised before the call that produces the answer).
+    /// `counted`: the message waited offline and is in ``unanswered`` already.
     func handOver(_ message: OutgoingMessage, withWaiter: Bool,
-                  machine: inout SessionStateMachine<AckWaiter, Waiter>) -> (refused: Int32?, mid: Int32) {
+                  machine: inout SessionStateMachine<AckWaiter, Waiter>, counted: Bool = false) -> (refused: Int32?, mid: Int32) {
         if withWaiter { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
         let (rc, mid) = mosquitto.publish(message)
         loop.wakeIfIdle()
@@ -351,14 +353,18 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         // queued and sends it after the reconnect.
         guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
             if withWaiter { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
+            if counted { publishesAnswered(1) }
             return (rc, mid)
         }
-        handedOver()
+        if !counted { handedOver() }
         if message.qos != .atMostOnce { machine.noteTopic(message.topic, mid: mid) }
         return (nil, mid)
     }
 
-    /// A QoS 1/2 publish is now libmosquitto's until the broker answers.
+    /// A QoS 1/2 publish is now libmosquitto's until the broker answers, or waits offline for
+    /// the connection (the producer that waits on ``unanswered`` is held back by those too: a
+    /// backlog handled while disconnected would otherwise fill the offline queue and lose
+    /// publishes beyond its limit).
     @inline(__always)
     func handedOver() {
         unansweredCount.add(1, ordering: .relaxed)
@@ -387,7 +393,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     }
 
     @inline(__always)
-    private func publishesAnswered(_ count: Int) {
+    func publishesAnswered(_ count: Int) {
         let left = unansweredCount.subtract(count, ordering: .relaxed).newValue
         let target = answersTarget.load(ordering: .relaxed)
         if target >= 0 && left <= target { releaseAnswersWaiter() }

@@ -17,6 +17,7 @@ CURLcode ampel_curl_set_data_callback(CURL *easy, CURLoption option, ampel_curl_
 
 CURLcode ampel_curl_get_long(CURL *easy, CURLINFO info, long *value);
 CURLcode ampel_curl_get_off(CURL *easy, CURLINFO info, curl_off_t *value);
+CURLcode ampel_curl_get_socket(CURL *easy, curl_socket_t *value);
 
 /* The easy handle and result of a CURLMSG_DONE message (a union member in C). */
 CURL *ampel_curl_message_handle(const CURLMsg *message);
