@@ -14,8 +14,9 @@ set -euo pipefail
 # chromium, chromium-driver: the status page's browser test (Tests/AmpelCLITests/PageBrowserTests.swift).
 # rabbitmq-server (3.10, MQTT 3.1.1 through its rabbitmq_mqtt plugin): the RabbitMQ end-to-end test, which starts a node of
 #   its own on free ports (Tests/AmpelTestSupport/RabbitMQBroker.swift, docs/deploy.md); the package's own service is not used.
+# lintian: the package check (scripts/package-check.sh).
 packages=(openssl python3-venv python3-jsonschema python3-prometheus-client
-  chromium chromium-driver nats-server rabbitmq-server)
+  chromium chromium-driver nats-server rabbitmq-server lintian)
 "$(dirname "$0")/install-base-deps.sh" "${packages[@]}"
 
 # Home Assistant core in a venv, for scripts/ha-validate.py (the discovery configs checked with
@@ -50,6 +51,31 @@ if [ ! -f "$ha_venv/.complete-running" ]; then
   touch "$ha_venv/.complete-running"
 fi
 
+# Home Assistant 2025.4.4, the newest that installs on Debian 12's machines, on Python 3.13 (it
+# needs >= 3.13; Debian 12 has 3.11): for the running Home Assistant test with both discovery
+# forms (Tests/AmpelCLITests/HomeAssistantRunningTests.swift). Made from AMPEL_PYTHON313, else
+# the machine image's pyenv build; without a Python 3.13 the test says so and skips that release.
+ha_new_version=2025.4.4
+ha_new_venv="${AMPEL_HA_VENV_2025:-$HOME/.cache/ampel/ha-venv-$ha_new_version}"
+python313="${AMPEL_PYTHON313:-/root/.pyenv/versions/3.13.0/bin/python3}"
+if [ ! -f "$ha_new_venv/.complete-running" ]; then
+  if [ -x "$python313" ]; then
+    echo "installing homeassistant==$ha_new_version and what it loads into $ha_new_venv" >&2
+    rm -rf "$ha_new_venv"
+    mkdir -p "$(dirname "$ha_new_venv")"
+    "$python313" -m venv "$ha_new_venv"
+    "$ha_new_venv/bin/pip" install --quiet "homeassistant==$ha_new_version"
+    ha_constraints="$("$ha_new_venv/bin/python" -c 'import homeassistant, os; print(os.path.dirname(homeassistant.__file__))')/package_constraints.txt"
+    # The requirements of the integrations a bare start loads (their manifests), as for 2024.3 above.
+    "$ha_new_venv/bin/pip" install --quiet -c "$ha_constraints" paho-mqtt==2.1.0 home-assistant-frontend==20250411.0 cronsim==2.6 \
+      securetar==2025.2.1 psutil-home-assistant==0.0.1 SQLAlchemy==2.0.39 fnv-hash-fast==1.4.0 PyTurboJPEG==1.7.5 hass-nabucasa==0.94.0
+    "$ha_new_venv/bin/python" -c "import homeassistant.components.mqtt.event, paho.mqtt.client, hass_frontend, sqlalchemy"
+    touch "$ha_new_venv/.complete" "$ha_new_venv/.complete-running"
+  else
+    echo "no Python 3.13 at $python313 (set AMPEL_PYTHON313): the Home Assistant $ha_new_version test will be skipped" >&2
+  fi
+fi
+
 # Selenium in a venv, for scripts/page-browser-check.py (the status page in headless Chromium,
 # docs/http.md). It drives Debian's chromium through chromium-driver, so nothing downloads a
 # browser. Cached like the Home Assistant venv; AMPEL_SELENIUM_VENV overrides the directory.
@@ -63,4 +89,10 @@ if [ ! -f "$selenium_venv/.complete" ]; then
   "$selenium_venv/bin/pip" install --quiet "selenium==$selenium_version"
   "$selenium_venv/bin/python" -c "import selenium.webdriver"
   touch "$selenium_venv/.complete"
+fi
+# axe-core (bundled in PyPI's axe-selenium-python) for the page's accessibility check.
+if [ ! -f "$selenium_venv/.complete-axe" ]; then
+  "$selenium_venv/bin/pip" install --quiet "axe-selenium-python==2.1.6"
+  "$selenium_venv/bin/python" -c "import axe_selenium_python"
+  touch "$selenium_venv/.complete-axe"
 fi

@@ -11,7 +11,10 @@ Used by Tests/AmpelCLITests/PageBrowserTests.swift, which runs the daemon and th
   4. reports what the test asserts on: the language of the page at --default-url (the page
      without ?lang=, in a browser set to British English), the rows of the --also-device
      devices, the bridge card's text, and at 390 px wide each table's widths against its
-     scroll container's and whether the phase and last-fix cells lie within it.
+     scroll container's and whether the phase and last-fix cells lie within it;
+  5. runs axe-core (PyPI's axe-selenium-python, the engine accessibility audits use) in light and
+     dark mode at 1280 and 390 px: any `serious` or `critical` violation fails, the others are
+     listed.
 Each finding is one line on stdout; the exit status is 0 only when all checks pass.
 
 With --data-check (the data badge, issue 30.3) it starts the browser first and prints BROWSER,
@@ -77,6 +80,29 @@ DATA_TEXTS = """
             bridge: bridge ? bridge.closest('section').innerText.replace(/\\s+/g, ' ').trim() : null,
             badgeClass: badge ? badge.className : null, polls: Number(document.body.dataset.polls || 0)};
 """
+
+
+def accessibility(driver):
+    """axe-core on the page as it is now, in light and dark mode at 1280 and 390 px: the
+    number of serious or critical violations (each printed with the elements it names)."""
+    from axe_selenium_python import Axe
+    axe = Axe(driver)
+    failures = 0
+    for mode in ("light", "dark"):
+        for width in (1280, 390):
+            scheme(driver, mode)
+            driver.set_window_size(width, 900)
+            axe.inject()
+            results = axe.run()
+            found = results["violations"]
+            say("axe", mode, width, json.dumps({v["id"]: v["impact"] for v in found}))
+            for violation in found:
+                if violation["impact"] in ("serious", "critical"):
+                    targets = [node["target"] for node in violation["nodes"][:5]]
+                    say("FAIL axe", mode, width, violation["id"], violation["impact"], violation["help"], json.dumps(targets))
+                    failures += 1
+    scheme(driver, "light")
+    return failures
 
 
 def data_texts(driver):
@@ -237,6 +263,7 @@ def main():
         if overflow > 1:
             say("FAIL narrow screen scrolls sideways by", overflow, "px")
             failures += 1
+        failures += accessibility(driver)
     finally:
         driver.quit()
     say("failures", failures)

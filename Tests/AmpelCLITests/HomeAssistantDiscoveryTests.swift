@@ -74,11 +74,12 @@ struct HomeAssistantDiscoveryTests {
             try await scene.fix("bob", at: RunCrashTests.altoetting, tst: 1000)
             try await scene.fix("bob", at: RunCrashTests.muenchen, tst: 1001)
             try await collector.wait("bob's alert into red and both devices' configs") { records in
-                records.contains { $0.topic == "ampel/device/bob/alert" && $0.payload.contains(#""to":"red""#) }
+                // The alert event reads the alert's copy for Home Assistant (`…/event`).
+                records.contains { $0.topic == "ampel/device/bob/event" && $0.payload.contains(#""to":"red""#) }
                     && records.contains { $0.topic == "homeassistant/event/ampel/device_alice/config" }
                     && records.contains { $0.topic == "homeassistant/sensor/ampel/device_bob/config" }
             }
-            let alerts = collector.records().filter { $0.topic.hasSuffix("/alert") }
+            let alerts = collector.records().filter { $0.topic.hasSuffix("/alert") || $0.topic.hasSuffix("/event") }
             let retained = try await Self.retained(broker)
             let configs = Self.configs(retained)
             // The bridge's 3, 3 per district of Bavaria, 2 per device.

@@ -15,40 +15,68 @@ import Testing
 ///
 /// Without the venv the test fails with the install command; `AMPEL_SKIP_HA=1` skips it
 /// (locally only: `.ci/run` unsets it).
-@Suite("A running Home Assistant 2024.3 shows Ampel's entities (built binary, real mosquitto, hass from the venv)", .serialized)
+@Suite("A running Home Assistant shows Ampel's entities (built binary, real mosquitto, hass from the venvs)", .serialized)
 struct HomeAssistantRunningTests {
-    static let venv = HomeAssistantDiscoveryTests.venv
-    /// `.complete-running` is written by scripts/install-deps.sh once the packages Home Assistant
-    /// needs to run (beyond its schemas) are in the venv.
-    static var venvReady: Bool { FileManager.default.fileExists(atPath: venv + "/.complete-running") }
+    /// A Home Assistant release to run, from its venv (`scripts/install-deps.sh` makes both).
+    struct Release: Sendable, CustomTestStringConvertible {
+        let version: String
+        let venv: String
+        /// Why this release cannot run here (no Python 3.13 for its venv), or nil.
+        var unavailable: String?
+        /// `homeassistant.discovery` at the first start, and at the restart after the kill.
+        var form = "entity"
+        var restartForm = "entity"
+        var testDescription: String {
+            "Home Assistant \(version), discovery \(form)" + (restartForm == form ? "" : ", then \(restartForm) after the restart")
+        }
+        /// `.complete-running` is written by scripts/install-deps.sh once the packages Home
+        /// Assistant needs to run (beyond its schemas) are in the venv.
+        var venvReady: Bool { FileManager.default.fileExists(atPath: venv + "/.complete-running") }
+    }
+
+    static let releases: [Release] = {
+        let environment = ProcessInfo.processInfo.environment
+        let newVenv = environment["AMPEL_HA_VENV_2025"] ?? NSHomeDirectory() + "/.cache/ampel/ha-venv-2025.4.4"
+        let python313 = environment["AMPEL_PYTHON313"] ?? "/root/.pyenv/versions/3.13.0/bin/python3"
+        let noPython = FileManager.default.fileExists(atPath: newVenv + "/.complete-running") || FileManager.default.isExecutableFile(atPath: python313)
+            ? nil : "no Python 3.13 at \(python313) to make Home Assistant 2025.4.4's venv (set AMPEL_PYTHON313)"
+        return [Release(version: "2024.3", venv: HomeAssistantDiscoveryTests.venv),
+                Release(version: "2025.4.4", venv: newVenv, unavailable: noPython),
+                Release(version: "2025.4.4", venv: newVenv, unavailable: noPython, form: "device", restartForm: "device"),
+                Release(version: "2025.4.4", venv: newVenv, unavailable: noPython, form: "entity", restartForm: "device")]
+    }()
     static var skipped: Bool { ProcessInfo.processInfo.environment["AMPEL_SKIP_HA"] == "1" }
 
     static let augsburg = (48.3705, 10.8978)  // 09761, SK Augsburg
     static let muenchen = (48.137, 11.575)    // 09162, SK München
 
-    @Test("München's phase and incidence sensors show the retained values, an OwnTracks device's phase follows it to Augsburg and its event records the alert, the bridge is connected; kill -9 makes every entity unavailable, a restart brings them back; no complaint in Home Assistant's log",
+    @Test("München's phase and incidence sensors show the retained values, an OwnTracks device's first sighting and its move to Augsburg are events, its phase follows it, the bridge is connected; kill -9 makes every entity unavailable, a restart brings them back; no complaint in Home Assistant's log",
           .disabled(if: skipped, "AMPEL_SKIP_HA=1: the test with a running Home Assistant is skipped"),
-          .timeLimit(.minutes(3)))
-    func entitiesFollowTheDaemon() async throws {
-        try #require(Self.venvReady, """
-            Home Assistant cannot run from \(Self.venv): run scripts/install-deps.sh, which installs
-            homeassistant==2024.3.* and the packages its MQTT and default integrations load into that venv
-            and writes \(Self.venv)/.complete-running (or set AMPEL_SKIP_HA=1 to skip this test locally)
+          .timeLimit(.minutes(3)), arguments: releases)
+    func entitiesFollowTheDaemon(_ release: Release) async throws {
+        if let unavailable = release.unavailable {
+            print("HomeAssistantRunningTests: \(release.version) skipped: \(unavailable)")
+            return
+        }
+        try #require(release.venvReady, """
+            Home Assistant \(release.version) cannot run from \(release.venv): run scripts/install-deps.sh, which installs
+            homeassistant==\(release.version) and the packages its MQTT and default integrations load into that venv
+            and writes \(release.venv)/.complete-running (or set AMPEL_SKIP_HA=1 to skip this test locally)
             """)
         let began = ContinuousClock.now
         var options = Scene.Options()
         // The discovery configs, to read the device's unique ids from what the daemon announced.
         options.topics = ["ampel/device/#", "ampel/district/#", "ampel/bridge/state", "homeassistant/+/ampel/+/config"]
         try await Scene.run(options) { scene in
-            let home = try HomeAssistant(directory: scene.dir.appendingPathComponent("homeassistant"), broker: scene.broker)
+            let home = try HomeAssistant(directory: scene.dir.appendingPathComponent("homeassistant"), broker: scene.broker, venv: release.venv)
             do {
                 let api = try await home.onboard()
-                try await Self.scenario(scene, api)
+                try await Self.scenario(scene, api, release)
                 try await home.stop(api)
                 try Self.expectQuietLog(home)
-                print("HomeAssistantRunningTests: took \(ContinuousClock.now - began)")
+                print("HomeAssistantRunningTests: \(release.version) took \(ContinuousClock.now - began)")
             } catch {
-                Attachment.record(home.log, named: "home-assistant.log")
+                Attachment.record(home.log, named: "home-assistant-\(release.version).log")
                 home.kill()
                 throw error
             }
@@ -56,9 +84,9 @@ struct HomeAssistantRunningTests {
     }
 
     /// Everything between Home Assistant's onboarding and its stop.
-    static func scenario(_ scene: Scene, _ api: HomeAssistantAPI) async throws {
+    static func scenario(_ scene: Scene, _ api: HomeAssistantAPI, _ release: Release) async throws {
         // A user adds Ampel to a Home Assistant that runs already: the configs arrive live.
-        try await scene.start()
+        try await scene.start(configuration: "homeassistant:\n  discovery: \(release.form)\n")
 
         // The bridge and SK München, found by the unique ids Ampel announces (docs/homeassistant.md).
         let ids = try await api.entityIDs(for: ["ampel_bridge_connectivity", "ampel_district_09162", "ampel_district_09162_incidence",
@@ -137,7 +165,7 @@ struct HomeAssistantRunningTests {
         print("HomeAssistantRunningTests: unavailable \(ContinuousClock.now - killed) after the kill")
 
         // A restart: all back, with the values they had.
-        try await scene.start()
+        try await scene.start(configuration: "homeassistant:\n  discovery: \(release.restartForm)\n")
         try await poll("every Ampel entity available again after the restart") {
             let states = try await api.states()
             let wrong: [String] = ampel.filter { states[$0] == nil || states[$0]?.state == "unavailable" }
@@ -148,13 +176,28 @@ struct HomeAssistantRunningTests {
             let back = wrong.isEmpty && shown == [phase, augsburgPhase, "on", augsburgPhase] && shownIncidence.flatMap(Double.init) == incidence
             return back ? .done(()) : .waiting("\(wrong.count) unavailable, \(shown), incidence \(String(describing: shownIncidence))")
         }
+        // The same entities, whatever the form: none new (a switch of form moves them over), and
+        // no config of the other form left retained.
+        #expect(try await api.ampelEntities() == ampel, "the entity registry after the restart")
         try await scene.stop()
+        let otherForm = release.restartForm == "device"
+            ? ["homeassistant/sensor/ampel/+/config", "homeassistant/event/ampel/+/config", "homeassistant/binary_sensor/ampel/+/config"]
+            : ["homeassistant/device/ampel/+/config"]
+        // `-W`: mosquitto_sub ends after 2 s without a message, with a status other than 0.
+        let (_, left) = try await ChildProcess.run("/usr/bin/mosquitto_sub", [
+            "-h", scene.broker.host, "-p", "\(scene.broker.port)", "-v", "--retained-only", "-W", "2",
+        ] + otherForm.flatMap { ["-t", $0] })
+        let retained = left.split(separator: "\n").filter { $0.hasPrefix("homeassistant/") }
+        #expect(retained.isEmpty, "configs of the other form still retained: \(retained.prefix(5))")
     }
 
     /// The `unique_id` of the config the daemon announced for `stateTopic`.
     static func announcedUniqueID(_ scene: Scene, stateTopic: String) async throws -> String {
         @Sendable func config(_ payload: String) -> String? {
-            Scene.Collector.field("state_topic", payload) as? String == stateTopic ? Scene.Collector.field("unique_id", payload) as? String : nil
+            guard let json = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else { return nil }
+            // A device config (`homeassistant.discovery: device`) has its entities as components.
+            let entities = (json["components"] as? [String: [String: Any]]).map { Array($0.values) } ?? [json]
+            return entities.first { $0["state_topic"] as? String == stateTopic }?["unique_id"] as? String
         }
         try await scene.collector.wait("the config of \(stateTopic)") { $0.contains { config($0.payload) != nil } }
         return try #require(scene.collector.records().lazy.compactMap { config($0.payload) }.first)
@@ -165,7 +208,8 @@ struct HomeAssistantRunningTests {
     /// engine, which have nothing to handle here but Ampel's configs. (Other warnings, such as
     /// `--skip-pip`'s, are Home Assistant's own.)
     static func expectQuietLog(_ home: HomeAssistant) throws {
-        let text = home.log.replacingOccurrences(of: home.directory.path, with: "<config>")
+        // The paths hold "ampel" (the test's directories, the venvs under ~/.cache/ampel).
+        let text = home.log.replacingOccurrences(of: home.directory.path, with: "<config>").replacingOccurrences(of: home.venv, with: "<venv>")
         var entries: [String] = []
         for line in text.split(separator: "\n") {
             // An entry starts with its date; a traceback's lines belong to the entry before.
@@ -209,6 +253,7 @@ func poll<T>(_ what: String, within limit: Duration = .seconds(60), every interv
 /// as the UI would have stored it.
 final class HomeAssistant: Sendable {
     let directory: URL
+    let venv: String
     let port: Int
     let process: ChildProcess
     private let guardProcess: ChildProcess?
@@ -222,8 +267,9 @@ final class HomeAssistant: Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("home-assistant.log"), encoding: .utf8)) ?? output.value
     }
 
-    init(directory: URL, broker: MosquittoBroker) throws {
+    init(directory: URL, broker: MosquittoBroker, venv: String) throws {
         self.directory = directory
+        self.venv = venv
         port = try MosquittoBroker.freeLoopbackPort()
         let storage = directory.appendingPathComponent(".storage")
         try FileManager.default.createDirectory(at: storage, withIntermediateDirectories: true)
@@ -262,7 +308,7 @@ final class HomeAssistant: Sendable {
         // --skip-pip: Home Assistant would otherwise install missing requirements from PyPI while
         // the test waits; install-deps.sh has put them into the venv.
         process = try ChildProcess(
-            HomeAssistantRunningTests.venv + "/bin/hass", ["--config", directory.path, "--skip-pip"], output: .discard,
+            venv + "/bin/hass", ["--config", directory.path, "--skip-pip"], output: .discard,
             errors: .read { data in output.update { $0 += String(decoding: data, as: UTF8.self) } },
             onExit: { status in ended.update { $0 = status } })
         // Killed with the test process even if that crashes.
@@ -365,7 +411,7 @@ struct HomeAssistantAPI {
 
     /// The entity registry's MQTT entries: unique id -> entity id.
     func registry() async throws -> [String: String] {
-        let (status, output) = try await ChildProcess.run(HomeAssistantRunningTests.venv + "/bin/python",
+        let (status, output) = try await ChildProcess.run(HomeAssistantDiscoveryTests.venv + "/bin/python",
                                                           [Self.script, baseURL, token, "config/entity_registry/list"])
         try #require(status.exitCode == 0, "ha-websocket.py: \(status) \(output)")
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]], "\(output.prefix(300))")

@@ -119,6 +119,10 @@ struct PageBrowserTests {
             #expect(status?.exitCode == 0, "\(text)")
             #expect(text.contains("paths 96"), "\(text)")
             #expect(!text.contains("FAIL"), "\(text)")
+            // axe-core ran in both modes at both widths (a serious or critical violation is a FAIL above).
+            for run in ["axe light 1280", "axe light 390", "axe dark 1280", "axe dark 390"] {
+                #expect(text.contains(run), "\(run) missing: \(text)")
+            }
             #expect(text.contains(#"device row ["alice/phone", "SK München""#), "\(text)")
 
             // Without ?lang= the page is in the configured language, not the browser's English.

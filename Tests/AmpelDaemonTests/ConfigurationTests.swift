@@ -42,6 +42,7 @@ struct ConfigurationTests {
         #expect(config.homeAssistant.discovery)
         #expect(config.homeAssistant.prefix == "homeassistant")
         #expect(config.homeAssistant.devices)
+        #expect(config.homeAssistant.form == .entity, "one config per entity, which every Home Assistant reads")
         #expect(config.notify.owntracks)
         #expect(config.notify.owntracksDevice == "ampel")
         #expect(config.baseTopic == "ampel")
@@ -129,6 +130,10 @@ struct ConfigurationTests {
         #expect(config.devices["alice/phone"] == .init(lang: .de, name: "Alice"))
         #expect(config.devices["car"] == .init())
         #expect(!config.homeAssistant.discovery)
+        for (value, on, form) in [("device", true, DiscoveryForm.device), ("entity", true, .entity), ("true", true, .entity), ("off", false, .entity)] {
+            let other = try load("homeassistant:\n  discovery: \(value)\n")
+            #expect(other.homeAssistant.discovery == on && other.homeAssistant.form == form, "\(value)")
+        }
         #expect(config.homeAssistant.prefix == "ha")
         #expect(!config.homeAssistant.devices)
         #expect(!config.notify.owntracks)

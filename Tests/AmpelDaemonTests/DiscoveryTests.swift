@@ -90,6 +90,28 @@ struct DiscoveryTests {
         #expect(districtsOnly.district(ags: "09162", name: "SK München").count == 3)
     }
 
+    @Test("device form: one config per Home Assistant device, its entities as components with their platforms and the same unique ids")
+    func deviceForm() throws {
+        let byDevice = Discovery(prefix: "homeassistant", topics: Topics(), version: "1.0", ruleSet: Fixtures.ruleSet, form: .device)
+        let district = byDevice.district(ags: "09162", name: "SK München")
+        #expect(district.map(\.topic) == ["homeassistant/device/ampel/district_09162/config"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(district[0].payload)) as? [String: Any])
+        #expect((json["device"] as? [String: Any])?["identifiers"] as? [String] == ["ampel_district_09162"])
+        #expect((json["origin"] as? [String: Any])?["name"] as? String == "ampel")
+        let components = try #require(json["components"] as? [String: [String: Any]])
+        #expect(Set(components.keys) == ["district_09162", "district_09162_incidence", "district_09162_alert"])
+        let single = try configs(discovery.district(ags: "09162", name: "SK München"))
+        for (id, component) in components {
+            #expect(component["device"] == nil && component["origin"] == nil, "the device config's own apply")
+            let same = try #require(single.values.first { $0["unique_id"] as? String == component["unique_id"] as? String }, "\(id)")
+            #expect(component["platform"] as? String == (id.hasSuffix("_alert") ? "event" : "sensor"))
+            #expect(component["state_topic"] as? String == same["state_topic"] as? String)
+            #expect(component["default_entity_id"] as? String == same["default_entity_id"] as? String)
+        }
+        #expect(byDevice.bridge().map(\.topic) == ["homeassistant/device/ampel/bridge/config"])
+        #expect(byDevice.device(key: "alice/phone", name: nil).count == 1)
+    }
+
     @Test("the bridge: connectivity from bridge/state (always available), data date and stale from bridge/info, all diagnostic")
     func bridge() throws {
         let configs = try self.configs(discovery.bridge())
@@ -148,6 +170,7 @@ struct DiscoveryRemovalTests {
     static let keys = ["a", "b/c", "d", "e", "f"]
     static let full = DiscoveryScope(prefix: "homeassistant", node: "ampel", devices: true)
     static let districtsOnly = DiscoveryScope(prefix: "homeassistant", node: "ampel", devices: false)
+    static let byDevice = DiscoveryScope(prefix: "homeassistant", node: "ampel", devices: true, form: .device)
 
     /// A state with five devices, as the last run left it.
     static let restored: PersistedState = {
@@ -157,10 +180,11 @@ struct DiscoveryRemovalTests {
         return engine.persisted
     }()
 
-    static func settings(devices: Bool?, prefix: String = "homeassistant", announced: [DiscoveryScope], batch: Int = 2) -> SignalEngine.Settings {
+    static func settings(devices: Bool?, prefix: String = "homeassistant", announced: [DiscoveryScope], batch: Int = 2,
+                         form: DiscoveryForm = .entity) -> SignalEngine.Settings {
         var settings = Fixtures.settings(discovery: devices != nil)
         if let devices {
-            settings.discovery = Discovery(prefix: prefix, topics: Topics(), version: "test", ruleSet: Fixtures.ruleSet, devices: devices)
+            settings.discovery = Discovery(prefix: prefix, topics: Topics(), version: "test", ruleSet: Fixtures.ruleSet, devices: devices, form: form)
         }
         settings.announcedDiscovery = announced
         settings.recoveryBatch = batch
@@ -275,17 +299,61 @@ struct DiscoveryRemovalTests {
         #expect(Self.removed(again).isEmpty)
     }
 
+    @Test("entity form to device form and back: each old config marked for migration, the new config, then the old one emptied, in that order; the same unique ids")
+    func formSwitched() throws {
+        for (from, to) in [(DiscoveryForm.entity, DiscoveryForm.device), (.device, .entity)] {
+            let old = from == .entity ? Self.full : Self.byDevice
+            let (_, actions) = Self.start(Self.settings(devices: true, announced: [old], form: to))
+            let published = actions.published.filter { $0.topic.hasPrefix("homeassistant/") }
+            let migrate = Array(#"{"migrate_discovery":true}"#.utf8)
+            let marked = published.enumerated().filter { $0.element.payload == migrate }
+            let emptied = published.enumerated().filter { $0.element.payload.isEmpty }
+            let configs = published.enumerated().filter { !$0.element.payload.isEmpty && $0.element.payload != migrate }
+            #expect(Set(marked.map(\.element.topic)) == Set(emptied.map(\.element.topic)), "\(from) -> \(to): every marked config is emptied")
+            #expect(marked.count == (from == .entity ? 3 + 96 * 3 + Self.keys.count * 2 : 1 + 96 + Self.keys.count))
+            #expect(configs.allSatisfy { $0.element.topic.contains("/device/") == (to == .device) })
+            // Per old topic: marked, then the new config of the same Home Assistant device, then emptied.
+            for (index, mark) in marked {
+                let object = mark.topic.split(separator: "/").dropLast().last.map(String.init) ?? ""
+                let group = object.hasPrefix("bridge") ? "bridge" : object.replacingOccurrences(of: "_incidence", with: "")
+                let new = try #require(configs.first { ($0.element.topic.split(separator: "/").dropLast().last ?? "").hasPrefix(group) },
+                                       "\(from) -> \(to): no new config for \(mark.topic)")
+                let empty = try #require(emptied.first { $0.element.topic == mark.topic })
+                #expect(index < new.offset && new.offset < empty.offset, "\(from) -> \(to): \(mark.topic) at \(index), new \(new.offset), emptied \(empty.offset)")
+            }
+            // The unique ids of the new form are the old form's.
+            func uniqueIDs(_ messages: [OutgoingMessage]) throws -> Set<String> {
+                var ids: Set<String> = []
+                for message in messages {
+                    let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
+                    if let components = json["components"] as? [String: [String: Any]] {
+                        ids.formUnion(components.values.compactMap { $0["unique_id"] as? String })
+                    } else if let id = json["unique_id"] as? String {
+                        ids.insert(id)
+                    }
+                }
+                return ids
+            }
+            let (_, before) = Self.start(Self.settings(devices: true, announced: [old], form: from))
+            #expect(try uniqueIDs(configs.map(\.element)) == uniqueIDs(before.published.filter { $0.topic.hasPrefix("homeassistant/") && !$0.payload.isEmpty }))
+            #expect(Self.records(actions).last?.scopes == [to == .device ? Self.byDevice : Self.full])
+        }
+    }
+
     @Test("what a scope leaves behind when the next run announces another")
     func leftBehind() {
-        #expect(Self.full.leftBehind(by: Self.full) == (false, false, false))
-        #expect(Self.full.leftBehind(by: Self.districtsOnly) == (false, true, false))
-        #expect(Self.districtsOnly.leftBehind(by: Self.full) == (false, false, false))
-        #expect(Self.full.leftBehind(by: nil) == (true, true, false))
-        #expect(Self.districtsOnly.leftBehind(by: nil) == (true, false, false))
-        #expect(Self.full.leftBehind(by: DiscoveryScope(prefix: "homeassistant", node: "signals", devices: true)) == (true, true, false))
+        #expect(Self.full.leftBehind(by: Self.full) == (false, false, false, false))
+        #expect(Self.full.leftBehind(by: Self.districtsOnly) == (false, true, false, false))
+        #expect(Self.districtsOnly.leftBehind(by: Self.full) == (false, false, false, false))
+        #expect(Self.full.leftBehind(by: nil) == (true, true, false, false))
+        #expect(Self.districtsOnly.leftBehind(by: nil) == (true, false, false, false))
+        #expect(Self.full.leftBehind(by: DiscoveryScope(prefix: "homeassistant", node: "signals", devices: true)) == (true, true, false, false))
         let hospital = DiscoveryScope(prefix: "homeassistant", node: "ampel", devices: true, states: true)
-        #expect(hospital.leftBehind(by: Self.full) == (false, false, true))
-        #expect(hospital.leftBehind(by: hospital) == (false, false, false))
+        #expect(hospital.leftBehind(by: Self.full) == (false, false, true, false))
+        #expect(hospital.leftBehind(by: hospital) == (false, false, false, false))
+        // The other form under the same prefix and node: everything, migrated.
+        #expect(Self.full.leftBehind(by: Self.byDevice) == (true, true, false, true))
+        #expect(Self.byDevice.leftBehind(by: Self.full) == (true, true, false, true))
     }
 }
 

@@ -54,7 +54,16 @@ extension DaemonConfiguration {
         if let m = try top.mapping("devices") { try readDevices(m) }
         if let m = try top.mapping("homeassistant") {
             try m.allow(["discovery", "devices", "prefix", "status_topic"])
-            if let v = m["discovery"] { homeAssistant.discovery = try v.bool() }
+            if let v = m["discovery"] {
+                (homeAssistant.discovery, homeAssistant.form) = try v.convert { (s) throws(ConfigurationError.Problem) in
+                    switch s.lowercased() {
+                    case "true", "yes", "on", "entity": return (true, .entity)
+                    case "device": return (true, .device)
+                    case "false", "no", "off": return (false, .entity)
+                    default: throw .init("'\(s)' is not entity, device, true or false (device: one config per device, Home Assistant 2024.11 and later)")
+                    }
+                }
+            }
             if let v = m["devices"] { homeAssistant.devices = try v.bool() }
             if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
             if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }

@@ -163,6 +163,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
 
     public struct HomeAssistantSettings: Sendable, Hashable {
         public var discovery = true
+        /// `homeassistant.discovery: device`: one config per Home Assistant device with its
+        /// entities as components (Home Assistant 2024.11 and later); `entity` (or `true`), the
+        /// default, one config per entity, which every release reads.
+        public var form: DiscoveryForm = .entity
         public var prefix = "homeassistant"
         /// Announce every device's entities too; `false` keeps it to the bridge and the
         /// districts (a Home Assistant restart then loads 300-odd entities, not one per device).

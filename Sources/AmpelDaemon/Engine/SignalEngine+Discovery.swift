@@ -36,10 +36,18 @@ extension SignalEngine {
         var removals: [Action] = []
         for old in announced where old != current {
             let left = old.leftBehind(by: current)
-            let names = DiscoveryTopics(prefix: old.prefix, node: old.node)
-            if left.districts { removals += names.removals(bridgeAndDistricts: districts).map { .publish($0, kind: .discovery) } }
-            if left.states { removals += names.removalsOfStates().map { .publish($0, kind: .discovery) } }
-            if left.devices, !retiringDevices.contains(names) { retiringDevices.append(names) }
+            let names = DiscoveryTopics(prefix: old.prefix, node: old.node, form: old.form)
+            var gone: [DiscoveryTopics.Entity] = []
+            if left.districts { gone += DiscoveryTopics.bridgeAndDistricts(districts) }
+            if left.states { gone += DiscoveryTopics.states }
+            if left.migrate {
+                // Marked now, emptied after this run's configs (``Event/start``).
+                removals += names.migrations(gone).map { .publish($0, kind: .discovery) }
+                migratedRemovals += names.removals(gone).map { .publish($0, kind: .discovery) }
+            } else {
+                removals += names.removals(gone).map { .publish($0, kind: .discovery) }
+            }
+            if left.devices, !retiringDevices.contains(where: { $0.names == names }) { retiringDevices.append((names, left.migrate)) }
         }
         guard !removals.isEmpty || !retiringDevices.isEmpty else {
             return announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)]

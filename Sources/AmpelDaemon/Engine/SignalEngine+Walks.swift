@@ -161,8 +161,16 @@ extension SignalEngine {
         var actions: [Action] = []
         for key in walk.nextBatch(settings.recoveryBatch) {
             if devices[key] != nil {
-                for names in retiringDevices { actions += names.removals(device: key).map { .publish($0, kind: .discovery) } }
+                let entities = DiscoveryTopics.device(key)
+                // A device's old configs go before its new ones; after a switch of form they are
+                // marked first and emptied once the new config has taken the entities over.
+                for retiring in retiringDevices {
+                    actions += (retiring.migrate ? retiring.names.migrations(entities) : retiring.names.removals(entities)).map { .publish($0, kind: .discovery) }
+                }
                 if walk.announce { actions += deviceDiscovery(key) }
+                for retiring in retiringDevices where retiring.migrate {
+                    actions += retiring.names.removals(entities).map { .publish($0, kind: .discovery) }
+                }
             }
             reevaluate(key, into: &actions, republish: shapePending != nil)
         }

@@ -37,8 +37,12 @@ public struct SignalEngine: Sendable {
     /// ``Settings/maxFixAge``), by the key's bytes as in ``DeviceTable``. Not persisted: a
     /// restart starts the dwell again with the next fix.
     var pending: [[UInt8]: PendingPhase] = [:]
-    /// The prefixes and nodes whose device entities the start's device walk removes.
-    var retiringDevices: [DiscoveryTopics] = []
+    /// The prefixes and nodes (and forms) whose device entities the start's device walk
+    /// removes; `migrate`: this run announces them in the other form (``DiscoveryScope/leftBehind(by:)``).
+    var retiringDevices: [(names: DiscoveryTopics, migrate: Bool)] = []
+    /// The removals of the old form's bridge, district and state configs, due right after
+    /// this run's configs have taken their entities over (a switch of `homeassistant.discovery`).
+    var migratedRemovals: [Action] = []
     /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
     var cardUsers: Set<String> = []
     /// The texts topic of each phase, by language and phase id; empty with texts in the states.
@@ -101,6 +105,8 @@ public struct SignalEngine: Sendable {
             actions += texts()
             actions += evaluateAll(initial: true, announce: true)
             actions += districtDiscovery()
+            actions += migratedRemovals
+            migratedRemovals = []
             actions += lamps(force: true)
             return actions + nextReevaluationBatch()
         case .fix(let fix, let place, let receivedAt):
@@ -160,7 +166,7 @@ public struct SignalEngine: Sendable {
             // The entities go before their state: Home Assistant, still subscribed, rendered the
             // emptied state with the entity's template ("'value_json' is undefined").
             if let discovery = settings.discovery, discovery.scope.devices {
-                actions += discovery.names.removals(device: key).map { .publish($0, kind: .discovery) }
+                actions += discovery.names.removals(DiscoveryTopics.device(key)).map { .publish($0, kind: .discovery) }
             }
             actions.append(.publish(OutgoingMessage(topic: settings.topics.deviceState(key), payload: [], qos: .atLeastOnce, retain: true), kind: .deviceState))
         }

@@ -9,8 +9,7 @@ import AmpelDomain
 /// The configs are retained, so Home Assistant finds them after its own restart, and re-sent
 /// when it announces `online` on its status topic (it may have lost them). Every entity but
 /// the bridge's connectivity is available only while `ampel/bridge/state` says `online`.
-/// Entities that go away get an empty retained config (``DiscoveryTopics/removals(device:)``
-/// and the others), which makes Home Assistant delete them and the broker drop the config.
+/// Entities that go away get an empty retained config (``DiscoveryTopics/removals(_:)``), which makes Home Assistant delete them and the broker drop the config.
 public struct Discovery: Sendable {
     public let topics: Topics
     public let version: String
@@ -22,12 +21,15 @@ public struct Discovery: Sendable {
 
     /// - Parameter devices: announce every device's entities too (`homeassistant.devices`);
     ///   without, only the bridge and the districts.
-    public init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet, devices: Bool = true) {
+    /// - Parameter form: one config per entity (every release of Home Assistant) or one per
+    ///   Home Assistant device with its entities as components (2024.11 and later).
+    public init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet, devices: Bool = true, form: DiscoveryForm = .entity) {
         self.topics = topics
         self.version = version
         self.options = ruleSet.phases.map { $0.id.id } + [OutsideMarker.id]
-        scope = DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: devices, states: ruleSet.readsStateIndicators)
-        names = DiscoveryTopics(prefix: prefix, node: scope.node)
+        scope = DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: devices, states: ruleSet.readsStateIndicators,
+                               form: form)
+        names = DiscoveryTopics(prefix: prefix, node: scope.node, form: form)
     }
 
     public var prefix: String { scope.prefix }
@@ -55,7 +57,7 @@ public struct Discovery: Sendable {
                            valueTemplate: "{{ 'ON' if value_json.stale else 'OFF' }}", device: device)
         stale.device_class = "problem"
         stale.entity_category = "diagnostic"
-        return [message(.bridgeConnectivity, connectivity), message(.bridgeDataDate, dataDate), message(.bridgeStale, stale)]
+        return messages(device, [(.bridgeConnectivity, connectivity), (.bridgeDataDate, dataDate), (.bridgeStale, stale)])
     }
 
     /// A district's phase sensor, incidence sensor and alert event.
@@ -71,8 +73,8 @@ public struct Discovery: Sendable {
         incidence.unit_of_measurement = Self.incidenceUnit
         incidence.suggested_display_precision = 1
         incidence.icon = "mdi:virus-outline"
-        return [message(.districtPhase(ags), phase), message(.districtIncidence(ags), incidence),
-                message(.districtAlert(ags), alertEvent(.districtAlert(ags), alertTopic: topics.districtAlert(ags), device: device))]
+        return messages(device, [(.districtPhase(ags), phase), (.districtIncidence(ags), incidence),
+                                 (.districtAlert(ags), alertEvent(.districtAlert(ags), alertTopic: topics.districtAlert(ags), device: device))])
     }
 
     /// A device's phase sensor and alert event; nothing when the devices are not announced.
@@ -82,8 +84,8 @@ public struct Discovery: Sendable {
                                          model: "Device", swVersion: version, via: names.bridgeDevice)
         let phase = phaseSensor(.devicePhase(key), stateTopic: topics.deviceState(key), device: device,
                                 attributes: #"{{ {"incidence": value_json.incidence, "data_date": value_json.dataDate, "stale": value_json.stale, "color": value_json.color, "title": value_json.title | default(none), "reason": value_json.reason | default(none), "texts": value_json.texts | default(none), "district": (value_json.district.name if value_json.district else none), "latitude": value_json.lat, "longitude": value_json.lon} | tojson }}"#)
-        return [message(.devicePhase(key), phase),
-                message(.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceEvent(key), device: device))]
+        return messages(device, [(.devicePhase(key), phase),
+                                 (.deviceAlert(key), alertEvent(.deviceAlert(key), alertTopic: topics.deviceEvent(key), device: device))])
     }
 
     /// A state's indicators as numeric sensors (`state_class: measurement`) of one device per
@@ -91,7 +93,7 @@ public struct Discovery: Sendable {
     public func state(_ report: StateReport, ruleSet: RuleSet) -> [OutgoingMessage] {
         let device = EntityConfig.Device(identifiers: ["\(names.node)_state_\(report.id)"], name: "Ampel \(report.name)",
                                          model: report.id == "00" ? "Country" : "State \(report.id)", swVersion: version, via: names.bridgeDevice)
-        return report.indicators.map { value in
+        return messages(device, report.indicators.map { value in
             let name = value.key.name.rawValue
             let entity = DiscoveryTopics.Entity.stateIndicator(report.id, name)
             var config = self.entity(entity, name: ruleSet.declaration(of: value.key).title(.en), stateTopic: topics.stateReport(report.id),
@@ -103,8 +105,8 @@ public struct Discovery: Sendable {
             config.icon = value.key.name == .icuCovidPatients ? "mdi:bed" : "mdi:hospital-building"
             config.json_attributes_topic = topics.stateReport(report.id)
             config.json_attributes_template = "{{ (value_json.indicators | selectattr('name', 'eq', '\(name)') | first) | tojson }}"
-            return message(entity, config)
-        }
+            return (entity, config)
+        })
     }
 
     /// What a state indicator counts.
@@ -146,9 +148,42 @@ public struct Discovery: Sendable {
                      availability: [.init(topic: topics.bridgeState)], device: device, origin: .init(sw_version: version))
     }
 
-    func message(_ entity: DiscoveryTopics.Entity, _ config: EntityConfig) -> OutgoingMessage {
-        OutgoingMessage(topic: names.topic(entity), payload: Encode.json(config), qos: .atLeastOnce, retain: true)
+    /// The configs of one Home Assistant device's entities: one each, or (device form) one
+    /// for the device with the entities as its components, keyed by their unique ids' object part.
+    func messages(_ device: EntityConfig.Device, _ entities: [(DiscoveryTopics.Entity, EntityConfig)]) -> [OutgoingMessage] {
+        guard let first = entities.first else { return [] }
+        switch scope.form {
+        case .entity:
+            return entities.map { OutgoingMessage(topic: names.topic($0.0), payload: Encode.json($0.1), qos: .atLeastOnce, retain: true) }
+        case .device:
+            var components: [String: EntityConfig] = [:]
+            for (entity, config) in entities {
+                var component = config
+                component.platform = entity.component
+                component.device = nil
+                component.origin = nil
+                components[entity.entityObject.unique] = component
+            }
+            let config = DeviceConfig(device: device, origin: .init(sw_version: version), components: components)
+            return [OutgoingMessage(topic: names.deviceTopic(first.0.group), payload: Encode.json(config), qos: .atLeastOnce, retain: true)]
+        }
     }
+}
+
+/// How the discovery configs are shaped (`homeassistant.discovery`).
+public enum DiscoveryForm: String, Codable, Sendable, Hashable {
+    /// `<prefix>/<platform>/<node>/<object>/config`, one per entity: every Home Assistant.
+    case entity
+    /// `<prefix>/device/<node>/<device>/config`, one per Home Assistant device with its
+    /// entities as `components`: Home Assistant 2024.11 and later, a third to half the messages.
+    case device
+}
+
+/// A device-based discovery config: the device, the origin and the entities as components.
+struct DeviceConfig: Encodable {
+    var device: EntityConfig.Device
+    var origin: EntityConfig.Origin
+    var components: [String: EntityConfig]
 }
 
 /// What one run announced: the discovery prefix, the node (from the base topic) and whether
@@ -161,15 +196,17 @@ public struct DiscoveryScope: Codable, Sendable, Hashable {
     public var devices: Bool
     /// Whether the states' indicator sensors were in it (under a set of state indicators).
     public var states: Bool
+    public var form: DiscoveryForm
 
-    public init(prefix: String, node: String, devices: Bool, states: Bool = false) {
+    public init(prefix: String, node: String, devices: Bool, states: Bool = false, form: DiscoveryForm = .entity) {
         self.prefix = prefix
         self.node = node
         self.devices = devices
         self.states = states
+        self.form = form
     }
 
-    private enum Keys: String, CodingKey { case prefix, node, devices, states }
+    private enum Keys: String, CodingKey { case prefix, node, devices, states, form }
 
     /// A scope file of a release before the state sensors has no `states`: none were announced.
     public init(from decoder: any Decoder) throws {
@@ -178,14 +215,22 @@ public struct DiscoveryScope: Codable, Sendable, Hashable {
         node = try c.decode(String.self, forKey: .node)
         devices = try c.decode(Bool.self, forKey: .devices)
         states = try c.decodeIfPresent(Bool.self, forKey: .states) ?? false
+        // A scope file of a release before the device form: one config per entity.
+        form = try c.decodeIfPresent(DiscoveryForm.self, forKey: .form) ?? .entity
     }
 
     /// What of `self` a run announcing `current` (`nil`: discovery off) leaves behind and
     /// must remove: everything when the prefix or node differ (or discovery is off), else the
     /// devices' entities when `current` no longer announces them.
-    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool, states: Bool) {
-        guard let current, current.prefix == prefix, current.node == node else { return (true, devices, states) }
-        return (false, devices && !current.devices, states && !current.states)
+    ///
+    /// Under the same prefix and node in the other form everything is left behind too, and
+    /// `migrate` is set: Home Assistant is to keep the entities (their ids and history) and
+    /// take them from the new configs, so the old ones are first marked
+    /// (``DiscoveryTopics/migrations(_:)``), and emptied only after the new ones.
+    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool, states: Bool, migrate: Bool) {
+        guard let current, current.prefix == prefix, current.node == node else { return (true, devices, states, false) }
+        if current.form != form { return (true, devices, states, true) }
+        return (false, devices && !current.devices, states && !current.states, false)
     }
 }
 
@@ -197,6 +242,15 @@ struct DiscoveryTopics: Sendable, Hashable {
         case devicePhase(String), deviceAlert(String)
         /// A state's (`00`: Germany's) indicator, by state id and indicator name.
         case stateIndicator(String, String)
+
+        var group: Group {
+            switch self {
+            case .bridgeConnectivity, .bridgeDataDate, .bridgeStale: .bridge
+            case .districtPhase(let ags), .districtIncidence(let ags), .districtAlert(let ags): .district(ags)
+            case .devicePhase(let key), .deviceAlert(let key): .device(key)
+            case .stateIndicator(let id, _): .state(id)
+            }
+        }
 
         /// Home Assistant's platform.
         var component: String {
@@ -232,36 +286,67 @@ struct DiscoveryTopics: Sendable, Hashable {
         }
     }
 
+    /// The Home Assistant device an entity belongs to, and its object id in a device config's topic.
+    enum Group: Hashable {
+        case bridge, district(String), device(String), state(String)
+
+        var object: String {
+            switch self {
+            case .bridge: "bridge"
+            case .district(let ags): "district_\(ags)"
+            case .device(let key): "device_\(DeviceKey.objectID(key))"
+            case .state(let id): "state_\(id)"
+            }
+        }
+    }
+
     let prefix: String
     let node: String
+    var form: DiscoveryForm = .entity
 
     /// The node id: the base topic made safe for Home Assistant.
     static func node(of topics: Topics) -> String { DeviceKey.objectID(topics.base) }
 
     func topic(_ entity: Entity) -> String { "\(prefix)/\(entity.component)/\(node)/\(entity.topicObject)/config" }
+    func deviceTopic(_ group: Group) -> String { "\(prefix)/device/\(node)/\(group.object)/config" }
+
+    /// The config topics of `entities` in this form, each once, in order.
+    func configTopics(_ entities: [Entity]) -> [String] {
+        guard form == .device else { return entities.map(topic) }
+        var seen: Set<String> = []
+        return entities.map { deviceTopic($0.group) }.filter { seen.insert($0).inserted }
+    }
     func uniqueID(_ entity: Entity) -> String { "\(node)_\(entity.entityObject.unique)" }
     /// Current Home Assistant's `default_entity_id` (`<platform>.<object id>`), which replaced `object_id`.
     func defaultEntityID(_ entity: Entity) -> String { "\(entity.component).\(node)_\(entity.entityObject.entity)" }
     var bridgeDevice: String { "\(node)_bridge" }
 
-    /// Empty retained configs: Home Assistant deletes the entity, the broker the config.
+    /// Empty retained configs: Home Assistant deletes the entity (one it migrated it keeps),
+    /// the broker the config.
     func removals(_ entities: [Entity]) -> [OutgoingMessage] {
-        entities.map { OutgoingMessage(topic: topic($0), payload: [], qos: .atLeastOnce, retain: true) }
+        configTopics(entities).map { OutgoingMessage(topic: $0, payload: [], qos: .atLeastOnce, retain: true) }
     }
 
-    func removals(bridgeAndDistricts districts: [String]) -> [OutgoingMessage] {
-        removals([.bridgeConnectivity, .bridgeDataDate, .bridgeStale] + districts.flatMap {
+    /// `{"migrate_discovery": true}` on the configs of `entities`: Home Assistant lets go of
+    /// them without deleting their entities, which the configs of the other form then take
+    /// over (by their unique ids). Retained, as a config is, until the removal after the new configs.
+    func migrations(_ entities: [Entity]) -> [OutgoingMessage] {
+        configTopics(entities).map { OutgoingMessage(topic: $0, text: #"{"migrate_discovery":true}"#, qos: .atLeastOnce, retain: true) }
+    }
+
+    static func bridgeAndDistricts(_ districts: [String]) -> [Entity] {
+        [.bridgeConnectivity, .bridgeDataDate, .bridgeStale] + districts.flatMap {
             [Entity.districtPhase($0), .districtIncidence($0), .districtAlert($0)]
-        })
+        }
     }
 
-    func removals(device key: String) -> [OutgoingMessage] { removals([.devicePhase(key), .deviceAlert(key)]) }
+    static func device(_ key: String) -> [Entity] { [.devicePhase(key), .deviceAlert(key)] }
 
     /// Every state sensor a run under a set of state indicators may have announced: Germany's
     /// and the 16 states', whichever region it had.
-    func removalsOfStates() -> [OutgoingMessage] {
+    static var states: [Entity] {
         let names = IndicatorDeclaration.known.keys.filter { $0.level == .state }.map(\.name.rawValue).sorted()
-        return removals(GermanState.ids.flatMap { id in names.map { Entity.stateIndicator(id, $0) } })
+        return GermanState.ids.flatMap { id in names.map { Entity.stateIndicator(id, $0) } }
     }
 }
 
@@ -312,7 +397,10 @@ struct EntityConfig: Encodable {
     var entity_category: String?
     var icon: String?
     var availability: [Availability]?
-    var device: Device
-    var origin: Origin
+    /// `nil` in a device config's components, which the device config's own apply to.
+    var device: Device?
+    var origin: Origin?
+    /// The platform, in a device config's components only.
+    var platform: String?
     var qos = 1
 }

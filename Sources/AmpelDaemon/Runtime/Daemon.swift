@@ -165,7 +165,8 @@ public actor AmpelDaemon: Service {
             alertExpiry: configuration.mqtt.protocolVersion == .v311 ? nil : configuration.alerts.expiry,
             lamps: configuration.lamps,
             discovery: homeAssistant.discovery
-                ? Discovery(prefix: homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet, devices: homeAssistant.devices) : nil,
+                ? Discovery(prefix: homeAssistant.prefix, topics: topics, version: version, ruleSet: ruleSet, devices: homeAssistant.devices,
+                            form: homeAssistant.form) : nil,
             announcedDiscovery: announcedDiscovery, publishedShape: publishedShape,
             owntracks: configuration.notify.owntracks ? OwnTracksNotices(deviceLevel: configuration.notify.owntracksDevice) : nil,
             maxFixAge: configuration.alerts.maxFixAge, maxAccuracy: configuration.inputs.maxAccuracy.map(Double.init),
