@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Ampel: device positions in, Corona traffic-light signals out.
-// The data path reads off the target list: core -> domain -> geo -> data -> MQTT -> daemon -> CLI.
+// The targets and how a location travels through them: docs/DESIGN.md, "Modules".
 
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),

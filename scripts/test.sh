@@ -23,7 +23,7 @@ status=0
 # daemon run in a second pass of their own: beside the other 70 CLI tests, each starting a debug
 # daemon, a 2-core machine ran them seconds past their limits (a daemon that logged nothing in
 # 30 s, a nats-server route that lagged, a page that loaded in 11 s).
-heavy='AmpelCLITests\.(RunClusterTests|PageBrowserTests|PageDataBadgeBrowserTests|HomeAssistantRunningTests|RunRabbitMQTests)\b'
+heavy='AmpelCLITests\.(RunClusterTests|PageBrowserTests|PageDataBadgeBrowserTests|HomeAssistantRunningTests|RunRabbitMQTests|RunFaultProxyTests|RunDiskFullTests)\b'
 passes=()
 for target in "${targets[@]}"; do
   if [ "$target" = AmpelCLITests ]; then

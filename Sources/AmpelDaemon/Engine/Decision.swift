@@ -61,7 +61,7 @@ public struct Decision: Sendable, Hashable {
 
     /// A device alert for Home Assistant's event entity, on a topic of its own
     /// (``Topics/deviceEvent(_:)``): Home Assistant subscribes to a new device's entities some
-    /// 100 ms after their discovery configs, so the first sighting's alert, sent with them,
+    /// 150 ms after their discovery configs, so the first sighting's alert, sent with them,
     /// would find no subscription. A new device's goes `delay` later; the alert itself goes at
     /// once for every other subscriber. Not journaled: a crash in the delay loses this copy only.
     public struct HomeAssistantEvent: Sendable, Hashable {

@@ -21,8 +21,9 @@ protocol MosquittoReceiver: AnyObject {
     func received(_ message: MQTTMessage)
 }
 
-/// The only place that calls libmosquitto: one `struct mosquitto`, configured once, and the
-/// calls the layers above need, each returning libmosquitto's code. No state, no threads, no
+/// Every call on the client handle: one `struct mosquitto`, configured once, and the calls the
+/// layers above need, each returning libmosquitto's code (the library-wide calls, init, version
+/// and error texts, are in `MosquittoLibrary` and `MQTTError`). No state, no threads, no
 /// decisions (those are ``SessionStateMachine``'s and ``NetworkLoop``'s), the way
 /// swift-kafka-client keeps librdkafka behind `RDKafkaClient`.
 ///
