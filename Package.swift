@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "AmpelData",
             dependencies: [
-                "AmpelDomain", "CAmpelCurl",
+                "AmpelCore", "AmpelDomain", "CAmpelCurl",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Resources/rki"), .copy("Resources/indicators")],
@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "AmpelMQTT",
             dependencies: [
-                "CMosquitto", "CAmpelLinux",
+                "AmpelCore", "CMosquitto", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -142,7 +142,7 @@ let package = Package(
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelMQTT", "AmpelTestSupport", "CAmpelLinux"]),
+        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelCore", "AmpelMQTT", "AmpelTestSupport", "CAmpelLinux"]),
         // Test-only: a client process the MQTT tests can kill -9 (Last Will).
         .executableTarget(
             name: "ampel-mqtt-probe",

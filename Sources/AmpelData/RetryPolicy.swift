@@ -1,3 +1,5 @@
+import AmpelCore
+
 /// How often and after which pause a failed request is tried again.
 ///
 /// Transient failures (network errors, timeouts, HTTP 408/429/5xx) are retried with
@@ -10,16 +12,15 @@
 public struct RetryPolicy: Sendable {
     /// Attempts per request, the first included; `1` means no retry.
     public var maxAttempts: Int
-    /// The pause before the first retry; doubled before each further one.
-    public var baseDelay: Duration
-    /// The longest pause, whatever the attempt.
-    public var maxDelay: Duration
-    /// The share of each pause that is random, `0...1`: `0.5` waits between 50 % and 100 %
-    /// of the exponential delay.
-    public var jitter: Double
+    /// The pauses between them.
+    public var backoff: Backoff
     /// Waits for a pause; throws `CancellationError` when the task is cancelled.
     public var sleep: @Sendable (Duration) async throws -> Void
 
+    /// - Parameters:
+    ///   - baseDelay: the pause before the first retry; doubled before each further one.
+    ///   - maxDelay: the longest pause, whatever the attempt.
+    ///   - jitter: the share of each pause that is random, `0...1` (``Backoff/jitter``).
     public init(
         maxAttempts: Int = 4,
         baseDelay: Duration = .seconds(2),
@@ -28,9 +29,7 @@ public struct RetryPolicy: Sendable {
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.maxAttempts = max(1, maxAttempts)
-        self.baseDelay = baseDelay
-        self.maxDelay = maxDelay
-        self.jitter = min(1, max(0, jitter))
+        self.backoff = Backoff(minimum: baseDelay, maximum: maxDelay, jitter: jitter)
         self.sleep = sleep
     }
 
@@ -45,11 +44,7 @@ public struct RetryPolicy: Sendable {
     /// - Parameter random: a number in `0..<1`; the pause is the exponential delay shortened
     ///   by `jitter * random` of it.
     public func delay(beforeRetry retry: Int, random: Double) -> Duration {
-        let exponent = max(0, min(retry - 1, 30))
-        var delay = baseDelay * (1 << exponent)
-        if delay > maxDelay || delay < .zero { delay = maxDelay }
-        let factor = 1 - jitter * min(max(random, 0), 1)
-        return delay * factor
+        backoff.delay(attempt: retry, random: random)
     }
 
     /// The pause before retry number `retry`, with fresh randomness.

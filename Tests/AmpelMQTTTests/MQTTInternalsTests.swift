@@ -1,3 +1,4 @@
+import AmpelCore
 import Testing
 
 @testable import AmpelMQTT
@@ -5,15 +6,15 @@ import Testing
 @Suite("Backoff, configuration checks, acknowledgement table")
 struct MQTTInternalsTests {
     @Test func backoffDoublesAndIsBounded() {
-        let backoff = MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(5))
-        #expect(backoff.delay(attempt: 1, jitter: 1) == .milliseconds(100))
-        #expect(backoff.delay(attempt: 2, jitter: 1) == .milliseconds(200))
-        #expect(backoff.delay(attempt: 4, jitter: 1) == .milliseconds(800))
-        #expect(backoff.delay(attempt: 10, jitter: 1) == .seconds(5))
-        #expect(backoff.delay(attempt: 10_000, jitter: 1) == .seconds(5))
-        #expect(backoff.delay(attempt: 1, jitter: 0.5) == .milliseconds(50))
+        let backoff = Backoff(minimum: .milliseconds(100), maximum: .seconds(5))
+        #expect(backoff.delay(attempt: 1, random: 0) == .milliseconds(100))
+        #expect(backoff.delay(attempt: 2, random: 0) == .milliseconds(200))
+        #expect(backoff.delay(attempt: 4, random: 0) == .milliseconds(800))
+        #expect(backoff.delay(attempt: 10, random: 0) == .seconds(5))
+        #expect(backoff.delay(attempt: 10_000, random: 0) == .seconds(5))
+        #expect(backoff.delay(attempt: 1, random: 1) == .milliseconds(50))
         for attempt in 1...100 {
-            let delay = backoff.delay(attempt: attempt, jitter: Double.random(in: 0...2))
+            let delay = backoff.delay(attempt: attempt, random: Double.random(in: -1...2))
             #expect(delay >= .milliseconds(50) && delay <= .seconds(5))
         }
     }

@@ -1,3 +1,4 @@
+import AmpelCore
 import AmpelMQTT
 import Testing
 
@@ -10,7 +11,7 @@ struct SessionStateMachineTests {
     typealias Machine = SessionStateMachine<String, String>
 
     private func machine(offlineLimit: Int = 100) -> Machine {
-        Machine(backoff: MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: offlineLimit)
+        Machine(backoff: Backoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: offlineLimit)
     }
 
     private func message(_ topic: String, qos: MQTTQoS = .atLeastOnce) -> OutgoingMessage {
@@ -90,7 +91,7 @@ struct SessionStateMachineTests {
     @Test func aLostConnectionForgetsTheUnwrittenQoS0Publishes() {
         var machine = connected()
         machine.sentAtMostOnce(mid: 4)
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.unwrittenAtMostOnceCount == 0)
         _ = machine.connectionEstablished(sessionPresent: true)
         #expect(machine.publishDone(mid: 4) == true)
@@ -99,7 +100,7 @@ struct SessionStateMachineTests {
     @Test func aLostConnectionReconnectsWithGrowingBackoffAndKeepsTheWaiters() {
         var machine = connected()
         machine.sent(mid: 3, token: 1, waiter: "in flight")
-        guard case .reconnect(let first, let reason, _) = machine.connectionEnded(lost, jitter: 1) else {
+        guard case .reconnect(let first, let reason, _) = machine.connectionEnded(lost, random: 0) else {
             Issue.record("no reconnect after a loss"); return
         }
         #expect(first == .milliseconds(100))
@@ -108,7 +109,7 @@ struct SessionStateMachineTests {
         // Failed attempts double the delay up to the bound, and report no second loss.
         var delays: [Duration] = []
         for _ in 0..<5 {
-            guard case .reconnect(let delay, let reason, _) = machine.connectionEnded(lost, jitter: 1) else {
+            guard case .reconnect(let delay, let reason, _) = machine.connectionEnded(lost, random: 0) else {
                 Issue.record("gave up reconnecting"); return
             }
             #expect(reason == nil)
@@ -116,7 +117,7 @@ struct SessionStateMachineTests {
         }
         #expect(delays == [.milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
         // Jitter scales the delay down, never below half.
-        guard case .reconnect(let jittered, _, _) = machine.connectionEnded(lost, jitter: 0.5) else { Issue.record("stopped"); return }
+        guard case .reconnect(let jittered, _, _) = machine.connectionEnded(lost, random: 1) else { Issue.record("stopped"); return }
         #expect(jittered == .milliseconds(500))
         // Publishes wait offline; the message sent before the loss still finds its waiter
         // (libmosquitto resends it with the same id on the new connection).
@@ -127,7 +128,7 @@ struct SessionStateMachineTests {
         #expect(established?.offline.map(\.message.topic) == ["offline"])
         #expect(machine.answered(mid: 3) == "in flight")
         // After a reconnect the backoff starts from the minimum again.
-        guard case .reconnect(let again, _, _) = machine.connectionEnded(lost, jitter: 1) else { Issue.record("stopped"); return }
+        guard case .reconnect(let again, _, _) = machine.connectionEnded(lost, random: 0) else { Issue.record("stopped"); return }
         #expect(again == .milliseconds(100))
     }
 
@@ -135,27 +136,27 @@ struct SessionStateMachineTests {
         var machine = connected(["a/#", "b/+"])
         machine.subscribed([.init(filter: "a/#", qos: .atMostOnce)])  // re-subscribed with another QoS
         machine.unsubscribed(["b/+"])
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.connectionEstablished(sessionPresent: true)?.resubscribe == [])
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.connectionEstablished(sessionPresent: false)?.resubscribe == [.init(filter: "a/#", qos: .atMostOnce)])
     }
 
     @Test func theOfflineQueueIsBoundedAndAcceptsAgainOnceFlushed() {
         var machine = connected(offlineLimit: 2)
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.publish(message("1"), token: 1, waiter: "1") == .queued)
         #expect(machine.publish(message("2"), token: 2, waiter: nil) == .queued)
         #expect(machine.publish(message("3"), token: 3, waiter: "3") == .offlineQueueFull)
         #expect(machine.offlineCount == 2)
         #expect(machine.connectionEstablished(sessionPresent: true)?.offline.map(\.message.topic) == ["1", "2"])
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.publish(message("4"), token: 4, waiter: nil) == .queued)
     }
 
     @Test func cancellingEndsTheWaitButNotTheDelivery() {
         var machine = connected()
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         #expect(machine.publish(message("queued"), token: 1, waiter: "queued") == .queued)
         // Waiting offline: the wait ends (no message id yet), the message stays queued.
         let queued = machine.cancel(token: 1)
@@ -175,7 +176,7 @@ struct SessionStateMachineTests {
     @Test func aFailedFirstConnectReportsToTheCallerAndAllowsAnotherConnect() {
         var machine = machine()
         _ = machine.connect("caller")
-        guard case .stop(let failed, let reason) = machine.connectionEnded(lost, jitter: 1) else {
+        guard case .stop(let failed, let reason) = machine.connectionEnded(lost, random: 0) else {
             Issue.record("retried a first connect"); return
         }
         #expect(failed?.0 == "caller" && failed?.1 == lost)
@@ -192,7 +193,7 @@ struct SessionStateMachineTests {
         #expect(machine.publish(message("late"), token: 2, waiter: "late") == .closed)
         #expect(machine.requestDecision == .closed)
         guard case .wait = machine.disconnect("second stopper") else { Issue.record("second disconnect not waiting"); return }
-        guard case .stop(nil, let reason) = machine.connectionEnded(SessionErrors.requestedDisconnect, jitter: 1) else {
+        guard case .stop(nil, let reason) = machine.connectionEnded(SessionErrors.requestedDisconnect, random: 0) else {
             Issue.record("reconnected while closing"); return
         }
         #expect(reason == SessionErrors.requestedDisconnect)  // the connection was up: report its end
@@ -205,10 +206,10 @@ struct SessionStateMachineTests {
 
     @Test func disconnectWhileReconnectingFailsTheQueuedPublishes() {
         var machine = connected()
-        _ = machine.connectionEnded(lost, jitter: 1)
+        _ = machine.connectionEnded(lost, random: 0)
         _ = machine.publish(message("q"), token: 1, waiter: "queued")
         guard case .stopNetworkThread = machine.disconnect(nil) else { Issue.record("thread not stopped"); return }
-        guard case .stop(nil, nil) = machine.connectionEnded(lost, jitter: 1) else { Issue.record("not stopped"); return }
+        guard case .stop(nil, nil) = machine.connectionEnded(lost, random: 0) else { Issue.record("not stopped"); return }
         #expect(machine.networkThreadExited()?.failed == ["queued"])
     }
 
@@ -216,7 +217,7 @@ struct SessionStateMachineTests {
         var machine = machine()
         _ = machine.connect("caller")
         guard case .stopNetworkThread = machine.disconnect("stopper") else { Issue.record("thread not stopped"); return }
-        guard case .stop(let failed, nil) = machine.connectionEnded(lost, jitter: 1) else { Issue.record("not stopped"); return }
+        guard case .stop(let failed, nil) = machine.connectionEnded(lost, random: 0) else { Issue.record("not stopped"); return }
         #expect(failed?.0 == "caller" && failed?.1 == SessionErrors.closed)
         #expect(machine.networkThreadExited()?.exitWaiters == ["stopper"])
     }
@@ -242,11 +243,11 @@ struct SessionStateMachineTests {
             ("connect", { _ = $0.connect("c") }),
             ("CONNACK", { _ = $0.connectionEstablished(sessionPresent: false) }),
             ("publish", { _ = $0.publish(OutgoingMessage(topic: "t", payload: [], qos: .atLeastOnce, retain: false), token: 1, waiter: "w") }),
-            ("loss", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
-            ("failed attempt", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), jitter: 1) }),
+            ("loss", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), random: 0) }),
+            ("failed attempt", { _ = $0.connectionEnded(MQTTError(code: .connectionLost, message: "lost"), random: 0) }),
             ("CONNACK again", { _ = $0.connectionEstablished(sessionPresent: true) }),
             ("disconnect", { _ = $0.disconnect("d") }),
-            ("ended", { _ = $0.connectionEnded(SessionErrors.requestedDisconnect, jitter: 1) }),
+            ("ended", { _ = $0.connectionEnded(SessionErrors.requestedDisconnect, random: 0) }),
             ("exited", { _ = $0.networkThreadExited() }),
         ]
         steps.insert(("before connect", { _ = $0.answered(mid: 1) }), at: 0)
@@ -265,7 +266,7 @@ struct SessionStateMachineTests {
         #expect(established?.connectWaiter == "caller")
         #expect(established?.offline.isEmpty == true)
         #expect(!machine.isConnected)
-        guard case .stop(nil, let reason) = machine.connectionEnded(SessionErrors.requestedDisconnect, jitter: 1) else {
+        guard case .stop(nil, let reason) = machine.connectionEnded(SessionErrors.requestedDisconnect, random: 0) else {
             Issue.record("not stopped"); return
         }
         #expect(reason == SessionErrors.requestedDisconnect)
@@ -275,12 +276,12 @@ struct SessionStateMachineTests {
     // MARK: - A list of brokers (the nodes of one cluster)
 
     private func cluster(_ count: Int) -> Machine {
-        Machine(backoff: MQTTBackoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: 100, brokerCount: count)
+        Machine(backoff: Backoff(minimum: .milliseconds(100), maximum: .seconds(1)), offlineLimit: 100, brokerCount: count)
     }
 
     /// The broker the machine names next, and the delay before it; nil when it stops.
     private func next(_ machine: inout Machine) -> (broker: Int, delay: Duration)? {
-        guard case .reconnect(let delay, _, let broker) = machine.connectionEnded(lost, jitter: 1) else { return nil }
+        guard case .reconnect(let delay, _, let broker) = machine.connectionEnded(lost, random: 0) else { return nil }
         return (broker, delay)
     }
 
@@ -288,12 +289,12 @@ struct SessionStateMachineTests {
         var machine = cluster(3)
         _ = machine.connect("connect")
         #expect(next(&machine)?.broker == 1)
-        guard case .reconnect(let delay, let lostConnection, 2) = machine.connectionEnded(lost, jitter: 1) else {
+        guard case .reconnect(let delay, let lostConnection, 2) = machine.connectionEnded(lost, random: 0) else {
             Issue.record("the third broker was not tried"); return
         }
         #expect(delay == .zero)
         #expect(lostConnection == nil)
-        guard case .stop(let failed, _) = machine.connectionEnded(lost, jitter: 1) else {
+        guard case .stop(let failed, _) = machine.connectionEnded(lost, random: 0) else {
             Issue.record("went on after the last broker"); return
         }
         #expect(failed?.0 == "connect")

@@ -234,10 +234,10 @@ extension AmpelDaemon {
     /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s
     /// doubling to 30 s, with jitter); `false` when a shutdown came first.
     func connect() async throws -> Bool {
-        let backoff = MQTTBackoff(minimum: .milliseconds(500), maximum: .seconds(30))
+        let backoff = Backoff(minimum: .milliseconds(500), maximum: .seconds(30))
         var attempt = 1
         while true {
-            let delay = backoff.delay(attempt: attempt, jitter: Double.random(in: 0.5...1.0))
+            let delay = backoff.delay(attempt: attempt, random: Double.random(in: 0..<1))
             do {
                 try await transport.connectToBroker()
                 logger.info("connected", metadata: ["broker": "\(configuration.broker)", "clientID": "\(configuration.mqtt.clientID)"])

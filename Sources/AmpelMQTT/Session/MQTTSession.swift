@@ -1,3 +1,4 @@
+import AmpelCore
 import Logging
 import Synchronization
 
@@ -93,7 +94,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         mosquitto = MosquittoClient(configuration: configuration)
         machine = Mutex(
             SessionStateMachine(
-                backoff: MQTTBackoff(minimum: configuration.reconnectMinDelay, maximum: configuration.reconnectMaxDelay),
+                backoff: Backoff(minimum: configuration.reconnectMinDelay, maximum: configuration.reconnectMaxDelay),
                 offlineLimit: configuration.offlineQueueLimit, brokerCount: configuration.endpoints.count))
         let policy: AsyncStream<MQTTMessage>.Continuation.BufferingPolicy =
             switch configuration.overflowPolicy {
@@ -185,7 +186,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     func connectionEnded(_ error: MQTTError) -> (delay: Duration, broker: MQTTConfiguration.Endpoint)? {
         let decision = machine.withLock { machine in
             defer { unwrittenAtMostOnce.store(machine.unwrittenAtMostOnceCount, ordering: .sequentiallyConsistent) }
-            return machine.connectionEnded(error, jitter: Double.random(in: 0.5...1.0))
+            return machine.connectionEnded(error, random: Double.random(in: 0..<1))
         }
         switch decision {
         case .reconnect(let delay, let lost, let index):

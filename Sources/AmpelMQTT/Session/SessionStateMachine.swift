@@ -1,3 +1,5 @@
+import AmpelCore
+
 /// The decisions of one MQTT client session, without I/O: what to do with a publish, an answer,
 /// a lost connection, a stop.
 ///
@@ -84,14 +86,14 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// The `connected` phase as a plain flag, set by the transitions into and out of it: every
     /// publish asks this first, and a flag costs no look at the enum's payload.
     private(set) var isConnected = false
-    let backoff: MQTTBackoff
+    let backoff: Backoff
     /// Publishes kept while offline, at most; more are refused.
     let offlineLimit: Int
     /// How many brokers the configuration lists (nodes of one cluster): attempts go through
-    /// them in order, see ``connectionEnded(_:jitter:)``.
+    /// them in order, see ``connectionEnded(_:random:)``.
     let brokerCount: Int
 
-    init(backoff: MQTTBackoff, offlineLimit: Int, brokerCount: Int = 1) {
+    init(backoff: Backoff, offlineLimit: Int, brokerCount: Int = 1) {
         self.backoff = backoff
         self.offlineLimit = offlineLimit
         self.brokerCount = max(brokerCount, 1)
@@ -185,8 +187,9 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         case stop(failedConnect: (Waiter, MQTTError)?, lost: MQTTError?)
     }
 
-    /// A connection ended or an attempt failed, with `error` as the reason. `jitter` (0.5...1)
-    /// scales the backoff delay; the caller draws it so that the decision stays repeatable.
+    /// A connection ended or an attempt failed, with `error` as the reason. `random` (`0..<1`)
+    /// is the backoff's random share (``Backoff/delay(attempt:random:)``); the caller draws it so
+    /// that the decision stays repeatable.
     ///
     /// With several brokers (nodes of one cluster, which share the session): the first
     /// `connect()` tries them in order without delay and fails only when none answered; after a
@@ -196,7 +199,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     /// leaders for a few seconds after losing a node would otherwise push the attempt that
     /// finds it ready out by the sum of a growing series (14.6 s seen with three nodes, 0.4 s
     /// when the first attempt came after the election).
-    mutating func connectionEnded(_ error: MQTTError, jitter: Double) -> AfterConnection {
+    mutating func connectionEnded(_ error: MQTTError, random: Double) -> AfterConnection {
         switch state {
         case .connecting(var session, let waiter):
             if session.broker + 1 < brokerCount {
@@ -212,12 +215,12 @@ struct SessionStateMachine<AckWaiter, Waiter> {
             session.broker = (session.broker + 1) % brokerCount
             state = .reconnecting(session, failedAttempts: 1)
             isConnected = false
-            return .reconnect(after: backoff.delay(attempt: 1, jitter: jitter), lost: error, broker: session.broker)
+            return .reconnect(after: backoff.delay(attempt: 1, random: random), lost: error, broker: session.broker)
         case .reconnecting(var session, let failedAttempts):
             session.broker = (session.broker + 1) % brokerCount
             state = .reconnecting(session, failedAttempts: failedAttempts + 1)
             let round = failedAttempts / brokerCount + 1
-            return .reconnect(after: backoff.delay(attempt: round, jitter: jitter), lost: nil, broker: session.broker)
+            return .reconnect(after: backoff.delay(attempt: round, random: random), lost: nil, broker: session.broker)
         case .closing(let session, let connectWaiter, let exitWaiters, let connectionUp):
             state = .closing(session, connectWaiter: nil, exitWaiters: exitWaiters, connectionUp: false)
             return .stop(
