@@ -154,53 +154,10 @@ public final class MQTTClient: Sendable {
     /// ``enqueue(topic:payload:qos:retain:messageExpiry:acknowledged:)`` for a message as the
     /// daemon makes it: handed to libmosquitto as it is.
     ///
-    /// The daemon's hot path: done here, in one call from the caller to libmosquitto, under the
-    /// session's lock, with the state machine asked on the way.
+    /// The daemon's hot path: the session asks its state machine and hands the message to
+    /// libmosquitto under its lock (``MQTTSession/enqueue(_:acknowledged:)``).
     public func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)? = nil) throws(MQTTError) {
-        let session = self.session
-        try session.checkExpiry(message)
-        let topic = message.topic
-        if message.qos == .atMostOnce {
-            try session.sendQoS0(message)
-            acknowledged?(nil)
-            return
-        }
-        if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
-        enum Outcome { case handedOver, refused(Int32), full, closed }
-        let waiter = acknowledged.map { callback in
-            MQTTSession.AckWaiter.callback { result in callback(MQTTSession.failure(of: result, topic: topic)) }
-        }
-        let token = waiter == nil ? 0 : session.nextToken.add(1, ordering: .relaxed).newValue
-        let outcome: Outcome = session.machine.withLock { machine in
-            switch machine.publish(message, token: token, waiter: waiter) {
-            case .queued:
-                session.handedOver()
-                return .handedOver
-            case .offlineQueueFull: return .full
-            case .closed: return .closed
-            case .send:
-                // `MQTTSession.handOver` written out: called here, it would be a hand-over to
-                // another type on the way to libmosquitto (docs/DESIGN.md, "How a location travels").
-                if waiter != nil { session.possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
-                let (rc, mid) = session.mosquitto.publish(message)
-                session.loop.wakeIfIdle()
-                // MOSQ_ERR_NO_CONN: libmosquitto keeps a QoS 1 message for the reconnect.
-                guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
-                    if waiter != nil { session.possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
-                    return .refused(rc)
-                }
-                session.handedOver()
-                machine.noteTopic(topic, mid: mid)
-                if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
-                return .handedOver
-            }
-        }
-        switch outcome {
-        case .handedOver: session.sentCount.add(1, ordering: .relaxed)
-        case .refused(let rc): throw session.publishFailure(rc, topic: topic, qos: message.qos)
-        case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
-        case .closed: throw SessionErrors.closed
-        }
+        try session.enqueue(message, acknowledged: acknowledged)
     }
 
     /// Stops reading from the broker's socket (and so acknowledging its messages) until
@@ -209,12 +166,12 @@ public final class MQTTClient: Sendable {
     /// connection's other work (sending, keep-alive) goes on; the answers to publishes made
     /// meanwhile are read only after the resume.
     public func pauseReading() {
-        session.loop.setReading(false)
+        session.setReading(false)
     }
 
     /// Reads from the socket again after ``pauseReading()``.
     public func resumeReading() {
-        session.loop.setReading(true)
+        session.setReading(true)
     }
 
     /// Disconnects cleanly and stops the network thread.
