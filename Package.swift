@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "AmpelLamp", targets: ["AmpelLamp"]),
         .library(name: "AmpelGeo", targets: ["AmpelGeo"]),
         .library(name: "AmpelData", targets: ["AmpelData"]),
+        .library(name: "AmpelMessages", targets: ["AmpelMessages"]),
         .library(name: "AmpelMQTT", targets: ["AmpelMQTT"]),
         .library(name: "AmpelPage", targets: ["AmpelPage"]),
     ],
@@ -65,9 +66,13 @@ let package = Package(
         // beyond reading the bundled geometry once).
         .target(
             name: "AmpelPage",
-            dependencies: ["AmpelCore", "AmpelDomain", "AmpelGeo", "AmpelData"],
+            dependencies: ["AmpelCore", "AmpelDomain", "AmpelGeo"],
             swiftSettings: strict
         ),
+        // The messages the engine decides and the MQTT client sends (`OutgoingMessage`, `MQTTQoS`):
+        // their own module, so that the pure engine does not depend on the client. Not in AmpelCore,
+        // which also compiles as Embedded Swift (a hashed String needs Unicode tables a board lacks).
+        .target(name: "AmpelMessages", swiftSettings: strict),
         // libcurl, Ampel's HTTP client (AmpelData's HTTPClient): the system's, with its TLS and CA
         // store; the C functions Swift needs around its variadic setters.
         .target(name: "CAmpelCurl", linkerSettings: [.linkedLibrary("curl")]),
@@ -82,7 +87,7 @@ let package = Package(
         .target(
             name: "AmpelMQTT",
             dependencies: [
-                "AmpelCore", "CMosquitto", "CAmpelLinux",
+                "AmpelCore", "AmpelMessages", "CMosquitto", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -91,7 +96,7 @@ let package = Package(
         .target(
             name: "AmpelDaemon",
             dependencies: [
-                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelPage", "CAmpelLinux",
+                "AmpelCore", "AmpelMessages", "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelPage", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
@@ -107,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "ampel",
             dependencies: [
-                "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelDaemon",
+                "AmpelCore", "AmpelMessages", "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelLamp", "AmpelDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -117,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "AmpelBenchmarks",
             // AmpelTestSupport: the RKI district file generator, shared with the tests.
-            dependencies: ["AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelTestSupport"],
+            dependencies: ["AmpelCore", "AmpelMessages", "AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelTestSupport"],
             swiftSettings: strict
         ),
 
@@ -142,18 +147,18 @@ let package = Package(
             dependencies: ["AmpelData", "AmpelDomain", "AmpelTestSupport"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelCore", "AmpelMQTT", "AmpelTestSupport", "CAmpelLinux"]),
+        .testTarget(name: "AmpelMQTTTests", dependencies: ["AmpelCore", "AmpelMessages", "AmpelMQTT", "AmpelTestSupport", "CAmpelLinux"]),
         // Test-only: a client process the MQTT tests can kill -9 (Last Will).
         .executableTarget(
             name: "ampel-mqtt-probe",
-            dependencies: ["AmpelMQTT"],
+            dependencies: ["AmpelMessages", "AmpelMQTT"],
             path: "Tests/AmpelMQTTProbe",
             swiftSettings: strict
         ),
         .testTarget(
             name: "AmpelDaemonTests",
             dependencies: [
-                "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
+                "AmpelCore", "AmpelMessages", "AmpelDaemon", "AmpelMQTT", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Recorded tracks (Fixtures/tracks/README.md) replayed through the engine.
@@ -163,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "AmpelCLITests",
             // AmpelMQTT: a QoS 1 load publisher for the stop-under-load test (one client, many device topics).
-            dependencies: ["AmpelData", "AmpelDomain", "AmpelGeo", "AmpelMQTT", "AmpelTestSupport"],
+            dependencies: ["AmpelCore", "AmpelMessages", "AmpelData", "AmpelDomain", "AmpelGeo", "AmpelMQTT", "AmpelTestSupport"],
             resources: [.copy("Fixtures")]
         ),
     ]

@@ -32,7 +32,7 @@ nm="$bindir/llvm-nm"; [[ -x "$nm" ]] || nm="$(command -v llvm-nm || command -v n
 # allocator and, for hashing seeds, arc4random_buf (the ESP32 glue provides it).
 allowed='^(__[A-Za-z0-9_]+|free|posix_memalign|malloc|memcpy|memmove|memset|memcmp|arc4random_buf)$'
 
-common=(-enable-experimental-feature Embedded -wmo -parse-as-library -Osize -swift-version 6
+common=(-enable-experimental-feature Embedded -wmo -parse-as-library -Osize -swift-version 6 -package-name Ampel
         -warnings-as-errors -Xfrontend -disable-stack-protector -Xfrontend -function-sections)
 
 build_target() {

@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelMQTT
 // `timespec` belongs to CDispatch once AmpelDaemon (through swift-nio) is linked in.
 import CDispatch

@@ -1,15 +1,4 @@
-/// The MQTT quality of service of a publish or subscription.
-public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
-    /// QoS 0: sent once, no acknowledgement; lost if the connection is down.
-    case atMostOnce = 0
-    /// QoS 1: acknowledged by the broker (PUBACK); may arrive twice, never lost once accepted.
-    case atLeastOnce = 1
-    /// QoS 2: four-way handshake; arrives exactly once.
-    case exactlyOnce = 2
-
-    public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
-}
-
+import AmpelMessages
 /// One message received from the broker, copied out of libmosquitto's buffers.
 public struct MQTTMessage: Sendable, Hashable {
     public var topic: String

@@ -2,6 +2,7 @@ import AmpelCore
 import AmpelDaemon
 import AmpelLamp
 import AmpelMQTT
+import AmpelMessages
 import ArgumentParser
 import Dispatch
 import Foundation

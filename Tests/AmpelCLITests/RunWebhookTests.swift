@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelTestSupport
 import Foundation
 import Testing

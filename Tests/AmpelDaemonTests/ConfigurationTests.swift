@@ -1,3 +1,4 @@
+import AmpelMessages
 import Foundation
 @testable import AmpelDaemon
 import AmpelDomain

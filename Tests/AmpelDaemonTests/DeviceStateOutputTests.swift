@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelMQTT
 @testable import AmpelDaemon
 import AmpelDomain

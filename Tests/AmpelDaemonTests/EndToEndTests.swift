@@ -89,8 +89,11 @@ struct EndToEndTests {
         try await devices.plain("bob", Places.altoetting.0, Places.altoetting.1, tst: 200)
         try await devices.plain("bob", Places.muenchen.0, Places.muenchen.1, tst: 300)
         try await devices.plain("bob", Places.muenchen.0 + 0.001, Places.muenchen.1, tst: 400)
-        // The last state is in; every publish for bob before it is in as well (one connection, in order).
+        // The last state is in, and the alert into red: a QoS 2 alert comes before its own state (its
+        // witness, QoS 2 too), but a later state at QoS 1 may overtake it. A wrong alert for the fix at
+        // 400 would have come before that state, then its witness.
         try await recorder.json("ampel/device/bob/state", since: mark) { $0["tst"] as? Int == 400 }
+        try await recorder.json("ampel/device/bob/alert", since: mark) { $0["to"] as? String == "red" }
         let alerts = recorder.messages(on: "ampel/device/bob/alert", since: mark)
         #expect(alerts.count == 1)
         let alert = try #require(alerts.first.flatMap(Recorder.object))

@@ -1,3 +1,4 @@
+import AmpelMessages
 @testable import AmpelDaemon
 import AmpelMQTT
 import AmpelTestSupport

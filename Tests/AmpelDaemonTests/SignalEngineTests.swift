@@ -3,6 +3,7 @@ import AmpelMQTT
 import AmpelCore
 import AmpelData
 import AmpelDomain
+import AmpelMessages
 import Foundation
 import Testing
 

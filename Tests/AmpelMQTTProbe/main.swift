@@ -5,6 +5,7 @@
 //
 // Connects with the Will, prints "connected", then either blocks until killed (hold) or
 // disconnects cleanly, prints "disconnected" and exits 0 (disconnect).
+import AmpelMessages
 import AmpelMQTT
 
 #if canImport(Glibc)

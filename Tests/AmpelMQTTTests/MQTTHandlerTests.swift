@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelMQTT
 import AmpelTestSupport
 import Synchronization

@@ -3,6 +3,7 @@ import AmpelMQTT
 import Testing
 
 @testable import AmpelMQTT
+import AmpelMessages
 
 /// The session's decisions, fed event by event without a broker or a thread. Waiters are plain
 /// strings: the state machine only keeps and hands them back.

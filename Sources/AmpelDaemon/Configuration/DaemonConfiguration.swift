@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelData
 import AmpelDomain
 import AmpelMQTT

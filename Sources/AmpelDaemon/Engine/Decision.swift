@@ -1,4 +1,4 @@
-import AmpelMQTT
+import AmpelMessages
 import AmpelDomain
 
 /// A publish and what it is for.

@@ -1,6 +1,6 @@
-import AmpelMQTT
 import AmpelCore
 import AmpelDomain
+import AmpelMessages
 
 extension SignalEngine {
     public enum Event: Sendable {

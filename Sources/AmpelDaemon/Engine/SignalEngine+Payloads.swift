@@ -1,6 +1,6 @@
-import AmpelMQTT
 import AmpelCore
 import AmpelDomain
+import AmpelMessages
 
 extension SignalEngine {
     func districtState(_ ags: String, _ signal: Signal) -> OutgoingMessage {

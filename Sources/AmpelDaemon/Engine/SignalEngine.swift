@@ -1,6 +1,6 @@
-import AmpelMQTT
 import AmpelCore
 import AmpelDomain
+import AmpelMessages
 
 /// The signal logic of the daemon as a pure state machine: events in, actions out.
 ///

@@ -1,6 +1,6 @@
-import AmpelMQTT
 import AmpelCore
 import AmpelDomain
+import AmpelMessages
 
 /// Home Assistant MQTT discovery: a bridge device with diagnostic entities, and per district
 /// of the region and per device a phase sensor and an alert event (plus, per district, a

@@ -1,5 +1,5 @@
-import AmpelMQTT
 import AmpelCore
+import AmpelMessages
 
 /// Turns a lamp's colour into the commands its firmware understands.
 ///

@@ -1,4 +1,4 @@
-import AmpelMQTT
+import AmpelMessages
 import AmpelDomain
 
 /// A device's alerts as the OwnTracks apps of its user show them (`notify.owntracks`).

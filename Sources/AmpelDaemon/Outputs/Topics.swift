@@ -1,4 +1,4 @@
-import AmpelMQTT
+import AmpelMessages
 /// The topics the daemon writes, under one base topic (`ampel` by default).
 ///
 /// One place builds every topic name, and reads back the ones the daemon reads again (its

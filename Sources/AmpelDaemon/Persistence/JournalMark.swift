@@ -1,4 +1,4 @@
-import AmpelMQTT
+import AmpelMessages
 
 /// Where a snapshot stands in the journal; written into `state.json`.
 public struct JournalMark: Codable, Sendable, Equatable {

@@ -1,3 +1,4 @@
+import AmpelMessages
 import AmpelDomain
 import AmpelMQTT
 import Foundation

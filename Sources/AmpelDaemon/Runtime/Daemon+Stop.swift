@@ -2,6 +2,7 @@ import AmpelCore
 import AmpelData
 import AmpelDomain
 import AmpelMQTT
+import AmpelMessages
 import Foundation
 import Logging
 import Synchronization

@@ -1,3 +1,4 @@
+import AmpelMessages
 import CMosquitto
 import Foundation
 

@@ -1,3 +1,4 @@
+import AmpelMessages
 import Synchronization
 
 /// Publishing without waiting: the session's one way from a caller to libmosquitto for a

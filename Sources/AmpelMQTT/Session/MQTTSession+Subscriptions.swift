@@ -1,3 +1,4 @@
+import AmpelMessages
 import Synchronization
 
 /// SUBSCRIBE and UNSUBSCRIBE: requests whose answer the caller awaits, and which the state

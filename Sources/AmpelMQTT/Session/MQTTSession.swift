@@ -1,4 +1,5 @@
 import AmpelCore
+import AmpelMessages
 import Logging
 import Synchronization
 

@@ -1,4 +1,5 @@
 import AmpelCore
+import AmpelMessages
 
 /// The decisions of one MQTT client session, without I/O: what to do with a publish, an answer,
 /// a lost connection, a stop.

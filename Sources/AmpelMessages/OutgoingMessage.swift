@@ -1,5 +1,18 @@
+/// The MQTT quality of service of a publish or subscription.
+public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
+    /// QoS 0: sent once, no acknowledgement; lost if the connection is down.
+    case atMostOnce = 0
+    /// QoS 1: acknowledged by the broker (PUBACK); may arrive twice, never lost once accepted.
+    case atLeastOnce = 1
+    /// QoS 2: four-way handshake; arrives exactly once.
+    case exactlyOnce = 2
+
+    public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// One message to publish: what the daemon's engine decides and what is handed to
-/// libmosquitto, the same value all the way (no copy into another shape on the way).
+/// libmosquitto, the same value all the way (no copy into another shape on the way). Here, in
+/// the core, so that the pure engine names its messages without depending on the MQTT client.
 public struct OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
     public var topic: String
     public var payload: [UInt8]
@@ -26,5 +39,5 @@ public struct OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(topic) \(retain ? "[retained] " : "")\(text)" }
 
     /// The expiry as libmosquitto's property takes it.
-    var expirySeconds: UInt32? { expiry.map { UInt32(clamping: max($0.components.seconds, 1)) } }
+    package var expirySeconds: UInt32? { expiry.map { UInt32(clamping: max($0.components.seconds, 1)) } }
 }
