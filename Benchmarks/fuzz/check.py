@@ -189,7 +189,8 @@ def object_id(key):
 lamp_topics = {"wled/fuzz/col", "wled/fuzz/api", "cmnd/fuzzbulb/Color", "cmnd/fuzzbulb/Power", "signs/fuzz/color"}
 patterns = [
     ("bridge", re.compile(r"ampel/bridge/(state|info)")),
-    ("device", re.compile(r"ampel/device/(.+)/(state|alert)", re.S)),
+    # docs/topics.md: each device alert again on `…/event`, for Home Assistant's event entity.
+    ("device", re.compile(r"ampel/device/(.+)/(state|alert|event)", re.S)),
     ("district", re.compile(r"ampel/district/(09\d{3})/(state|phase|alert)")),
     ("discovery-bridge", re.compile(r"homeassistant/(?:binary_sensor/ampel/bridge_(?:connectivity|stale)|sensor/ampel/bridge_data_date)/config")),
     ("discovery-district", re.compile(r"homeassistant/(?:sensor/ampel/district_(09\d{3})(?:_incidence)?|event/ampel/district_(09\d{3}))/config")),
