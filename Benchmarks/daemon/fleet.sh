@@ -74,6 +74,9 @@ broker=mqtt://127.0.0.1:$port
 start_daemon() { # MODE
   printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
   if [ -n "$HEARTBEAT" ]; then sed -i "2a\\  heartbeat: $HEARTBEAT" "$tmp/$1.yaml"; fi
+  # ALERT_QOS=1: alerts and their witness at QoS 1 instead of the default 2 (mqtt.alert_qos), to
+  # see what the QoS 2 of issue 36 costs the fleet.
+  if [ -n "${ALERT_QOS:-}" ]; then printf 'mqtt:\n  alert_qos: %s\n' "$ALERT_QOS" >>"$tmp/$1.yaml"; fi
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   rm -rf "$tmp/state-$1"
   "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
