@@ -10,7 +10,16 @@ enum APIRoutes {
     static let maxLimit = 1_000
 
     static func add(to router: some RouterMethods<BasicRequestContext>, context: HTTPRoutes.Context) {
+        addDistricts(to: router, view: context.view)
+        addStates(to: router, context: context)
+        addDevices(to: router, context: context)
+        addSignal(to: router, context: context)
         let view = context.view
+        router.get("api/bridge") { _, _ in HTTPResponses.json(bridgeJSON(view.snapshot())) }
+    }
+
+    /// `/api/districts`, one district, its history.
+    static func addDistricts(to router: some RouterMethods<BasicRequestContext>, view: StatusView) {
         router.get("api/districts") { _, _ in
             let snapshot = view.snapshot()
             var json = JSONWriter(capacity: 96 * 1_200)
@@ -33,6 +42,11 @@ enum APIRoutes {
             guard let ruleSet = snapshot.ruleSet else { throw APIError(.serviceUnavailable, "data not loaded") }
             return HTTPResponses.json(history(ags: ags, ruleSet: ruleSet))
         }
+    }
+
+    /// `/api/states` and one state's report (under a set of state indicators).
+    static func addStates(to router: some RouterMethods<BasicRequestContext>, context: HTTPRoutes.Context) {
+        let view = context.view
         router.get("api/states") { request, _ in
             let (dataset, ruleSet) = try stateData(view.snapshot())
             let language = request.uri.queryParameters.get("lang").map { Language(requested: $0) } ?? context.language
@@ -54,6 +68,11 @@ enum APIRoutes {
             }
             return HTTPResponses.json(report.json(ruleSet: ruleSet))
         }
+    }
+
+    /// `/api/devices`, paged, and one device.
+    static func addDevices(to router: some RouterMethods<BasicRequestContext>, context: HTTPRoutes.Context) {
+        let view = context.view
         router.get("api/devices") { request, _ in
             let query = request.uri.queryParameters
             let limit = try self.limit(query.get("limit"))
@@ -92,6 +111,11 @@ enum APIRoutes {
                   stateLanguage: context.stateLanguage(device: key, messageLang: record.lang))
             return HTTPResponses.json(json.bytes)
         }
+    }
+
+    /// `/api/signal?lat=&lon=`: the engine's path for a position.
+    static func addSignal(to router: some RouterMethods<BasicRequestContext>, context: HTTPRoutes.Context) {
+        let view = context.view
         router.get("api/signal") { request, _ in
             let query = request.uri.queryParameters
             let lat = try coordinate(query.get("lat"), name: "lat", range: -90...90)
@@ -109,36 +133,37 @@ enum APIRoutes {
                 throw APIError(.serviceUnavailable, "\(error)")
             }
         }
-        router.get("api/bridge") { _, _ in
-            let snapshot = view.snapshot()
-            var json = JSONWriter(capacity: 2_048 + 256 * snapshot.errors.entries.count)
-            json.raw(#"{"errors":["#)
-            for (index, entry) in snapshot.errors.entries.enumerated() {
-                if index > 0 { json.raw(",") }
-                json.raw(#"{"at":"#)
-                json.string(InternetTime.format(secondsSince1970: TimeInterval(entry.at)))
-                json.raw(#","detail":"#)
-                json.string(entry.detail)
-                json.raw(#","kind":"#)
-                json.string(entry.kind)
-                json.raw(#","reason":"#)
-                json.string(entry.reason)
-                json.raw(#","topic":"#)
-                json.string(entry.topic)
-                json.raw("}")
-            }
-            json.raw(#"],"info":"#)
-            if snapshot.bridgeInfo.isEmpty { json.raw("null") } else { json.raw(snapshot.bridgeInfo) }
-            json.raw(#","lamps":["#)
-            for (index, lamp) in snapshot.lamps.enumerated() {
-                if index > 0 { json.raw(",") }
-                write(lamp, to: &json)
-            }
-            json.raw(#"],"ready":"#)
-            json.bool(snapshot.readiness.problem == nil)
+    }
+
+    /// `/api/bridge`: the errors held, `bridge/info`, the lamps, readiness.
+    static func bridgeJSON(_ snapshot: StatusView.Snapshot) -> [UInt8] {
+        var json = JSONWriter(capacity: 2_048 + 256 * snapshot.errors.entries.count)
+        json.raw(#"{"errors":["#)
+        for (index, entry) in snapshot.errors.entries.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.raw(#"{"at":"#)
+            json.string(InternetTime.format(secondsSince1970: TimeInterval(entry.at)))
+            json.raw(#","detail":"#)
+            json.string(entry.detail)
+            json.raw(#","kind":"#)
+            json.string(entry.kind)
+            json.raw(#","reason":"#)
+            json.string(entry.reason)
+            json.raw(#","topic":"#)
+            json.string(entry.topic)
             json.raw("}")
-            return HTTPResponses.json(json.bytes)
         }
+        json.raw(#"],"info":"#)
+        if snapshot.bridgeInfo.isEmpty { json.raw("null") } else { json.raw(snapshot.bridgeInfo) }
+        json.raw(#","lamps":["#)
+        for (index, lamp) in snapshot.lamps.enumerated() {
+            if index > 0 { json.raw(",") }
+            write(lamp, to: &json)
+        }
+        json.raw(#"],"ready":"#)
+        json.bool(snapshot.readiness.problem == nil)
+        json.raw("}")
+        return json.bytes
     }
 
     // MARK: Parameters
