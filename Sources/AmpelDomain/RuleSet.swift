@@ -197,40 +197,7 @@ extension RuleSet {
             if !languages.contains(language) { languages.append(language) }
         }
         guard !languages.isEmpty else { throw fail("no languages declared") }
-
-        func text(_ raw: [String: String], _ what: String) throws(RuleSetError) -> LocalizedText {
-            var values: [Language: String] = [:]
-            for (code, value) in raw {
-                guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
-                values[language] = value
-            }
-            for language in languages where (values[language] ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
-                throw fail("\(what): no text in declared language '\(language.rawValue)'")
-            }
-            return LocalizedText(values)
-        }
-        func list(_ raw: [String: [String]], _ what: String, allowEmpty: Bool = false) throws(RuleSetError) -> LocalizedList {
-            var values: [Language: [String]] = [:]
-            for (code, value) in raw {
-                guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
-                values[language] = value
-            }
-            for language in languages {
-                guard let entries = values[language], allowEmpty || !entries.isEmpty else {
-                    throw fail("\(what): no text in declared language '\(language.rawValue)'")
-                }
-                if entries.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
-                    throw fail("\(what): an empty text in '\(language.rawValue)'")
-                }
-            }
-            let counts = Set(languages.map { values[$0]?.count ?? 0 })
-            if counts.count > 1 { throw fail("\(what): the languages have different numbers of entries") }
-            return LocalizedList(values)
-        }
-        func color(_ raw: String, _ what: String) throws(RuleSetError) -> RGB {
-            guard let rgb = RGB(hex: raw) else { throw fail("\(what): bad colour '\(raw)' (expected #RRGGBB)") }
-            return rgb
-        }
+        let read = RuleSetTexts(languages: languages, fail: fail)
 
         var phases: [PhaseRules] = []
         for phase in file.phases {
@@ -244,10 +211,10 @@ extension RuleSet {
             )
             phases.append(PhaseRules(
                 id: id,
-                color: try color(phase.color, "phase \(phase.id)"),
+                color: try read.color(phase.color, "phase \(phase.id)"),
                 band: band,
-                title: try text(phase.title, "phase \(phase.id) title"),
-                rules: try list(phase.rules, "phase \(phase.id) rules")
+                title: try read.text(phase.title, "phase \(phase.id) title"),
+                rules: try read.list(phase.rules, "phase \(phase.id) rules")
             ))
         }
         let indicators: [IndicatorDeclaration]
@@ -255,8 +222,8 @@ extension RuleSet {
         if let declared = file.indicators {
             indicators = try declared.map { (entry) throws(RuleSetError) -> IndicatorDeclaration in
                 IndicatorDeclaration(key: IndicatorKey(entry.name, entry.level),
-                                     title: try text(entry.title, "indicator \(entry.name) title"),
-                                     text: try text(entry.text, "indicator \(entry.name) text"))
+                                     title: try read.text(entry.title, "indicator \(entry.name) title"),
+                                     text: try read.text(entry.text, "indicator \(entry.name) text"))
             }
             measure = try conditions(file.phases, phases: phases, indicators: indicators, fail: fail)
         } else {
@@ -270,6 +237,28 @@ extension RuleSet {
                 throw fail(describe(error))
             }
         }
+        return RuleSet(
+            id: setID,
+            name: try read.text(file.name, "name"),
+            source: file.source,
+            languages: languages,
+            phases: phases,
+            always: try read.list(file.always, "always"),
+            outside: OutsideRules(
+                color: try read.color(file.outside.color, "outside"),
+                title: try read.text(file.outside.title, "outside title"),
+                rules: try read.list(file.outside.rules, "outside rules", allowEmpty: true)
+            ),
+            measure: measure,
+            indicators: indicators,
+            dayCounts: try readDayCounts(file, fail: fail),
+            region: try readRegion(file.region, fail: fail)
+        )
+    }
+
+    /// The day counts of a file: at least one day to enter and to leave, no negative delay,
+    /// holidays only with working days.
+    static func readDayCounts(_ file: RuleSetFile, fail: (String) -> RuleSetError) throws(RuleSetError) -> DayCounts {
         let enter = file.enterAfterDays ?? 1
         let leave = file.leaveAfterDays ?? 1
         let delay = file.delayDays ?? 0
@@ -279,36 +268,68 @@ extension RuleSet {
         if file.holidays?.isEmpty == false, file.workingDaysOnly != true {
             throw fail("holidays only apply with workingDaysOnly: true")
         }
-        let region: Region
-        switch file.region {
-        case nil: region = .bavaria
-        case .germany: region = .germany
+        return DayCounts(enterAfterDays: enter, leaveAfterDays: leave, delayDays: delay,
+                         workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? []))
+    }
+
+    /// The region a file names: Bavaria without one, all of Germany, or district-code prefixes
+    /// that match at least one German district.
+    static func readRegion(_ declared: RegionFile?, fail: (String) -> RuleSetError) throws(RuleSetError) -> Region {
+        switch declared {
+        case nil: return .bavaria
+        case .germany: return .germany
         case .prefixes(let name, let prefixes):
             guard !prefixes.isEmpty else { throw fail("region \(name): no prefixes (all of Germany is \"region\": \"germany\")") }
             for prefix in prefixes where !(1...5).contains(prefix.utf8.count) || !prefix.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
                 throw fail("region \(name): prefix '\(prefix)' is not 1 to 5 digits of a district code")
             }
-            region = Region(prefixes: prefixes, name: name)
+            let region = Region(prefixes: prefixes, name: name)
             guard region.districtCount > 0 else { throw fail("region \(name): no German district has a code starting with \(prefixes.joined(separator: ", "))") }
+            return region
         }
-        return RuleSet(
-            id: setID,
-            name: try text(file.name, "name"),
-            source: file.source,
-            languages: languages,
-            phases: phases,
-            always: try list(file.always, "always"),
-            outside: OutsideRules(
-                color: try color(file.outside.color, "outside"),
-                title: try text(file.outside.title, "outside title"),
-                rules: try list(file.outside.rules, "outside rules", allowEmpty: true)
-            ),
-            measure: measure,
-            indicators: indicators,
-            dayCounts: DayCounts(enterAfterDays: enter, leaveAfterDays: leave, delayDays: delay,
-                                 workingDaysOnly: file.workingDaysOnly ?? false, holidays: Set(file.holidays ?? [])),
-            region: region
-        )
+    }
+}
+
+/// A rule-set file's texts, lists and colours, read in its declared languages: every declared
+/// language present and not empty, no unknown one, lists of one length in every language.
+struct RuleSetTexts {
+    let languages: [Language]
+    let fail: (String) -> RuleSetError
+
+    func text(_ raw: [String: String], _ what: String) throws(RuleSetError) -> LocalizedText {
+        var values: [Language: String] = [:]
+        for (code, value) in raw {
+            guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
+            values[language] = value
+        }
+        for language in languages where (values[language] ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
+            throw fail("\(what): no text in declared language '\(language.rawValue)'")
+        }
+        return LocalizedText(values)
+    }
+
+    func list(_ raw: [String: [String]], _ what: String, allowEmpty: Bool = false) throws(RuleSetError) -> LocalizedList {
+        var values: [Language: [String]] = [:]
+        for (code, value) in raw {
+            guard let language = Language(rawValue: code) else { throw fail("\(what): unknown language '\(code)'") }
+            values[language] = value
+        }
+        for language in languages {
+            guard let entries = values[language], allowEmpty || !entries.isEmpty else {
+                throw fail("\(what): no text in declared language '\(language.rawValue)'")
+            }
+            if entries.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+                throw fail("\(what): an empty text in '\(language.rawValue)'")
+            }
+        }
+        let counts = Set(languages.map { values[$0]?.count ?? 0 })
+        if counts.count > 1 { throw fail("\(what): the languages have different numbers of entries") }
+        return LocalizedList(values)
+    }
+
+    func color(_ raw: String, _ what: String) throws(RuleSetError) -> RGB {
+        guard let rgb = RGB(hex: raw) else { throw fail("\(what): bad colour '\(raw)' (expected #RRGGBB)") }
+        return rgb
     }
 }
 
