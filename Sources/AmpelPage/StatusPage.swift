@@ -22,20 +22,7 @@ public enum StatusPage {
         html += legend(model.ruleSet, text: text)
         html += #"<div id="tooltip" class="tooltip" hidden></div></section>"#
 
-        html += #"<section class="card list-card" aria-labelledby="h-districts"><div class="card-head"><h2 id="h-districts">\#(htmlEscaped(text.districts))</h2>"#
-        html += #"<input id="district-filter" type="search" placeholder="\#(htmlEscaped(text.filterDistricts))" aria-label="\#(htmlEscaped(text.filterDistricts))"></div>"#
-        html += #"<div class="scroll"><table id="district-table"><thead><tr><th data-sort="name" aria-sort="ascending">\#(htmlEscaped(text.name))</th><th data-sort="incidence" class="num">\#(htmlEscaped(text.incidence))</th><th data-sort="phase" class="phase">\#(htmlEscaped(text.phase))</th></tr></thead><tbody>"#
-        let rows = shapes.shapes.map { shape in
-            model.districts[shape.ags] ?? DistrictStatus(ags: shape.ags, name: shape.name, incidence: nil, phase: .noData, color: nil)
-        }.sorted {
-            // "LK München" and "SK München" sort together, under M, as the script sorts them.
-            let order = bareName($0.name).localizedStandardCompare(bareName($1.name))
-            return order == .orderedSame ? $0.name < $1.name : order == .orderedAscending
-        }
-        for district in rows {
-            html += districtRow(district, text: text, lang: lang)
-        }
-        html += "</tbody></table></div></section>"
+        html += districtsCard(model, shapes: shapes, text: text, lang: lang)
 
         html += StatesCard.render(model.states, ruleSet: model.ruleSet, text: text)
 
@@ -53,6 +40,36 @@ public enum StatusPage {
         html += "</main>"
         html += footer(text: text, ruleSet: model.ruleSet)
 
+        let config = pageConfig(model, text: text)
+        html += #"<script id="page-config" type="application/json">\#(scriptSafe(config))</script>"#
+        html += "<script>" + PageScript.js + "</script></body></html>"
+        return html
+    }
+
+    /// The districts' card: a filter and a sortable table, every district of the map.
+    static func districtsCard(_ model: StatusPageModel, shapes: MapShapes, text: PageText, lang: String) -> String {
+        var html = ""
+        html += #"<section class="card list-card" aria-labelledby="h-districts"><div class="card-head"><h2 id="h-districts">\#(htmlEscaped(text.districts))</h2>"#
+        html += #"<input id="district-filter" type="search" placeholder="\#(htmlEscaped(text.filterDistricts))" aria-label="\#(htmlEscaped(text.filterDistricts))"></div>"#
+        html += #"<div class="scroll"><table id="district-table"><thead><tr><th data-sort="name" aria-sort="ascending">\#(htmlEscaped(text.name))</th><th data-sort="incidence" class="num">\#(htmlEscaped(text.incidence))</th><th data-sort="phase" class="phase">\#(htmlEscaped(text.phase))</th></tr></thead><tbody>"#
+        let rows = shapes.shapes.map { shape in
+            model.districts[shape.ags] ?? DistrictStatus(ags: shape.ags, name: shape.name, incidence: nil, phase: .noData, color: nil)
+        }.sorted {
+            // "LK München" and "SK München" sort together, under M, as the script sorts them.
+            let order = bareName($0.name).localizedStandardCompare(bareName($1.name))
+            return order == .orderedSame ? $0.name < $1.name : order == .orderedAscending
+        }
+        for district in rows {
+            html += districtRow(district, text: text, lang: lang)
+        }
+        html += "</tbody></table></div></section>"
+        return html
+    }
+
+    /// The script's configuration: the language, the data as rendered, colours, the API routes
+    /// and the texts the script shows.
+    static func pageConfig(_ model: StatusPageModel, text: PageText) -> [UInt8] {
+        let lang = model.language.rawValue
         var json = JSONWriter(capacity: 2048)
         json.raw(#"{"lang":"#)
         json.string(lang)
@@ -111,9 +128,7 @@ public enum StatusPage {
         json.raw(#"},"strings":"#)
         text.scriptStrings(&json)
         json.raw("}")
-        html += #"<script id="page-config" type="application/json">\#(scriptSafe(json.bytes))</script>"#
-        html += "<script>" + PageScript.js + "</script></body></html>"
-        return html
+        return json.bytes
     }
 
     static func districtRow(_ district: DistrictStatus, text: PageText, lang: String) -> String {
