@@ -182,16 +182,7 @@ public struct Counters: Sendable, Hashable {
 
     /// `{"accepted":{…},"alerts":…}`, keys sorted (the counted names are ASCII, so byte order is name order).
     func write(to json: inout JSONWriter) {
-        func table(_ counts: [String: Int]) {
-            json.raw("{")
-            for (index, key) in counts.keys.sorted().enumerated() {
-                if index > 0 { json.raw(",") }
-                json.string(key)
-                json.raw(":")
-                json.number(counts[key] ?? 0)
-            }
-            json.raw("}")
-        }
+        func table(_ counts: [String: Int]) { Self.table(counts, to: &json) }
         json.raw(#"{"accepted":"#)
         table(accepted)
         json.raw(#","alerts":"#)
@@ -201,22 +192,7 @@ public struct Counters: Sendable, Hashable {
         json.raw(#","alertsSuppressed":"#)
         table(alertsSuppressed)
         // The data layer's counts: `dataX` sorts before `datasets…` (an upper-case letter is below `s`).
-        json.raw(#","dataChecks":"#)
-        json.number(data.checks)
-        json.raw(#","dataCorrections":"#)
-        json.number(data.corrections)
-        json.raw(#","dataHeld":"#)
-        json.number(data.held)
-        json.raw(#","dataNotModified":"#)
-        json.number(data.notModified)
-        json.raw(#","dataRevisions":"#)
-        json.number(data.revisions)
-        json.raw(#","dataSkippedRows":"#)
-        json.number(data.skippedRows)
-        json.raw(#","dataUnchanged":"#)
-        json.number(data.unchanged)
-        json.raw(#","dataUpdates":"#)
-        json.number(data.updates)
+        Self.write(data, to: &json)
         json.raw(#","datasetsApplied":"#)
         json.number(datasetsApplied)
         json.raw(#","datasetsRejected":"#)
@@ -261,6 +237,38 @@ public struct Counters: Sendable, Hashable {
             webhooks[name]?.write(to: &json)
         }
         json.raw("}}")
+    }
+
+    /// `{"a":1,"b":2}`, keys sorted.
+    static func table(_ counts: [String: Int], to json: inout JSONWriter) {
+        json.raw("{")
+        for (index, key) in counts.keys.sorted().enumerated() {
+            if index > 0 { json.raw(",") }
+            json.string(key)
+            json.raw(":")
+            json.number(counts[key] ?? 0)
+        }
+        json.raw("}")
+    }
+
+    /// The data layer's counters as `"dataChecks":…` to `"dataUpdates":…`, each after a comma.
+    static func write(_ data: DataCounters, to json: inout JSONWriter) {
+        json.raw(#","dataChecks":"#)
+        json.number(data.checks)
+        json.raw(#","dataCorrections":"#)
+        json.number(data.corrections)
+        json.raw(#","dataHeld":"#)
+        json.number(data.held)
+        json.raw(#","dataNotModified":"#)
+        json.number(data.notModified)
+        json.raw(#","dataRevisions":"#)
+        json.number(data.revisions)
+        json.raw(#","dataSkippedRows":"#)
+        json.number(data.skippedRows)
+        json.raw(#","dataUnchanged":"#)
+        json.number(data.unchanged)
+        json.raw(#","dataUpdates":"#)
+        json.number(data.updates)
     }
 }
 
