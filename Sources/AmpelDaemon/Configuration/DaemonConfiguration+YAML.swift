@@ -44,46 +44,11 @@ extension DaemonConfiguration {
         if let m = try top.mapping("mqtt") { try readMQTT(m) }
         if let m = try top.mapping("data") { try readData(m) }
         if let m = try top.mapping("inputs") { try readInputs(m) }
-        if let m = try top.mapping("alerts") {
-            try m.allow(["expiry", "max_fix_age", "min_dwell"])
-            if let v = m["expiry"] { alerts.expiry = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
-            if let v = m["max_fix_age"] {
-                alerts.maxFixAge = try v.unlessOff { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) }
-            }
-            if let v = m["min_dwell"] { alerts.minDwell = try v.convert(Self.dwell) }
-        }
+        if let m = try top.mapping("alerts") { try readAlerts(m) }
         if let m = try top.mapping("devices") { try readDevices(m) }
-        if let m = try top.mapping("homeassistant") {
-            try m.allow(["discovery", "devices", "prefix", "status_topic"])
-            if let v = m["discovery"] {
-                (homeAssistant.discovery, homeAssistant.form) = try v.convert { (s) throws(ConfigurationError.Problem) in
-                    switch s.lowercased() {
-                    case "true", "yes", "on", "entity": return (true, .entity)
-                    case "device": return (true, .device)
-                    case "false", "no", "off": return (false, .entity)
-                    default: throw .init("'\(s)' is not entity, device, true or false (device: one config per device, Home Assistant 2024.11 and later)")
-                    }
-                }
-            }
-            if let v = m["devices"] { homeAssistant.devices = try v.bool() }
-            if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
-            if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
-        }
+        if let m = try top.mapping("homeassistant") { try readHomeAssistant(m) }
         if let m = try top.mapping("notify") { try readNotify(m) }
-        if let m = try top.mapping("outputs") {
-            try m.allow(["device_state", "heartbeat", "texts_in_state", "districts"])
-            if let v = m["districts"] { outputs.districts = try v.bool() }
-            if let v = m["device_state"] {
-                outputs.deviceState = try v.convert { (s) throws(ConfigurationError.Problem) in
-                    guard let mode = OutputSettings.DeviceStateMode(rawValue: s) else {
-                        throw .init("'\(s)' is not a device state mode (every_fix, on_change)")
-                    }
-                    return mode
-                }
-            }
-            if let v = m["heartbeat"] { outputs.heartbeat = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
-            if let v = m["texts_in_state"] { outputs.textsInState = try v.bool() }
-        }
+        if let m = try top.mapping("outputs") { try readOutputs(m) }
         if let v = top["lamps"] { try readLamps(v) }
         if let m = try top.mapping("http") { try readHTTP(m) }
         if !outputs.districts, let index = lamps.firstIndex(where: { if case .district = $0.follows { true } else { false } }) {
@@ -91,6 +56,47 @@ extension DaemonConfiguration {
                 key: "lamps[\(index)].district", line: top["lamps"]?.line,
                 message: "this instance does not publish districts (outputs.districts: false); a lamp that follows a district belongs to the instance that does")
         }
+    }
+
+    mutating func readAlerts(_ m: MappingReader) throws(ConfigurationError) {
+        try m.allow(["expiry", "max_fix_age", "min_dwell"])
+        if let v = m["expiry"] { alerts.expiry = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
+        if let v = m["max_fix_age"] {
+            alerts.maxFixAge = try v.unlessOff { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) }
+        }
+        if let v = m["min_dwell"] { alerts.minDwell = try v.convert(Self.dwell) }
+    }
+
+    mutating func readHomeAssistant(_ m: MappingReader) throws(ConfigurationError) {
+        try m.allow(["discovery", "devices", "prefix", "status_topic"])
+        if let v = m["discovery"] {
+            (homeAssistant.discovery, homeAssistant.form) = try v.convert { (s) throws(ConfigurationError.Problem) in
+                switch s.lowercased() {
+                case "true", "yes", "on", "entity": return (true, .entity)
+                case "device": return (true, .device)
+                case "false", "no", "off": return (false, .entity)
+                default: throw .init("'\(s)' is not entity, device, true or false (device: one config per device, Home Assistant 2024.11 and later)")
+                }
+            }
+        }
+        if let v = m["devices"] { homeAssistant.devices = try v.bool() }
+        if let v = m["prefix"] { homeAssistant.prefix = try v.topic() }
+        if let v = m["status_topic"] { homeAssistant.statusTopic = try v.topic() }
+    }
+
+    mutating func readOutputs(_ m: MappingReader) throws(ConfigurationError) {
+        try m.allow(["device_state", "heartbeat", "texts_in_state", "districts"])
+        if let v = m["districts"] { outputs.districts = try v.bool() }
+        if let v = m["device_state"] {
+            outputs.deviceState = try v.convert { (s) throws(ConfigurationError.Problem) in
+                guard let mode = OutputSettings.DeviceStateMode(rawValue: s) else {
+                    throw .init("'\(s)' is not a device state mode (every_fix, on_change)")
+                }
+                return mode
+            }
+        }
+        if let v = m["heartbeat"] { outputs.heartbeat = try v.convert { (s) throws(ConfigurationError.Problem) in try Self.duration(s, minimum: 1) } }
+        if let v = m["texts_in_state"] { outputs.textsInState = try v.bool() }
     }
 
     /// `notify`: every way an alert reaches a person besides Ampel's own topics, read here alone.
