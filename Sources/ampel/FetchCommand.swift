@@ -89,27 +89,7 @@ struct Fetch: AsyncParsableCommand {
     func run() async throws {
         let ruleSet = try ruleSetOptions.load()
         let stateDirectory = stateDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? StateDirectory.resolve()
-        let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
-        // A set of state indicators reads the hospital and intensive-care files into the cache
-        // `ampel run` keeps for them; any other set the incidence file.
-        let directory: URL
-        let client: any IncidenceSource
-        if ruleSet.readsStateIndicators {
-            do {
-                try StateIndicators.checkProvided(ruleSet)
-            } catch {
-                throw CLIError(error.message)
-            }
-            directory = StateIndicators.cacheDirectory(in: stateDirectory)
-            client = RKIIndicatorClient(
-                configuration: .init(hospitalisationURL: hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
-                                     icuURL: icuURL ?? RKIIndicatorClient.defaultICUURL, region: ruleSet.region,
-                                     stallTimeout: .milliseconds(Int64(timeout * 1000)), retry: retry),
-                logger: cliLogger("ampel.data.rki-indicators", level: .notice))
-        } else {
-            directory = stateDirectory
-            client = source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region)
-        }
+        let (directory, client) = try dataSource(for: ruleSet, stateDirectory: stateDirectory)
         let cache = DatasetCache(directory: directory)
         // The command prints rejections itself; the store's log adds only cache trouble.
         let store = IncidenceStore(source: client, cache: cache, ruleSet: ruleSet, region: ruleSet.region, fallback: nil,
@@ -119,6 +99,35 @@ struct Fetch: AsyncParsableCommand {
         let status = await store.status(now: Date())
         let region = ruleSet.region
 
+        try refused(outcome, status: status, region: region, cache: cache)
+        guard let dataset = status.dataset else {
+            throw CLIError("no data after a successful fetch")
+        }
+        try report(outcome, dataset: dataset, ruleSet: ruleSet, cache: cache, cacheFailed: status.counters.cacheErrors > 0)
+    }
+
+    /// A set of state indicators reads the hospital and intensive-care files into the cache
+    /// `ampel run` keeps for them; any other set the incidence file.
+    func dataSource(for ruleSet: RuleSet, stateDirectory: URL) throws -> (directory: URL, client: any IncidenceSource) {
+        let retry = RetryPolicy(maxAttempts: retries + 1, baseDelay: .seconds(1), maxDelay: .seconds(8))
+        guard ruleSet.readsStateIndicators else {
+            return (stateDirectory, source.client(url: url, timeout: timeout, retry: retry, region: ruleSet.region))
+        }
+        do {
+            try StateIndicators.checkProvided(ruleSet)
+        } catch {
+            throw CLIError(error.message)
+        }
+        let client = RKIIndicatorClient(
+            configuration: .init(hospitalisationURL: hospitalisationURL ?? RKIIndicatorClient.defaultHospitalisationURL,
+                                 icuURL: icuURL ?? RKIIndicatorClient.defaultICUURL, region: ruleSet.region,
+                                 stallTimeout: .milliseconds(Int64(timeout * 1000)), retry: retry),
+            logger: cliLogger("ampel.data.rki-indicators", level: .notice))
+        return (StateIndicators.cacheDirectory(in: stateDirectory), client)
+    }
+
+    /// A rejected or held publication: said, and the command's exit.
+    func refused(_ outcome: RefreshOutcome, status: DataStatus, region: Region, cache: DatasetCache) throws {
         switch outcome {
         case .rejected(let error):
             let unreachable = [DataError.Reason.http, .timeout, .network].contains(error.reason)
@@ -145,14 +154,15 @@ struct Fetch: AsyncParsableCommand {
         case .updated, .unchanged:
             break
         }
-        guard let dataset = status.dataset else {
-            throw CLIError("no data after a successful fetch")
-        }
+    }
+
+    /// What was fetched: the day, the districts, the phases, the cache; its exit when the cache failed.
+    func report(_ outcome: RefreshOutcome, dataset: Dataset, ruleSet: RuleSet, cache: DatasetCache, cacheFailed: Bool) throws {
+        let region = ruleSet.region
         var changed: [String]?
         if case .updated(_, _, let set) = outcome {
             changed = set.sorted()
         }
-        let cacheFailed = status.counters.cacheErrors > 0
         let entries = dataset.districts(in: region)
         var phases: [String: Int] = [:]
         for phase in ruleSet.phases { phases[phase.id.id] = 0 }
