@@ -69,8 +69,10 @@ extension MQTTClient: DaemonTransport {
                 if Self.transientRefusals(configuration.protocolVersion).contains(reason) { throw error }
             }
             // A broker that requires a client certificate none is set for closes a TLS 1.3
-            // connection after the handshake: libmosquitto sees a lost connection, not TLS.
-            let tlsLoss = error.code == .connectionLost && configuration.tls != nil && configuration.tls?.certFile == nil
+            // connection after the handshake: libmosquitto sees a lost connection, or its read
+            // fails with EPROTO ("Protocol error"), not a TLS error.
+            let tlsLoss = (error.code == .connectionLost || error.code == .system) && configuration.tls != nil
+                && configuration.tls?.certFile == nil
             if error.code == .tls || tlsLoss, let wrong = Self.tlsRefused(error, configuration: configuration) { throw wrong }
             if fatal.contains(error.code) { throw FatalConnectError(error: error) }
             // RabbitMQ before 3.13 cannot parse an MQTT 5 CONNECT and closes the connection
