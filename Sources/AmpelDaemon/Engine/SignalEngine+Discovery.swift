@@ -29,11 +29,15 @@ extension SignalEngine {
     /// bridge and districts at once, the devices' with the start's device walk), and the
     /// scopes to keep. While removals are under way the file names the old scopes and the
     /// new one, so a crash in between leaves nothing announced that the next start forgets.
-    mutating func retireDiscovery() -> [Action] {
+    /// `afterConfigs`: after a switch of `homeassistant.discovery`, the removals of the old
+    /// form's bridge, district and state configs, due once this run's configs have taken their
+    /// entities over.
+    mutating func retireDiscovery() -> (now: [Action], afterConfigs: [Action]) {
         let announced = settings.announcedDiscovery
         let current = settings.discovery?.scope
         let districts = dataset.districts(in: settings.region).map(\.district.ags)
         var removals: [Action] = []
+        var afterConfigs: [Action] = []
         for old in announced where old != current {
             let left = old.leftBehind(by: current)
             let names = DiscoveryTopics(prefix: old.prefix, node: old.node, form: old.form)
@@ -43,21 +47,21 @@ extension SignalEngine {
             if left.migrate {
                 // Marked now, emptied after this run's configs (``Event/start``).
                 removals += names.migrations(gone).map { .publish($0, kind: .discovery) }
-                migratedRemovals += names.removals(gone).map { .publish($0, kind: .discovery) }
+                afterConfigs += names.removals(gone).map { .publish($0, kind: .discovery) }
             } else {
                 removals += names.removals(gone).map { .publish($0, kind: .discovery) }
             }
             if left.devices, !retiringDevices.contains(where: { $0.names == names }) { retiringDevices.append((names, left.migrate)) }
         }
         guard !removals.isEmpty || !retiringDevices.isEmpty else {
-            return announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)]
+            return (announced == currentDiscovery ? [] : [.recordDiscovery(currentDiscovery, whenTaken: false)], afterConfigs)
         }
         var both = announced
         if let current, !both.contains(current) { both.append(current) }
         var actions: [Action] = both == announced ? [] : [.recordDiscovery(both, whenTaken: false)]
         actions += removals
         if retiringDevices.isEmpty { actions.append(.recordDiscovery(currentDiscovery, whenTaken: true)) }
-        return actions
+        return (actions, afterConfigs)
     }
 
     /// This run's ``PublishedShape``.

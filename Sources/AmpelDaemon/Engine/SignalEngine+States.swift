@@ -19,9 +19,13 @@ extension SignalEngine {
             let payload = report.json(ruleSet: settings.ruleSet)
             guard initial || stateReports[id] != payload else { continue }
             stateReports[id] = payload
-            actions.append(.publish(OutgoingMessage(topic: settings.topics.stateReport(id), payload: payload, qos: .atLeastOnce, retain: true),
-                                    kind: .stateReport))
+            actions.append(stateReportPublish(id, payload))
         }
         return actions
+    }
+
+    /// A state's report, retained on ``Topics/stateReport(_:)``.
+    func stateReportPublish(_ id: String, _ payload: [UInt8]) -> Action {
+        .publish(OutgoingMessage(topic: settings.topics.stateReport(id), payload: payload, qos: .atLeastOnce, retain: true), kind: .stateReport)
     }
 }

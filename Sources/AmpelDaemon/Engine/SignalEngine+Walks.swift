@@ -25,9 +25,7 @@ extension SignalEngine {
                                                     qos: .atLeastOnce, retain: true),
                                     kind: .districtPhase))
         }
-        actions += stateReports.keys.sorted().compactMap { id in
-            stateReports[id].map { .publish(OutgoingMessage(topic: settings.topics.stateReport(id), payload: $0, qos: .atLeastOnce, retain: true), kind: .stateReport) }
-        }
+        actions += stateReports.sorted { $0.key < $1.key }.map { stateReportPublish($0.key, $0.value) }
         actions += districtDiscovery()
         actions += lamps(force: true)
         if let owntracks = settings.owntracks {

@@ -40,9 +40,6 @@ public struct SignalEngine: Sendable {
     /// The prefixes and nodes (and forms) whose device entities the start's device walk
     /// removes; `migrate`: this run announces them in the other form (``DiscoveryScope/leftBehind(by:)``).
     var retiringDevices: [(names: DiscoveryTopics, migrate: Bool)] = []
-    /// The removals of the old form's bridge, district and state configs, due right after
-    /// this run's configs have taken their entities over (a switch of `homeassistant.discovery`).
-    var migratedRemovals: [Action] = []
     /// The OwnTracks users whose card went out in this run: sent again after each reconnect.
     var cardUsers: Set<String> = []
     /// The texts topic of each phase, by language and phase id; empty with texts in the states.
@@ -99,14 +96,14 @@ public struct SignalEngine: Sendable {
         switch event {
         case .start:
             stage = .running
-            var actions = retireDiscovery()
+            let retired = retireDiscovery()
+            var actions = retired.now
             actions += retireShape()
             // Before the states that name them.
             actions += texts()
             actions += evaluateAll(initial: true, announce: true)
             actions += districtDiscovery()
-            actions += migratedRemovals
-            migratedRemovals = []
+            actions += retired.afterConfigs
             actions += lamps(force: true)
             return actions + nextReevaluationBatch()
         case .fix(let fix, let place, let receivedAt):

@@ -167,6 +167,9 @@ public final class StatusView: Sendable {
         return snapshot
     }
 
+    /// The device table of the last hand-over (the loop reuses it while the table is unchanged).
+    func handedDevices() -> DeviceTable { current.withLock { $0.devices } }
+
     /// The last hand-over with a current device table: when the one held is older, asks the loop
     /// for the table and waits for its next tick (at most `limit`).
     public func devices(waitingAtMost limit: Duration = .seconds(2)) async -> Snapshot {

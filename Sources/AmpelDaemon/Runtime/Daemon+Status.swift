@@ -83,7 +83,7 @@ extension AmpelDaemon {
             devicesHanded = (statusGeneration, deviceChanges)
         }
         snapshot.devicesGeneration = devicesHanded.generation
-        snapshot.devices = devicesHanded.generation == statusGeneration ? engine.devices : status.snapshot().devices
+        snapshot.devices = devicesHanded.generation == statusGeneration ? engine.devices : status.handedDevices()
         snapshot.deviceCount = engine.devices.count
         let looks = engine.lampLooksSent
         let online = engine.lampAvailability

@@ -119,9 +119,10 @@ extension MQTTClient {
         let broker = configuration.endpoints[0]
         // libmosquitto's own words first (a client certificate the broker requires or refuses
         // shows there only), then libcurl's handshake for which check failed.
-        let failure = TLSHandshake.classify(error.message, host: broker.host).flatMap { $0.setting == "mqtt.ca_file" ? nil : $0 }
+        let ownWords = TLSHandshake.classify(error.message, host: broker.host)
+        let failure = ownWords.flatMap { $0.setting == "mqtt.ca_file" ? nil : $0 }
             ?? TLSHandshake.failure(host: broker.host, port: broker.port, caFile: tls.caFile, certFile: tls.certFile, keyFile: tls.keyFile)
-            ?? TLSHandshake.classify(error.message, host: broker.host)
+            ?? ownWords
         guard let failure else { return nil }
         return ConfigurationError(key: failure.setting, line: nil, message: "TLS with \(broker) failed: \(failure.reason)")
     }

@@ -130,7 +130,7 @@ extension Topics {
     /// `texts`, `stateReport`, `bridge`, `discovery`, `owntracks`, or `other` (lamps, probes).
     func refusalClass(of topic: String, discoveryPrefix: String?) -> String {
         let base = self.base + "/"
-        if topic.hasPrefix(base + "device/") || topic.hasPrefix(base + "district/") {
+        if isDeviceOrDistrictTopic(topic) {
             if topic.hasSuffix("/alert") { return "alert" }
             if topic.hasSuffix("/state") { return "state" }
             if topic.hasSuffix("/phase") { return "phase" }
