@@ -28,6 +28,7 @@ extension MQTTSession {
             case .offlineQueueFull: return .full
             case .closed: return .closed
             case .send:
+                handedOver()
                 let (refused, mid) = handOver(message, withWaiter: waiter != nil, machine: &machine)
                 if let refused { return .refused(refused) }
                 if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }

@@ -30,6 +30,8 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     typealias Waiter = CheckedContinuation<Result<Bool, MQTTError>, Never>
 
     let configuration: MQTTConfiguration
+    /// MQTT 5: a refused publish is named by its topic (``noteTopic``); 3.1.1 has no reason codes.
+    let tracksRefusals: Bool
     let logger: Logger
     let mosquitto: MosquittoClient
     let loop: NetworkLoop
@@ -90,6 +92,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
 
     init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
         self.configuration = configuration
+        tracksRefusals = configuration.protocolVersion == .v5
         self.logger = logger
         self.handler = Mutex(handler.map(Handler.init))
         mosquitto = MosquittoClient(configuration: configuration)
@@ -153,7 +156,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
                 if !filters.isEmpty { resubscribed.append((filters, mosquitto.subscribe(filters, qos: qos).rc)) }
             }
             for entry in established.offline {
-                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil, machine: &machine, counted: true)
+                let (refused, mid) = handOver(entry.message, withWaiter: entry.waiter != nil, machine: &machine)
                 guard let waiter = entry.waiter else { continue }
                 if let refused {
                     failed.append((waiter, .mosquitto(refused, "publish to '\(entry.message.topic)' rejected")))
@@ -259,6 +262,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
             case .closed:
                 return .failed(SessionErrors.closed)
             case .send:
+                handedOver()
                 let (refused, mid) = handOver(message, withWaiter: true, machine: &machine)
                 if let refused { return .refused(refused) }
                 if cancelled {
@@ -344,10 +348,10 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     /// Hands a QoS 1/2 publish the state machine said to send to libmosquitto, under the
     /// session's lock: `refused` is libmosquitto's code when it did not take it. `withWaiter`:
     /// somebody awaits the answer, so the network thread must note it (``possibleWaiters``,
-    /// raised before the call that produces the answer).
-    /// `counted`: the message waited offline and is in ``unanswered`` already.
+    /// raised before the call that produces the answer). The caller counted the message in
+    /// ``unanswered`` when the state machine took it (``handedOver()``); a refusal here uncounts it.
     func handOver(_ message: OutgoingMessage, withWaiter: Bool,
-                  machine: inout SessionStateMachine<AckWaiter, Waiter>, counted: Bool = false) -> (refused: Int32?, mid: Int32) {
+                  machine: inout SessionStateMachine<AckWaiter, Waiter>) -> (refused: Int32?, mid: Int32) {
         if withWaiter { possibleWaiters.add(1, ordering: .sequentiallyConsistent) }
         let (rc, mid) = mosquitto.publish(message)
         loop.wakeIfIdle()
@@ -355,15 +359,15 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         // queued and sends it after the reconnect.
         guard rc == MosquittoResult.success || rc == MosquittoResult.noConnection else {
             if withWaiter { possibleWaiters.subtract(1, ordering: .sequentiallyConsistent) }
-            if counted { publishesAnswered(1) }
+            publishesAnswered(1)
             return (rc, mid)
         }
-        if !counted { handedOver() }
-        if message.qos != .atMostOnce { machine.noteTopic(message.topic, mid: mid) }
+        // The topic names a refusal: only MQTT 5 has reason codes on PUBACK/PUBREC.
+        if tracksRefusals { machine.noteTopic(message.topic, mid: mid) }
         return (nil, mid)
     }
 
-    /// A QoS 1/2 publish is now libmosquitto's until the broker answers, or waits offline for
+    /// A QoS 1/2 publish the state machine took is now libmosquitto's until the broker answers, or waits offline for
     /// the connection (the producer that waits on ``unanswered`` is held back by those too: a
     /// backlog handled while disconnected would otherwise fill the offline queue and lose
     /// publishes beyond its limit).
