@@ -72,11 +72,16 @@ final class Daemon: Sendable {
     /// When the process was reaped.
     var exitedAt: ContinuousClock.Instant? { ended.value?.at }
 
+    /// How often the daemon's standard error contains `text` so far.
+    func logCount(_ text: String) -> Int { Self.count(text, in: collected.value) }
+
+    static func count(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
+
     /// Until the daemon's standard error contains `text` `count` times.
     func awaitLog(_ text: String, count: Int, timeout: Duration = .seconds(60)) async throws {
         let collected = self.collected
         try await withTimeout(timeout, "\(count) times '\(text)' in the daemon's log") {
-            await collected.wait { $0.components(separatedBy: text).count - 1 >= count }
+            await collected.wait { Self.count(text, in: $0) >= count }
         }
     }
 

@@ -36,9 +36,7 @@ struct HomeAssistantDiscoveryBenchmark {
         return try await Scene.run(options) { scene in
             try await scene.start(configuration: "homeassistant:\n  discovery: \(form)\n")
             let keys = (0..<devices).map { "bench\($0)" }
-            for start in stride(from: 0, to: keys.count, by: 500) {
-                try await scene.round(keys: Array(keys[start..<min(start + 500, keys.count)]), at: HomeAssistantRunningTests.muenchen, tst: 100)
-            }
+            try await scene.round(keys: keys, at: HomeAssistantRunningTests.muenchen, tst: 100)
             try await scene.collector.awaitStates(keys, tst: 100)
             try await scene.stop()
             let configs = scene.collector.records().filter { $0.topic.hasPrefix("homeassistant/") && !$0.payload.isEmpty }

@@ -119,13 +119,12 @@ struct HomeAssistantRunningTests {
         }
         // The first sighting is an event too: its copy for Home Assistant goes once Home
         // Assistant can have subscribed to the new entity (docs/homeassistant.md).
-        let first = try await poll("the phone's first-sighting event \(phase)") {
+        let before = try await poll("the phone's first-sighting event \(phase)") {
             let event = try await api.states()[deviceEvent]
             let type = event?.attributes["event_type"] as? String
             let done = type == phase && event?.attributes["from"] is NSNull && event?.attributes["district"] as? String == "SK München"
             return done ? .done(event?.state) : .waiting("\(String(describing: event))")
         }
-        let before = first
 
         // To Augsburg: the phase sensor follows, the event entity records the alert.
         let mark = scene.collector.mark

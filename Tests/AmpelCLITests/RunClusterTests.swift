@@ -17,9 +17,9 @@ struct RunClusterTests {
     }
 
     /// Until `collector` saw a `bridge/info` for which `test` holds.
-    static func awaitInfo(_ collector: Collector, topic: String = "ampel/bridge/info", _ what: String, timeout: Duration = .seconds(30),
-                          _ test: @escaping @Sendable ([String: Any]) -> Bool) async throws {
-        try await collector.wait(what, timeout: timeout) { records in
+    static func awaitInfo(_ collector: Collector, topic: String = "ampel/bridge/info", _ what: String, since mark: Int = 0,
+                          timeout: Duration = .seconds(30), _ test: @escaping @Sendable ([String: Any]) -> Bool) async throws {
+        try await collector.wait(what, since: mark, timeout: timeout) { records in
             records.contains { record in
                 guard record.topic == topic,
                       let info = try? JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any] else { return false }

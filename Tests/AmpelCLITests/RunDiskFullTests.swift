@@ -15,23 +15,6 @@ struct RunDiskFullTests {
         return try answer.object()
     }
 
-    static func awaitInfo(_ scene: Scene, _ what: String, since mark: Int, _ test: @escaping @Sendable ([String: Any]) -> Bool) async throws {
-        try await scene.collector.wait(what, since: mark) { records in
-            records.contains { record in
-                guard record.topic == "ampel/bridge/info",
-                      let info = try? JSONSerialization.jsonObject(with: Data(record.payload.utf8)) as? [String: Any] else { return false }
-                return test(info)
-            }
-        }
-    }
-
-    /// One fix per device, in parts (one shell script per 500 publishers).
-    static func round(_ scene: Scene, _ keys: [String], at place: (Double, Double), tst: Int) async throws {
-        for start in stride(from: 0, to: keys.count, by: 500) {
-            try await scene.round(keys: Array(keys[start..<min(start + 500, keys.count)]), at: place, tst: tst)
-        }
-    }
-
     @Test("the disk fills while 3,000 devices report: degraded within a second, said everywhere; room again: safe again, and a kill -9 after it loses nothing")
     func fillsDuringARun() async throws {
         var options = Scene.Options()
@@ -47,7 +30,7 @@ struct RunDiskFullTests {
             disk.fill()
             let keys = (0..<3_000).map { "disk\($0)" }
             let mark = scene.collector.mark
-            try await Self.round(scene, keys, at: RunCrashTests.muenchen, tst: 100)
+            try await scene.round(keys: keys, at: RunCrashTests.muenchen, tst: 100)
             try await daemon.awaitLog("the journal cannot be written")
             let failed = ContinuousClock.now
             let degraded = try await Self.readiness(base)
@@ -56,7 +39,7 @@ struct RunDiskFullTests {
             #expect((degraded["reason"] as? String)?.contains("the journal cannot be written") == true, "\(degraded)")
             #expect((degraded["reason"] as? String)?.contains("No space left on device") == true, "\(degraded)")
             #expect(try await httpGet(base + "/metrics").text.contains("ampel_journal_writable 0"))
-            try await Self.awaitInfo(scene, "bridge/info with the journal's error", since: mark) { info in
+            try await RunClusterTests.awaitInfo(scene.collector, "bridge/info with the journal's error", since: mark) { info in
                 (info["journalError"] as? String)?.contains("the journal cannot be written") == true
                     && info["lastError"] as? String == info["journalError"] as? String
             }
@@ -71,18 +54,18 @@ struct RunDiskFullTests {
             try await daemon.awaitLog("the journal is safe again", timeout: .seconds(30))
             #expect(try await Self.readiness(base)["status"] as? String == "ready")
             #expect(try await httpGet(base + "/metrics").text.contains("ampel_journal_writable 1"))
-            try await Self.awaitInfo(scene, "bridge/info without the journal's error", since: room) { info in
+            try await RunClusterTests.awaitInfo(scene.collector, "bridge/info without the journal's error", since: room) { info in
                 info["journalError"] is NSNull && info["lastError"] is NSNull
             }
             let safe = try #require(daemon.stderr.split(separator: "\n").first { $0.contains("the journal is safe again") })
             #expect(safe.contains("unwritten="), "it says what it could not write: \(safe)")
 
             // What the broker acknowledged from now on survives a crash: no alert again after it.
-            try await Self.round(scene, keys, at: RunCrashTests.altoetting, tst: 200)
+            try await scene.round(keys: keys, at: RunCrashTests.altoetting, tst: 200)
             try await scene.collector.awaitStates(keys, tst: 200)
             try await scene.kill()
             try await scene.start()
-            try await Self.round(scene, keys, at: RunCrashTests.altoetting, tst: 300)
+            try await scene.round(keys: keys, at: RunCrashTests.altoetting, tst: 300)
             try await scene.collector.awaitStates(keys, tst: 300)
             try await scene.stop()
             let alerts = scene.collector.alerts()

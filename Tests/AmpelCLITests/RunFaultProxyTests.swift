@@ -86,7 +86,7 @@ struct RunFaultProxyTests {
                 // Each reset hits a live connection: the daemon's backoff after a long
                 // half-open time may outlast a storm that did not wait for it.
                 let reconnect = "reconnected: publishing online"
-                var reconnects = daemon.stderr.components(separatedBy: reconnect).count - 1
+                var reconnects = daemon.logCount(reconnect)
                 for _ in 0..<10 {
                     try await daemon.awaitLog(reconnect, count: reconnects + 1, timeout: .seconds(90))
                     reconnects += 1

@@ -244,6 +244,15 @@ final class Scene {
     @discardableResult
     static func publish(host: String, port: Int, options: [String] = [], _ messages: [(topic: String, payload: String)],
                         checked: Bool = true) async throws -> Int {
+        // One shell script per 500 publishers: a longer one passes the kernel's argument limit.
+        guard messages.count <= 500 else {
+            var failed = 0
+            for start in stride(from: 0, to: messages.count, by: 500) {
+                failed += try await publish(host: host, port: port, options: options, Array(messages[start..<min(start + 500, messages.count)]),
+                                            checked: checked)
+            }
+            return failed
+        }
         func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }
         var script = ""
         for (index, message) in messages.enumerated() {

@@ -109,12 +109,6 @@ final class EventCollector: Sendable {
             }
         }
     }
-
-    func count(connected: Bool) -> Int {
-        events.filter {
-            if case .connected = $0 { return connected } else { return !connected }
-        }.count
-    }
 }
 
 extension MQTTConnectionEvent {

@@ -3,7 +3,7 @@ import Synchronization
 
 /// A TCP proxy on a loopback port in front of one upstream (a broker) that a test can make
 /// fail the way networks do: pass everything, lose one direction while both ends believe the
-/// connection is up (a half-open link), lose both, or reset every connection (RST).
+/// connection is up (a half-open link), or reset every connection (RST).
 ///
 /// One thread accepts, one thread per connection moves bytes both ways (`poll` with a short
 /// timeout, so that a mode change or a reset takes effect within 20 ms). Lost bytes are read
@@ -21,8 +21,6 @@ public final class FaultProxy: Sendable {
         /// Client to upstream goes, upstream to client is lost: the broker takes a publish and
         /// its acknowledgement never reaches the client.
         case halfOpen
-        /// Both directions are lost.
-        case blackhole
     }
 
     public let port: Int
@@ -34,9 +32,7 @@ public final class FaultProxy: Sendable {
         var mode = Mode.pass
         /// Raised by ``resetAll()``: a connection older than this generation resets itself.
         var resetGeneration = 0
-        var accepted = 0
         var resets = 0
-        var open = 0
         var stopped = false
     }
 
@@ -80,14 +76,8 @@ public final class FaultProxy: Sendable {
         state.withLock { $0.resetGeneration += 1 }
     }
 
-    /// Connections accepted so far.
-    public var accepted: Int { state.withLock { $0.accepted } }
-
     /// Connections reset so far.
     public var resets: Int { state.withLock { $0.resets } }
-
-    /// Connections open now.
-    public var open: Int { state.withLock { $0.open } }
 
     /// Stops accepting and resets every connection; safe to call more than once.
     public func stop() {
@@ -114,15 +104,9 @@ public final class FaultProxy: Sendable {
                 if errno == EINTR { continue }
                 break
             }
-            let generation: Int? = state.withLock { state in
-                guard !state.stopped else { return nil }
-                state.accepted += 1
-                state.open += 1
-                return state.resetGeneration
-            }
+            let generation: Int? = state.withLock { $0.stopped ? nil : $0.resetGeneration }
             guard let generation, let upstream = connectUpstream() else {
                 Self.reset(client)
-                if generation != nil { state.withLock { $0.open -= 1 } }
                 continue
             }
             let thread = Thread { [self] in relay(client: client, upstream: upstream, generation: generation) }
@@ -192,9 +176,6 @@ public final class FaultProxy: Sendable {
             close(client)
             close(upstream)
         }
-        state.withLock { state in
-            state.open -= 1
-            if resetNow { state.resets += 1 }
-        }
+        if resetNow { state.withLock { $0.resets += 1 } }
     }
 }

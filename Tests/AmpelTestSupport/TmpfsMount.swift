@@ -32,12 +32,6 @@ public final class TmpfsMount: Sendable {
         _ = try? Self.run("/bin/umount", ["-l", path])
     }
 
-    /// Bytes free for an unprivileged writer.
-    public var free: Int {
-        var stats = statvfs()
-        return statvfs(path, &stats) == 0 ? Int(stats.f_bavail) * Int(stats.f_frsize) : 0
-    }
-
     /// Fills the file system with `name` until nothing is left; returns the bytes taken.
     @discardableResult
     public func fill(_ name: String = "filler") -> Int {
