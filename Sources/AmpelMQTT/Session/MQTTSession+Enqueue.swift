@@ -15,32 +15,13 @@ extension MQTTSession {
             return
         }
         if let error = MQTTTopicFilter.validateTopicName(topic) { throw error }
-        enum Outcome { case handedOver, refused(Int32), full, closed }
         let waiter = acknowledged.map { callback in
             AckWaiter.callback { result in callback(Self.failure(of: result, topic: topic)) }
         }
         let token = waiter == nil ? 0 : nextToken.add(1, ordering: .relaxed).newValue
-        let outcome: Outcome = machine.withLock { machine in
-            switch machine.publish(message, token: token, waiter: waiter) {
-            case .queued:
-                handedOver()
-                return .handedOver
-            case .offlineQueueFull: return .full
-            case .closed: return .closed
-            case .send:
-                handedOver()
-                let (refused, mid) = handOver(message, withWaiter: waiter != nil, machine: &machine)
-                if let refused { return .refused(refused) }
-                if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
-                return .handedOver
-            }
-        }
-        switch outcome {
-        case .handedOver: sentCount.add(1, ordering: .relaxed)
-        case .refused(let rc): throw publishFailure(rc, topic: topic, qos: message.qos)
-        case .full: throw SessionErrors.offlineQueueFull(topic, limit: configuration.offlineQueueLimit)
-        case .closed: throw SessionErrors.closed
-        }
+        let placement = machine.withLock { machine in place(message, token: token, waiter: waiter, machine: &machine) }
+        if let error = placementError(placement, message) { throw error }
+        sentCount.add(1, ordering: .relaxed)
     }
 }
 

@@ -248,45 +248,49 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     /// Sends or queues an awaited QoS 1/2 publish; returns the answer if there is one already
     /// (refused, closed, cancelled), nil when `waiter` now waits in the state machine.
     private func submit(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter) -> AckResult? {
-        enum Outcome { case waiting, failed(MQTTError), refused(Int32), sentCancelled(Int32), queuedCancelled }
-        let outcome: Outcome = machine.withLock { machine in
+        let (placement, cancelled) = machine.withLock { machine in
             // Checked under the lock, which the cancellation handler takes too: either it ran
             // before (and this sees the flag) or it finds the waiter.
             let cancelled = Task.isCancelled
-            switch machine.publish(message, token: token, waiter: cancelled ? nil : waiter) {
-            case .queued:
-                handedOver()
-                return cancelled ? .queuedCancelled : .waiting
-            case .offlineQueueFull:
-                return .failed(SessionErrors.offlineQueueFull(message.topic, limit: configuration.offlineQueueLimit))
-            case .closed:
-                return .failed(SessionErrors.closed)
-            case .send:
-                handedOver()
-                let (refused, mid) = handOver(message, withWaiter: true, machine: &machine)
-                if let refused { return .refused(refused) }
-                if cancelled {
-                    possibleWaiters.subtract(1, ordering: .sequentiallyConsistent)
-                    return .sentCancelled(mid)
-                }
-                machine.sent(mid: mid, token: token, waiter: waiter)
-                return .waiting
-            }
+            return (place(message, token: token, waiter: cancelled ? nil : waiter, machine: &machine), cancelled)
         }
-        switch outcome {
-        case .waiting:
-            sentCount.add(1, ordering: .relaxed)
-            return nil
-        case .failed(let error):
-            return .failed(error)
-        case .refused(let rc):
-            return .failed(publishFailure(rc, topic: message.topic, qos: message.qos))
-        case .sentCancelled(let mid):
-            sentCount.add(1, ordering: .relaxed)
-            return .failed(SessionErrors.cancelled(mid))
-        case .queuedCancelled:
-            sentCount.add(1, ordering: .relaxed)
-            return .failed(SessionErrors.cancelled(nil))
+        if let error = placementError(placement, message) { return .failed(error) }
+        sentCount.add(1, ordering: .relaxed)
+        guard cancelled else { return nil }
+        if case .sent(let mid) = placement { return .failed(SessionErrors.cancelled(mid)) }
+        return .failed(SessionErrors.cancelled(nil))
+    }
+
+    /// What became of a QoS 1/2 publish the state machine was asked about.
+    enum Placement { case queued, sent(mid: Int32), refused(Int32), full, closed }
+
+    /// The one way of a QoS 1/2 publish to libmosquitto, under the session's lock: the state
+    /// machine says send, queue or refuse; what it takes counts as unanswered (``handedOver()``);
+    /// a waiter, if any, is registered for the answer.
+    func place(_ message: OutgoingMessage, token: UInt64, waiter: AckWaiter?,
+               machine: inout SessionStateMachine<AckWaiter, Waiter>) -> Placement {
+        switch machine.publish(message, token: token, waiter: waiter) {
+        case .queued:
+            handedOver()
+            return .queued
+        case .offlineQueueFull: return .full
+        case .closed: return .closed
+        case .send:
+            handedOver()
+            let (refused, mid) = handOver(message, withWaiter: waiter != nil, machine: &machine)
+            if let refused { return .refused(refused) }
+            if let waiter { machine.sent(mid: mid, token: token, waiter: waiter) }
+            return .sent(mid: mid)
+        }
+    }
+
+    /// The error of a publish that was not taken; `nil` when it was sent or queued.
+    func placementError(_ placement: Placement, _ message: OutgoingMessage) -> MQTTError? {
+        switch placement {
+        case .queued, .sent: nil
+        case .refused(let rc): publishFailure(rc, topic: message.topic, qos: message.qos)
+        case .full: SessionErrors.offlineQueueFull(message.topic, limit: configuration.offlineQueueLimit)
+        case .closed: SessionErrors.closed
         }
     }
 
