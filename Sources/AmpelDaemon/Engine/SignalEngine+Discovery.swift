@@ -80,14 +80,13 @@ extension SignalEngine {
     mutating func retireShape() -> [Action] {
         let current = currentShape
         guard let before = settings.publishedShape, before != current else { return [] }
-        let kept = Set(current.texts)
-        var actions: [Action] = settings.publishDistricts ? before.texts.filter { !kept.contains($0) }.map {
-            .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: .texts)
-        } : []
-        let reported = Set(current.states)
-        actions += settings.publishDistricts ? before.states.filter { !reported.contains($0) }.map {
-            .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: .stateReport)
-        } : []
+        /// An empty retained payload for each topic of `old` not in `kept`.
+        func emptied(_ old: [String], kept: [String], _ kind: PublishKind) -> [Action] {
+            let kept = Set(kept)
+            return old.filter { !kept.contains($0) }.map { .publish(OutgoingMessage(topic: $0, text: "", qos: .atLeastOnce, retain: true), kind: kind) }
+        }
+        var actions: [Action] = settings.publishDistricts
+            ? emptied(before.texts, kept: current.texts, .texts) + emptied(before.states, kept: current.states, .stateReport) : []
         if before.fingerprint != current.fingerprint, devices.count > 0 {
             shapePending = current
         } else {

@@ -55,10 +55,9 @@ public final class Journal: Sendable {
         /// Writes lost since ``failure``: their inputs and decisions live in memory only.
         var unwritten = 0
         var failedAt: ContinuousClock.Instant?
-        /// The segment ``retry()`` opened after a failure: a snapshot begun after it covers the gap.
-        var reopened: Int?
-        /// When the daemon was last asked for that snapshot.
-        var coverAskedAt: ContinuousClock.Instant?
+        /// The segment ``retry()`` opened after a failure (a snapshot begun after it covers the
+        /// gap), and when the daemon was last asked for that snapshot.
+        var reopened: (segment: Int, coverAskedAt: ContinuousClock.Instant)?
     }
 
     /// Told the failure when the journal stops writing and `nil` when it is safe again.
@@ -247,14 +246,13 @@ public final class Journal: Sendable {
     func retry() -> Bool {
         state.withLock { writer in
             guard writer.failure != nil else { return false }
-            if writer.reopened != nil {
-                guard let asked = writer.coverAskedAt, ContinuousClock.now - asked >= .seconds(10) else { return false }
-                writer.coverAskedAt = .now
+            if let reopened = writer.reopened {
+                guard ContinuousClock.now - reopened.coverAskedAt >= .seconds(10) else { return false }
+                writer.reopened?.coverAskedAt = .now
                 return true
             }
             guard Self.roll(&writer, minimum: 0, syncer: syncer) == nil else { return false }
-            writer.reopened = writer.segment
-            writer.coverAskedAt = .now
+            writer.reopened = (writer.segment, .now)
             return true
         }
     }
@@ -341,8 +339,8 @@ public final class Journal: Sendable {
     func snapshotWritten(_ mark: JournalMark) {
         let recovered: (unwritten: Int, failedFor: Duration)? = state.withLock { writer in
             writer.snapshotSegment = max(writer.snapshotSegment, mark.segment)
-            guard writer.failure != nil, let reopened = writer.reopened, mark.segment >= reopened else { return nil }
-            defer { (writer.failure, writer.reopened, writer.coverAskedAt) = (nil, nil, nil) }
+            guard writer.failure != nil, let reopened = writer.reopened, mark.segment >= reopened.segment else { return nil }
+            defer { (writer.failure, writer.reopened) = (nil, nil) }
             return (writer.unwritten, writer.failedAt.map { .now - $0 } ?? .zero)
         }
         if let recovered {
