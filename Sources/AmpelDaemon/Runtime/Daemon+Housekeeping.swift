@@ -10,11 +10,11 @@ import ServiceLifecycle
 /// The tick's work: logs held back, the snapshot and the journal's tidying, forgetting,
 /// giving free heap pages back, `bridge/info` and the status hand-over.
 extension AmpelDaemon {
-    func tick(_ engine: inout SignalEngine) {
+    func tick(_ run: inout Running) {
         let now = ContinuousClock.now
         let wallClock = self.now().timeIntervalSince1970
         dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
-        executor.logHeldBack(now: wallClock)
+        run.executor.logHeldBack(now: wallClock)
         for refusal in status.refusals.dueLogs(now: wallClock) {
             logger.warning("the broker refused publishes: they are not delivered (counters.refused in bridge/info counts them, alerts stay pending for the next start)", metadata: [
                 "class": "\(refusal.topicClass)", "topic": "\(refusal.topic)", "refused": "\(refusal.count)",
@@ -33,10 +33,10 @@ extension AmpelDaemon {
         // A snapshot once the journal has outgrown the last one: each change costs a
         // constant amount of writing, whatever the number of devices. After the journal
         // failed (a full disk), one as soon as it writes again: it covers what the journal missed.
-        if journal.retry() || journal.wantsSnapshot(snapshotBytes: engine.devices.count * Self.snapshotBytesPerDevice) {
-            takeSnapshot(engine)
+        if run.journal.retry() || run.journal.wantsSnapshot(snapshotBytes: run.engine.devices.count * Self.snapshotBytesPerDevice) {
+            takeSnapshot(run)
         }
-        let journalFailure = journal.failure
+        let journalFailure = run.journal.failure
         if journalFailure != journalFailureShown {
             journalFailureShown = journalFailure
             infoDirty = true
@@ -44,18 +44,18 @@ extension AmpelDaemon {
         ticksSinceTidy += 1
         if ticksSinceTidy >= 10 {
             ticksSinceTidy = 0
-            journal.removeCovered()
+            run.journal.removeCovered()
         }
         // The clock is the daemon's; the decision, and which devices, the engine's.
         ticksSinceForget += 1
         if let forgetAfter = configuration.forgetAfter, ticksSinceForget >= Self.forgetEvery(forgetAfter, tick: flushInterval) {
             ticksSinceForget = 0
-            let forgotten = engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
+            let forgotten = run.engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
             if !forgotten.isEmpty {
                 logger.info("forgot devices not heard from within devices.forget_after", metadata: [
                     "devices": "\(forgotten.reduce(0) { if case .decide = $1 { $0 + 1 } else { $0 } })",
                 ])
-                perform(forgotten, engine: engine)
+                perform(forgotten, in: run, infoNow: true)
             }
         }
         if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
@@ -64,22 +64,22 @@ extension AmpelDaemon {
         // lone fix: the trim walks the whole heap.
         // A state write (tens of MB of JSON for a large table) leaves its buffers free too.
         let statesWritten = saver.statesWritten
-        if engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages
-            || statesWritten != trimmedAt.statesWritten || (dataSinceTrim && !engine.isReevaluating),
+        if run.engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages
+            || statesWritten != trimmedAt.statesWritten || (dataSinceTrim && !run.engine.isReevaluating),
            now - intakeSeen.at >= trimQuiet {
-            trimmedAt = (engine.devices.count, messagesReceived, statesWritten)
+            trimmedAt = (run.engine.devices.count, messagesReceived, statesWritten)
             // A trim in the middle of a walk (a quiet intake is enough for one) leaves the
             // walk's own garbage: the trim it is owed comes once the walk is done. Without
             // this the start's trim cleared the flag, and 100,000 devices' first walk left
             // the daemon at 70.8 MB where a trim gives 58-60 MB.
-            if !engine.isReevaluating { dataSinceTrim = false }
+            if !run.engine.isReevaluating { dataSinceTrim = false }
             saver.trimHeap()
         }
         if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
         // Built once a tick: the status shows the `bridge/info` just published, from the same counters.
-        let counters = infoDirty ? liveCounters() : nil
-        let info = counters.flatMap { publishInfo(engine, counters: $0) }
-        publishStatus(engine, info: info, counters: counters)
+        let counters = infoDirty ? liveCounters(run) : nil
+        let info = counters.flatMap { publishInfo(run, counters: $0) }
+        publishStatus(run, info: info, counters: counters)
     }
 
     /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every
@@ -95,10 +95,10 @@ extension AmpelDaemon {
     /// Starts a snapshot on the writer thread: the loop only copies the state (copy-on-write),
     /// so a large one never holds up the next location. The journal opens a new segment first;
     /// the old ones go once the snapshot is on disk and their messages are handled.
-    func takeSnapshot(_ engine: SignalEngine) {
-        let journal = self.journal!
+    func takeSnapshot(_ run: Running) {
+        let journal = run.journal
         let mark = journal.beginSnapshot()
-        saver.save(PersistedState(devices: engine.devices, districts: engine.districtPhases, journal: mark)) {
+        saver.save(PersistedState(devices: run.engine.devices, districts: run.engine.districtPhases, journal: mark)) {
             journal.snapshotWritten(mark)
         }
     }

@@ -34,7 +34,7 @@ extension AmpelDaemon {
     }
 
     /// Handles `events` until a stop.
-    func loop(_ events: AsyncStream<Input>, _ inputs: AsyncStream<Input>.Continuation, _ engine: inout SignalEngine) async {
+    func loop(_ events: AsyncStream<Input>, _ inputs: AsyncStream<Input>.Continuation, _ run: inout Running) async {
         await withGracefulShutdownHandler {
             var sinceYield = 0
             for await input in events {
@@ -51,10 +51,10 @@ extension AmpelDaemon {
                 await waitForBrokerIfBehind(before: input)
                 if let metrics, case .message = input {
                     let started = ContinuousClock.now
-                    handle(input, &engine)
+                    handle(input, &run)
                     metrics.recordHandling(ContinuousClock.now - started)
                 } else {
-                    handle(input, &engine)
+                    handle(input, &run)
                 }
             }
         } onGracefulShutdown: {
@@ -63,24 +63,24 @@ extension AmpelDaemon {
         }
     }
 
-    func handle(_ input: Input, _ engine: inout SignalEngine) {
+    func handle(_ input: Input, _ run: inout Running) {
         switch input {
         case .message(let message, let seq, let receivedAt):
             messagesReceived &+= 1
             defer {
-                journal.appendHandled(seq)
+                run.journal.appendHandled(seq)
                 gate.handled(bytes: message.payload.count)
             }
             for route in intake.route(topic: message.topic, payload: message.payload, retained: message.retain) {
                 switch route {
                 case .input(let kind, let key, let appTopic):
-                    handleLocation(kind, key: key, appTopic: appTopic, message, receivedAt: receivedAt, &engine)
+                    handleLocation(kind, key: key, appTopic: appTopic, message, receivedAt: receivedAt, &run)
                 case .lampAvailability(let name, let online, let retained):
                     logger.debug("lamp availability", metadata: ["lamp": "\(name)", "online": "\(online)", "retained": "\(retained)"])
-                    perform(engine.event(.lampAvailability(name: name, online: online, retained: retained)))
+                    perform(run.engine.event(.lampAvailability(name: name, online: online, retained: retained)), in: run)
                 case .homeAssistantOnline:
                     logger.info("Home Assistant online: sending discovery again")
-                    perform(engine.event(.homeAssistantOnline))
+                    perform(run.engine.event(.homeAssistantOnline), in: run)
                 case .ignore:
                     break
                 }
@@ -105,36 +105,35 @@ extension AmpelDaemon {
             } else if state.stale != previous?.stale {
                 logger.info("data staleness changed", metadata: ["stale": "\(state.stale)"])
             }
-            perform(engine.event(.data(state.dataset, stale: state.stale)))
+            perform(run.engine.event(.data(state.dataset, stale: state.stale)), in: run)
         case .tick:
-            tick(&engine)
+            tick(&run)
         case .connected(let sessionPresent):
             connections += 1
             // The first CONNACK is the start's: it published everything already.
             guard connections > 1 else { return }
             counters.reconnects += 1
             logger.notice("reconnected: publishing online and every retained topic again", metadata: [
-                "sessionPresent": "\(sessionPresent)", "devices": "\(engine.devices.count)",
+                "sessionPresent": "\(sessionPresent)", "devices": "\(run.engine.devices.count)",
             ])
-            let actions = engine.event(.reconnected)
-            perform(actions, republished: true, engine: engine)
+            perform(run.engine.event(.reconnected), in: run, republished: true, infoNow: true)
             // The info in the actions went out before the publishes after it were counted.
             infoDirty = true
         case .recover(let generation):
             infoDirty = true
-            let walking = engine.isRecovering
-            perform(engine.event(.recoverDevices(generation: generation)), republished: true)
-            if walking, !engine.isRecovering { logger.info("every device state republished", metadata: ["devices": "\(engine.devices.count)"]) }
+            let walking = run.engine.isRecovering
+            perform(run.engine.event(.recoverDevices(generation: generation)), in: run, republished: true)
+            if walking, !run.engine.isRecovering { logger.info("every device state republished", metadata: ["devices": "\(run.engine.devices.count)"]) }
         case .reevaluate(let generation):
-            let walking = engine.isReevaluating
-            perform(engine.event(.reevaluateDevices(generation: generation)))
-            if walking, !engine.isReevaluating { logger.info("every device re-evaluated", metadata: ["devices": "\(engine.devices.count)"]) }
+            let walking = run.engine.isReevaluating
+            perform(run.engine.event(.reevaluateDevices(generation: generation)), in: run)
+            if walking, !run.engine.isReevaluating { logger.info("every device re-evaluated", metadata: ["devices": "\(run.engine.devices.count)"]) }
         case .stop:
             break
         }
     }
 
-    func handleLocation(_ kind: InputKind, key: String, appTopic: Bool, _ message: MQTTMessage, receivedAt: Int, _ engine: inout SignalEngine) {
+    func handleLocation(_ kind: InputKind, key: String, appTopic: Bool, _ message: MQTTMessage, receivedAt: Int, _ run: inout Running) {
         switch parser.parse(kind, topicKey: key, payload: message.payload) {
         case .fix(var fix):
             fix.owntracks = appTopic
@@ -147,13 +146,13 @@ extension AmpelDaemon {
                 place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
             }
             if fix.langIgnored { counters.invalidLang += 1 }
-            let actions = engine.event(.fix(fix, place: place, receivedAt: receivedAt))
+            let actions = run.engine.event(.fix(fix, place: place, receivedAt: receivedAt))
             if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
                 counters.accepted[kind.rawValue, default: 0] += 1
             }
             infoDirty = true
             logger.trace("fix", metadata: ["device": "\(fix.device)", "lat": "\(fix.latitude)", "lon": "\(fix.longitude)"])
-            perform(actions, topic: message.topic)
+            perform(actions, in: run, topic: message.topic)
         case .skipped(let type):
             counters.skipped[type, default: 0] += 1
             infoDirty = true
@@ -179,9 +178,10 @@ extension AmpelDaemon {
     /// - Parameters:
     ///   - republished: the publishes repeat what was published before (a recovery), counted
     ///     under `republished` as well.
-    ///   - engine: the engine after the event, for a `bridge/info` it asks for.
-    func perform(_ actions: [SignalEngine.Action], topic: String = "", republished: Bool = false, engine: SignalEngine? = nil) {
-        executor.execute(actions, republished: republished) { action in
+    ///   - infoNow: a `bridge/info` the actions ask for goes out in its place, from `run`'s
+    ///     engine (after the event); otherwise with the next tick.
+    func perform(_ actions: [SignalEngine.Action], in run: Running, topic: String = "", republished: Bool = false, infoNow: Bool = false) {
+        run.executor.execute(actions, republished: republished) { action in
             switch action {
             case .dropped(let reason):
                 drop(reason, detail: reason == .inaccurate ? "acc above inputs.max_accuracy, in another district" : "older than the fix held for the device",
@@ -192,7 +192,7 @@ extension AmpelDaemon {
             case .problem(let message):
                 logger.warning("no signal", metadata: ["problem": "\(message)"])
             case .publishInfo:
-                if let engine { publishInfo(engine) } else { infoDirty = true }
+                if infoNow { publishInfo(run) } else { infoDirty = true }
             case .continueRecovery(let generation):
                 pace(then: .recover(generation: generation))
             case .continueReevaluation(let generation):

@@ -14,7 +14,7 @@ import ServiceLifecycle
 extension AmpelDaemon {
     /// What the start hands to the loop.
     struct Started {
-        var engine: SignalEngine
+        var run: Running
         /// Everything the engine reacts to, in order.
         var events: AsyncStream<Input>
         var inputs: AsyncStream<Input>.Continuation
@@ -25,67 +25,20 @@ extension AmpelDaemon {
         try store.prepare()
         let snapshot = try self.restored ?? store.load()
         let replay = JournalReplay.read(directory: store.directory, over: snapshot)
-        for damage in replay.damaged {
-            logger.warning("journal segment ends in a torn record (the last write of a process that died); read up to it", metadata: ["segment": "\(damage)"])
-        }
-        if stateRecovery == nil, let lost = Self.lostSnapshot(snapshot, replay: replay) {
-            stateRecovery = StateRecovery(movedTo: nil, reason: lost, at: InternetTime.format(secondsSince1970: now().timeIntervalSince1970))
-            logger.error("the state file is missing but the journal continues from it; rebuilding device phases from the broker's retained states", metadata: [
-                "reason": "\(lost)", "stateDir": "\(store.directory)",
-            ])
-        }
+        noteLosses(snapshot, replay: replay)
         let statusView = self.status
         let journal = try Journal(directory: store.directory, continuing: replay, logger: logger) { problem in
             statusView.journalProblem.withLock { $0 = problem }
         }
-        self.journal = journal
-        executor = ActionExecutor(journal: journal, transport: transport, webhooks: webhooks,
-                                  announcementQoS: configuration.mqtt.announcementQoS, logger: logger, now: now)
+        let executor = ActionExecutor(journal: journal, transport: transport, webhooks: webhooks,
+                                      announcementQoS: configuration.mqtt.announcementQoS, logger: logger, now: now)
         #if AMPEL_FAULT_INJECTION
         executor.afterJournaling = FaultInjection.crashAfterAlerts(transport: transport)
         #endif
-        let gate = self.gate
-        let restored = replay.state
         let initial = try await feed.initial()
         feedState = initial
-        let announced = discoveryScopes.announced(prefix: configuration.homeAssistant.prefix, topics: topics,
-                                                  firstRun: restored.devices.count == 0 && restored.districts.isEmpty)
-        if let problem = announced.problem {
-            logger.warning("the record of what was announced to Home Assistant cannot be read; going by the state instead (nothing on a first run, else the configured prefix with devices)",
-                           metadata: ["problem": "\(problem)"])
-        }
-        let published = publishedShapes.published()
-        if let problem = published.problem {
-            logger.warning("the record of the published states cannot be read; every device state goes out again", metadata: ["problem": "\(problem)"])
-        }
-        var engine = SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes,
-                                                          publishedShape: published.shape), dataset: initial.dataset,
-                                  stale: initial.stale, restored: restored)
-        logger.info("starting", metadata: [
-            "data": "\(initial.dataset.source) \(initial.dataset.date.iso)", "stale": "\(initial.stale)",
-            "devices": "\(restored.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
-        ])
-        if configuration.mqtt.protocolVersion == .v311 {
-            // What MQTT 5 would give and 3.1.1 cannot: said once, never lost silently.
-            logger.notice("MQTT 3.1.1: alerts go without message expiry and the session without expiry", metadata: [
-                "alertExpiry": "alerts.expiry \(configuration.alerts.expiry) is not applied: a subscriber's persistent session may deliver an alert long after its phase",
-                "sessionExpiry": "mqtt.session_expiry \(configuration.mqtt.sessionExpiry) is not applied: the broker keeps the daemon's session until it removes it",
-            ])
-            let inputs = configuration.inputs
-            let shared = (inputs.owntracks + inputs.plain + inputs.traccar).map(\.filter).filter { $0.hasPrefix("$share/") }
-            if !shared.isEmpty {
-                logger.warning("MQTT 3.1.1 has no shared subscriptions: some brokers (mosquitto) still treat $share/ as one, others (nats-server) as a plain topic, and then these inputs receive nothing", metadata: [
-                    "filters": "\(shared)",
-                ])
-            }
-        }
-        if replay.found {
-            logger.info("journal replayed", metadata: [
-                "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",
-                "unacknowledgedAlerts": "\(replay.pendingAlerts.count)", "alertsWithoutDecision": "\(replay.alertsWithoutDecision)",
-                "cleanStop": "\(replay.cleanStop)",
-            ])
-        }
+        var run = Running(engine: makeEngine(restored: replay.state, data: initial), journal: journal, executor: executor)
+        logStart(replay, data: initial)
 
         // One queue for everything the engine reacts to, in order. The transport hands each
         // message straight to it from the MQTT network thread (set before connecting, so that
@@ -97,35 +50,9 @@ extension AmpelDaemon {
             gate.taken(bytes: input.message.payload.count)
             continuation.yield(.message(input.message, seq: input.seq, receivedAt: input.receivedAt))
         }
-        // Into the journal before anything else: libmosquitto has acknowledged it already.
-        let now = self.now
         let witnesses = AlertWitnesses()
         let retained = RetainedStates(topics: topics, clientID: configuration.mqtt.clientID)
-        transport.deliver { message in
-            if witnesses.take(message) || retained.take(message) { return }
-            // Past the intake's bound a QoS 0 fix is shed here, counted, never journaled.
-            if gate.sheds(qos0: message.qos == .atMostOnce) { return }
-            let receivedAt = Int(now().timeIntervalSince1970)
-            let seq = journal.appendInput(message, receivedAt: receivedAt)
-            gate.taken(bytes: message.payload.count)
-            continuation.yield(.message(message, seq: seq, receivedAt: receivedAt))
-        }
-        let status = self.status
-        let topics = self.topics
-        let discoveryPrefix = configuration.homeAssistant.discovery ? configuration.homeAssistant.prefix : nil
-        transport.onPublishRefused { topic, reason in
-            status.refusals.record(topic: topic, class: topics.refusalClass(of: topic, discoveryPrefix: discoveryPrefix),
-                                   reason: reason, at: now().timeIntervalSince1970)
-        }
-        transport.connections { sessionPresent in
-            status.connected.store(true, ordering: .relaxed)
-            status.brokerError.withLock { $0 = nil }
-            continuation.yield(.connected(sessionPresent: sessionPresent))
-        } lost: { failure in
-            status.connected.store(false, ordering: .relaxed)
-            // Why the reconnect fails (a changed password on the broker): /readyz says it.
-            if let failure { status.brokerError.withLock { $0 = failure } }
-        }
+        listen(journal: journal, inputs: continuation, witnesses: witnesses, retained: retained)
 
         // The data is loaded: `/readyz` and the page say so, and why the broker is not
         // there yet, instead of "data not loaded" while the connect is retried. Readiness
@@ -149,35 +76,130 @@ extension AmpelDaemon {
         }
         try await transport.publish(OutgoingMessage(topic: topics.bridgeState, text: BridgeState.online, qos: .atLeastOnce, retain: true))
         if stateRecovery != nil {
-            await rebuild(from: retained, &engine)
+            await rebuild(from: retained, &run)
         }
-        // Alerts decided before a crash that the broker never acknowledged: those it did not
-        // take after all (no witness retained) go again.
-        if !replay.pendingAlerts.isEmpty {
-            let check = await witnesses.notTaken(replay.pendingAlerts, transport: transport,
-                                                 probeTopic: topics.probe(clientID: configuration.mqtt.clientID), timeout: .seconds(5))
-            for id in check.taken { journal.acknowledge(id) }
-            for (id, message) in check.notTaken {
-                executor.announce(message, id: id)
-                counters.alertsResent += 1
-            }
-            logger.notice("alerts the last run handed over without an acknowledgement", metadata: [
-                "taken": "\(check.taken.count)", "sentAgain": "\(check.notTaken.count)", "witnessesRead": "\(check.answered)",
-            ])
-        }
-        perform(engine.event(.start))
+        await resendUntaken(replay.pendingAlerts, witnesses: witnesses, run)
+        perform(run.engine.event(.start), in: run)
         counters.datasetsApplied += 1
         if !replay.cleanStop {
             // The last run did not say goodbye: its last publishes may never have reached the
             // broker. Everything retained goes again, paced as after a reconnect.
-            logger.notice("the last run did not stop cleanly: publishing every retained topic again", metadata: ["devices": "\(engine.devices.count)"])
-            perform(engine.event(.reconnected), republished: true, engine: engine)
+            logger.notice("the last run did not stop cleanly: publishing every retained topic again", metadata: ["devices": "\(run.engine.devices.count)"])
+            perform(run.engine.event(.reconnected), in: run, republished: true, infoNow: true)
         }
-        publishInfo(engine)
-        publishStatus(engine)
+        publishInfo(run)
+        publishStatus(run)
         // The geometry build and the data decoding left free pages behind.
         ProcessMemory.trim()
-        return Started(engine: engine, events: events, inputs: continuation)
+        return Started(run: run, events: events, inputs: continuation)
+    }
+
+    /// Says what the journal's replay found lost: torn records, and a state file the journal
+    /// continues from that is gone (then the start rebuilds from the broker).
+    func noteLosses(_ snapshot: PersistedState, replay: JournalReplay) {
+        for damage in replay.damaged {
+            logger.warning("journal segment ends in a torn record (the last write of a process that died); read up to it", metadata: ["segment": "\(damage)"])
+        }
+        if stateRecovery == nil, let lost = Self.lostSnapshot(snapshot, replay: replay) {
+            stateRecovery = StateRecovery(movedTo: nil, reason: lost, at: InternetTime.format(secondsSince1970: now().timeIntervalSince1970))
+            logger.error("the state file is missing but the journal continues from it; rebuilding device phases from the broker's retained states", metadata: [
+                "reason": "\(lost)", "stateDir": "\(store.directory)",
+            ])
+        }
+    }
+
+    /// The engine over the restored state, with what earlier runs announced to Home Assistant
+    /// and the shape of the states they retained.
+    func makeEngine(restored: PersistedState, data: FeedState) -> SignalEngine {
+        let announced = discoveryScopes.announced(prefix: configuration.homeAssistant.prefix, topics: topics,
+                                                  firstRun: restored.devices.count == 0 && restored.districts.isEmpty)
+        if let problem = announced.problem {
+            logger.warning("the record of what was announced to Home Assistant cannot be read; going by the state instead (nothing on a first run, else the configured prefix with devices)",
+                           metadata: ["problem": "\(problem)"])
+        }
+        let published = publishedShapes.published()
+        if let problem = published.problem {
+            logger.warning("the record of the published states cannot be read; every device state goes out again", metadata: ["problem": "\(problem)"])
+        }
+        return SignalEngine(settings: Self.settings(configuration, ruleSet: ruleSet, announcedDiscovery: announced.scopes,
+                                                    publishedShape: published.shape), dataset: data.dataset,
+                            stale: data.stale, restored: restored)
+    }
+
+    func logStart(_ replay: JournalReplay, data: FeedState) {
+        logger.info("starting", metadata: [
+            "data": "\(data.dataset.source) \(data.dataset.date.iso)", "stale": "\(data.stale)",
+            "devices": "\(replay.state.devices.count)", "ruleSet": "\(ruleSet.id)", "stateDir": "\(store.directory)",
+        ])
+        if configuration.mqtt.protocolVersion == .v311 {
+            // What MQTT 5 would give and 3.1.1 cannot: said once, never lost silently.
+            logger.notice("MQTT 3.1.1: alerts go without message expiry and the session without expiry", metadata: [
+                "alertExpiry": "alerts.expiry \(configuration.alerts.expiry) is not applied: a subscriber's persistent session may deliver an alert long after its phase",
+                "sessionExpiry": "mqtt.session_expiry \(configuration.mqtt.sessionExpiry) is not applied: the broker keeps the daemon's session until it removes it",
+            ])
+            let inputs = configuration.inputs
+            let shared = (inputs.owntracks + inputs.plain + inputs.traccar).map(\.filter).filter { $0.hasPrefix("$share/") }
+            if !shared.isEmpty {
+                logger.warning("MQTT 3.1.1 has no shared subscriptions: some brokers (mosquitto) still treat $share/ as one, others (nats-server) as a plain topic, and then these inputs receive nothing", metadata: [
+                    "filters": "\(shared)",
+                ])
+            }
+        }
+        if replay.found {
+            logger.info("journal replayed", metadata: [
+                "records": "\(replay.records)", "unhandled": "\(replay.pendingInputs.count)",
+                "unacknowledgedAlerts": "\(replay.pendingAlerts.count)", "alertsWithoutDecision": "\(replay.alertsWithoutDecision)",
+                "cleanStop": "\(replay.cleanStop)",
+            ])
+        }
+    }
+
+    /// What the transport hands over from its network thread: messages (into the journal before
+    /// anything else: libmosquitto has acknowledged them already), refusals, connections.
+    func listen(journal: Journal, inputs: AsyncStream<Input>.Continuation, witnesses: AlertWitnesses, retained: RetainedStates) {
+        let now = self.now
+        let gate = self.gate
+        transport.deliver { message in
+            if witnesses.take(message) || retained.take(message) { return }
+            // Past the intake's bound a QoS 0 fix is shed here, counted, never journaled.
+            if gate.sheds(qos0: message.qos == .atMostOnce) { return }
+            let receivedAt = Int(now().timeIntervalSince1970)
+            let seq = journal.appendInput(message, receivedAt: receivedAt)
+            gate.taken(bytes: message.payload.count)
+            inputs.yield(.message(message, seq: seq, receivedAt: receivedAt))
+        }
+        let status = self.status
+        let topics = self.topics
+        let discoveryPrefix = configuration.homeAssistant.discovery ? configuration.homeAssistant.prefix : nil
+        transport.onPublishRefused { topic, reason in
+            status.refusals.record(topic: topic, class: topics.refusalClass(of: topic, discoveryPrefix: discoveryPrefix),
+                                   reason: reason, at: now().timeIntervalSince1970)
+        }
+        transport.connections { sessionPresent in
+            status.connected.store(true, ordering: .relaxed)
+            status.brokerError.withLock { $0 = nil }
+            inputs.yield(.connected(sessionPresent: sessionPresent))
+        } lost: { failure in
+            status.connected.store(false, ordering: .relaxed)
+            // Why the reconnect fails (a changed password on the broker): /readyz says it.
+            if let failure { status.brokerError.withLock { $0 = failure } }
+        }
+    }
+
+    /// Alerts decided before a crash that the broker never acknowledged: those it did not take
+    /// after all (no witness retained) go again.
+    func resendUntaken(_ pending: [(id: UInt64, message: OutgoingMessage, witness: Witness?)], witnesses: AlertWitnesses, _ run: Running) async {
+        guard !pending.isEmpty else { return }
+        let check = await witnesses.notTaken(pending, transport: transport,
+                                             probeTopic: topics.probe(clientID: configuration.mqtt.clientID), timeout: .seconds(5))
+        for id in check.taken { run.journal.acknowledge(id) }
+        for (id, message) in check.notTaken {
+            run.executor.announce(message, id: id)
+            counters.alertsResent += 1
+        }
+        logger.notice("alerts the last run handed over without an acknowledgement", metadata: [
+            "taken": "\(check.taken.count)", "sentAgain": "\(check.notTaken.count)", "witnessesRead": "\(check.answered)",
+        ])
     }
 
     /// Why the snapshot the journal continues from is lost, or `nil` when nothing is lost.
@@ -195,14 +217,14 @@ extension AmpelDaemon {
     /// Takes what the broker retains of the daemon's device states and district phases into the
     /// engine before its start, so that a device reporting again in its phase gets no alert;
     /// persists it, and writes a snapshot at once so that the next start has its state file.
-    func rebuild(from retained: RetainedStates, _ engine: inout SignalEngine) async {
+    func rebuild(from retained: RetainedStates, _ run: inout Running) async {
         logger.notice("reading the device states the broker retains", metadata: ["topic": "\(topics.base)/device/#"])
         let started = ContinuousClock.now
         let reading = await retained.read(transport: transport, idle: rebuildIdle, limit: rebuildLimit)
         let took = ContinuousClock.now - started
         let read = reading.devices.count
-        let actions = engine.event(.restore(devices: reading.devices, districts: reading.districts))
-        perform(actions)
+        let actions = run.engine.event(.restore(devices: reading.devices, districts: reading.districts))
+        perform(actions, in: run)
         var devices = 0
         var districts = 0
         for case .decide(let decision) in actions {
@@ -229,7 +251,7 @@ extension AmpelDaemon {
             logger.notice("rebuilt the device phases from the broker's retained states", metadata: metadata)
         }
         infoDirty = true
-        takeSnapshot(engine)
+        takeSnapshot(run)
     }
 
     /// Connects, retrying while the broker is away with the MQTT client's backoff policy (0.5 s

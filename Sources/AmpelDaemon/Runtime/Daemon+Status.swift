@@ -12,9 +12,9 @@ import ServiceLifecycle
 /// the records of what it announced to Home Assistant and the shape it retains.
 extension AmpelDaemon {
     /// The counters with the ones other parts keep (the intake gate, the webhooks).
-    func liveCounters() -> Counters {
+    func liveCounters(_ run: Running) -> Counters {
         var counters = self.counters
-        let tally = executor?.tally ?? ActionExecutor.Tally()
+        let tally = run.executor.tally
         counters.published = tally.published
         counters.republished = tally.republished
         counters.alerts = tally.alerts
@@ -30,17 +30,17 @@ extension AmpelDaemon {
     }
 
     /// `bridge/info`'s payload; `counters`: ``liveCounters()`` when the caller has them already.
-    func infoPayload(_ engine: SignalEngine, counters live: Counters? = nil) -> [UInt8] {
+    func infoPayload(_ run: Running, counters live: Counters? = nil) -> [UInt8] {
         guard let feedState else { return [] }
-        var counters = live ?? liveCounters()
+        var counters = live ?? liveCounters(run)
         counters.failovers = transport.failovers
         let info = BridgeInfo(broker: transport.brokerInUse,
             version: Self.version, ruleSet: ruleSet.id, source: feedState.dataset.source, dataDate: feedState.dataset.date.iso,
             dataKind: feedState.kind.rawValue, lastFetch: feedState.lastFetch.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) }, lastError: feedState.lastError,
             lastCheck: feedState.status?.lastCheck.map { InternetTime.format(secondsSince1970: $0.timeIntervalSince1970) },
             held: feedState.status?.held,
-            stale: feedState.stale, devices: engine.devices.count, counters: counters, stateRecovered: stateRecovery,
-            journalError: journal?.failure)
+            stale: feedState.stale, devices: run.engine.devices.count, counters: counters, stateRecovered: stateRecovery,
+            journalError: run.journal.failure)
         return info.json()
     }
 
@@ -64,18 +64,19 @@ extension AmpelDaemon {
     /// - Parameters:
     ///   - info: the `bridge/info` payload when this tick built it already;
     ///   - counters: ``liveCounters()`` when this tick took them already.
-    func publishStatus(_ engine: SignalEngine, info: [UInt8]? = nil, counters live: Counters? = nil) {
+    func publishStatus(_ run: Running, info: [UInt8]? = nil, counters live: Counters? = nil) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
         statusGeneration += 1
         var snapshot = readinessSnapshot()
         snapshot.generation = statusGeneration
         snapshot.ruleSet = ruleSet
+        let engine = run.engine
         snapshot.dataset = engine.dataset
         snapshot.stale = engine.stale
         snapshot.districts = engine.districtSignals.map { StatusView.District(ags: $0.key, signal: $0.value) }.sorted { $0.ags < $1.ags }
         let wanted = status.takeDevicesWanted()
-        let tally = executor.tally
+        let tally = run.executor.tally
         let deviceChanges = tally.deviceChanges
         if devicesHanded.changes == deviceChanges {
             devicesHanded.generation = statusGeneration
@@ -90,8 +91,8 @@ extension AmpelDaemon {
         snapshot.lamps = configuration.lamps.map {
             StatusView.Lamp(settings: $0, online: online[$0.name], color: looks[$0.name]?.color.hex, blink: looks[$0.name]?.blink ?? false)
         }
-        let counters = live ?? liveCounters()
-        snapshot.bridgeInfo = info ?? infoPayload(engine, counters: counters)
+        let counters = live ?? liveCounters(run)
+        snapshot.bridgeInfo = info ?? infoPayload(run, counters: counters)
         snapshot.counters = counters
         snapshot.messagesReceived = messagesReceived
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: tally.byKind.map { ("\($0.key)", $0.value) })
@@ -103,11 +104,11 @@ extension AmpelDaemon {
     /// loop); returns its payload, for the status of the same tick.
     /// - Parameter counters: ``liveCounters()`` when the caller took them already.
     @discardableResult
-    func publishInfo(_ engine: SignalEngine, counters: Counters? = nil) -> [UInt8]? {
+    func publishInfo(_ run: Running, counters: Counters? = nil) -> [UInt8]? {
         guard feedState != nil else { return nil }
         infoDirty = false
         webhookStats = webhooks.stats
-        let payload = infoPayload(engine, counters: counters)
+        let payload = infoPayload(run, counters: counters)
         do {
             try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: payload, qos: .atLeastOnce, retain: true), acknowledged: nil)
         } catch {

@@ -60,10 +60,6 @@ public actor AmpelDaemon: Service {
     var statusGeneration = 0
     var devicesHanded = (generation: 0, changes: -1)
     var feedState: FeedState?
-    /// Opened at the start of ``run()``, from what the last run left.
-    var journal: Journal!
-    /// Carries out the engine's actions against the journal and the broker; made with the journal.
-    var executor: ActionExecutor!
     let gate: IntakeGate
     /// When a requested stop stops handling messages (the rest waits in the journal).
     let stopDeadline = Mutex<ContinuousClock.Instant?>(nil)
@@ -176,6 +172,16 @@ public actor AmpelDaemon: Service {
         return settings
     }
 
+    /// What exists only while the daemon runs: built once by ``start()`` and owned by the loop,
+    /// which hands it to each step (no part of it is there before the start or after the stop).
+    struct Running {
+        var engine: SignalEngine
+        /// Opened by the start, continuing what the last run left.
+        let journal: Journal
+        /// Carries out the engine's actions against the journal, the broker and the webhooks.
+        let executor: ActionExecutor
+    }
+
     enum Input: Sendable {
         /// A message from the broker with its journal sequence number and arrival time.
         case message(MQTTMessage, seq: UInt64, receivedAt: Int)
@@ -208,13 +214,13 @@ public actor AmpelDaemon: Service {
     /// Daemon+Loop, Daemon+Stop).
     public func run() async throws {
         guard let started = try await start() else { return }
-        var engine = started.engine
+        var run = started.run
         let producers = startProducers(started.inputs)
         gate.loopStarted()
         // From here on the stop below always runs, which shuts the webhooks' client down; the
         // alerts of the start are queued already and go first.
         webhooks.start()
-        await loop(started.events, started.inputs, &engine)
-        await finish(engine, producers: producers, inputs: started.inputs)
+        await loop(started.events, started.inputs, &run)
+        await finish(run, producers: producers, inputs: started.inputs)
     }
 }

@@ -13,12 +13,7 @@ protocol MosquittoCallbacks: AnyObject {
     func answered(mid: Int32, _ result: AckResult)
     /// A warning or error libmosquitto logged (explains TLS and socket failures).
     func logged(_ line: String)
-}
-
-/// Where libmosquitto's message callback hands each message, copied (network thread). Apart
-/// from ``MosquittoCallbacks``: a message goes straight to the session that delivers it,
-/// without passing through the network loop that only reads the socket.
-protocol MosquittoReceiver: AnyObject {
+    /// A message, copied (libmosquitto frees its own when the callback returns).
     func received(_ message: MQTTMessage)
 }
 
@@ -121,23 +116,21 @@ final class MosquittoClient: @unchecked Sendable {
 
     // MARK: - Callbacks
 
-    /// libmosquitto's user-data pointer: a box with the targets, so that a callback finds them
+    /// libmosquitto's user-data pointer: a box with the target, so that a callback finds it
     /// without a dynamic cast per message.
     private final class CallbackBox {
         unowned(unsafe) let target: any MosquittoCallbacks
-        unowned(unsafe) let receiver: any MosquittoReceiver
-        init(_ target: any MosquittoCallbacks, _ receiver: any MosquittoReceiver) {
+        init(_ target: any MosquittoCallbacks) {
             self.target = target
-            self.receiver = receiver
         }
     }
 
     private var callbackBox: CallbackBox?
 
-    /// Routes libmosquitto's callbacks to `target` and its messages to `receiver`; both must
-    /// outlive every loop call. Called once, before the network thread starts.
-    func install(_ target: any MosquittoCallbacks, receiver: any MosquittoReceiver) {
-        let box = CallbackBox(target, receiver)
+    /// Routes libmosquitto's callbacks and messages to `target`, which must outlive every loop
+    /// call. Called once, before the network thread starts.
+    func install(_ target: any MosquittoCallbacks) {
+        let box = CallbackBox(target)
         callbackBox = box
         mosquitto_user_data_set(pointer, Unmanaged.passUnretained(box).toOpaque())
         mosquitto_connect_v5_callback_set(pointer) { _, userdata, reason, flags, _ in
@@ -157,7 +150,7 @@ final class MosquittoClient: @unchecked Sendable {
             MosquittoClient.target(userdata)?.answered(mid: mid, .unsubscribed)
         }
         mosquitto_message_v5_callback_set(pointer) { _, userdata, message, _ in
-            guard let message, let receiver = MosquittoClient.box(userdata)?.receiver else { return }
+            guard let message, let receiver = MosquittoClient.target(userdata) else { return }
             // Copied here: libmosquitto frees the message when the callback returns.
             let m = message.pointee
             let payload = [UInt8](UnsafeRawBufferPointer(start: m.payload, count: Int(max(m.payloadlen, 0))))
@@ -169,12 +162,8 @@ final class MosquittoClient: @unchecked Sendable {
         setLogCallback(enabled: true)
     }
 
-    private static func box(_ userdata: UnsafeMutableRawPointer?) -> CallbackBox? {
-        userdata.map { Unmanaged<CallbackBox>.fromOpaque($0).takeUnretainedValue() }
-    }
-
     private static func target(_ userdata: UnsafeMutableRawPointer?) -> (any MosquittoCallbacks)? {
-        box(userdata)?.target
+        userdata.map { Unmanaged<CallbackBox>.fromOpaque($0).takeUnretainedValue().target }
     }
 
     /// Log lines are only needed to explain a failing connect; while connected, formatting one

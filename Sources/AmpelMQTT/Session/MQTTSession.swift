@@ -10,7 +10,7 @@ import Synchronization
 /// waiter registered in the same hold: the network thread matches answers under it too, so an
 /// answer can never arrive before its waiter. Continuations are resumed and events yielded
 /// after the lock is released.
-final class MQTTSession: MosquittoReceiver, Sendable {
+final class MQTTSession: MosquittoCallbacks, Sendable {
     /// Who waits for the broker's answer to one packet: a suspended task, or a callback for a
     /// caller that must not suspend (``MQTTClient/enqueue(_:acknowledged:)``).
     enum AckWaiter: Sendable {
@@ -71,9 +71,6 @@ final class MQTTSession: MosquittoReceiver, Sendable {
     let droppedCount = Atomic<Int>(0)
     let reconnectCount = Atomic<Int>(0)
     let failoverCount = Atomic<Int>(0)
-    /// The broker (index in ``MQTTConfiguration/endpoints``) of the current or last accepted
-    /// connection, -1 before the first: read without the lock by ``connectedBroker``.
-    private let connectedIndex = Atomic<Int>(-1)
     /// QoS 1/2 publishes handed to libmosquitto and not answered yet (``MQTTClient/unanswered``):
     /// raised after each hand-over, lowered by each publish answer. A QoS 0 publish's
     /// written-note comes through the same callback and must not lower it (the count would
@@ -109,8 +106,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         (eventStream, eventContinuation) = AsyncStream.makeStream(
             of: MQTTConnectionEvent.self, bufferingPolicy: .bufferingNewest(256))
         loop = NetworkLoop(mosquitto: mosquitto, configuration: configuration)
-        loop.attach(self)
-        mosquitto.install(loop, receiver: self)
+        mosquitto.install(self)
     }
 
     deinit {
@@ -123,8 +119,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
 
     /// The broker of the current or last accepted connection; nil before the first.
     var connectedBroker: MQTTConfiguration.Endpoint? {
-        let index = connectedIndex.load(ordering: .relaxed)
-        return index >= 0 ? configuration.endpoints[index] : nil
+        machine.withLock { $0.connectedBroker }.map { configuration.endpoints[$0] }
     }
 
     // MARK: - Connecting
@@ -134,7 +129,7 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         try configuration.validate()
         let result: Result<Bool, MQTTError> = await withCheckedContinuation { continuation in
             switch machine.withLock({ $0.connect(continuation) }) {
-            case .startNetworkThread: loop.start()
+            case .startNetworkThread: loop.start(for: self)
             case .fail(let error): continuation.resume(returning: .failure(error))
             }
         }
@@ -175,7 +170,6 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         }
         for (waiter, error) in failed { waiter.resume(returning: .failed(error)) }
         guard let established else { return }
-        connectedIndex.store(established.broker, ordering: .relaxed)
         if !established.first { reconnectCount.add(1, ordering: .relaxed) }
         if established.failover { failoverCount.add(1, ordering: .relaxed) }
         logger.info(
@@ -480,7 +474,15 @@ final class MQTTSession: MosquittoReceiver, Sendable {
         handler.withLock { $0 = boxed }
     }
 
-    /// A message arrived (network thread, inside libmosquitto's message callback).
+    // MARK: - libmosquitto's callbacks (network thread, inside a loop step)
+
+    /// The connection's events go to the network loop, which acts on them between loop steps.
+    func connack(reason: Int32, sessionPresent: Bool) { loop.connack(reason: reason, sessionPresent: sessionPresent) }
+    func disconnected(reason: Int32) { loop.disconnected(reason: reason) }
+    func logged(_ line: String) { loop.logged(line) }
+    func answered(mid: Int32, _ result: AckResult) { loop.answered(mid: mid, result, self) }
+
+    /// A message arrived: straight to the daemon's handler or the stream, not through the loop.
     func received(_ message: MQTTMessage) {
         receivedCount.add(1, ordering: .relaxed)
         if let handler = handler.withLock({ $0 }) {

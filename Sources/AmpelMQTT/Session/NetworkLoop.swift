@@ -13,7 +13,7 @@ import Synchronization
 /// libmosquitto's callbacks arrive here, on this thread, inside the loop steps; they only copy
 /// and record (``ConnectionRecord``, the answer batch). What they report is acted on between
 /// loop steps, never inside a callback.
-final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
+final class NetworkLoop: @unchecked Sendable {
     /// What the callbacks noted about the current connection.
     struct ConnectionRecord {
         var connack: (reason: Int32, sessionPresent: Bool)?
@@ -22,9 +22,6 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         var lastLogError: String?
     }
 
-    /// The session that owns this loop; set once by ``attach(_:)``, before the thread starts.
-    /// Unowned: the session owns the loop, and the thread's closure holds the session.
-    private(set) unowned(unsafe) var session: MQTTSession!
     let mosquitto: MosquittoClient
     let configuration: MQTTConfiguration
 
@@ -100,10 +97,6 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         wakeWriteFD = writeFD
     }
 
-    func attach(_ session: MQTTSession) {
-        self.session = session
-    }
-
     deinit {
         if wakeReadFD >= 0 { ampel_wake_close(wakeReadFD, wakeWriteFD) }
     }
@@ -114,13 +107,14 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
             : nil
     }
 
-    func start() {
+    /// Starts the thread for `session`, the one that owns this loop: the thread holds it until
+    /// it exits, and reports to it what happened on the connection.
+    func start(for session: MQTTSession) {
         let name = "mqtt-" + String(decoding: configuration.clientID.utf8.prefix(10), as: UTF8.self)
-        let thread = Thread { [session, self] in
+        let thread = Thread { [self] in
             ampel_thread_set_name(name)
-            self.applySchedulingPolicy()
-            self.run()
-            withExtendedLifetime(session) {}
+            self.applySchedulingPolicy(session.logger)
+            self.run(session)
         }
         thread.start()
     }
@@ -153,19 +147,19 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     /// wakes it, and on a busy machine the woken thread takes the publisher's CPU at once
     /// (docs/mqtt-client.md has the measurement). A woken batch thread still runs at once on an
     /// idle CPU, and otherwise at the next tick or when the running thread blocks.
-    private func applySchedulingPolicy() {
+    private func applySchedulingPolicy(_ logger: Logger) {
         guard configuration.networkThreadPolicy == .batch else { return }
         if ampel_thread_use_batch_class() != 0 {
-            session.logger.debug(
+            logger.debug(
                 "MQTT network thread stays in the normal scheduling class", metadata: ["error": "\(String(cString: strerror(errno)))"])
         }
     }
 
-    private func run() {
+    private func run(_ session: MQTTSession) {
         // Each session starts with the first broker of the list; the state machine names the next.
         var broker = configuration.endpoints[0]
         while !stopRequested.load(ordering: .sequentiallyConsistent) {
-            let error = runOneConnection(to: broker)
+            let error = runOneConnection(to: broker, session)
             guard let (delay, next) = session.connectionEnded(error) else { break }
             broker = next
             let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
@@ -177,7 +171,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     // MARK: - One connection
 
     /// One TCP/TLS connection from connect to loss. Returns why it ended.
-    private func runOneConnection(to broker: MQTTConfiguration.Endpoint) -> MQTTError {
+    private func runOneConnection(to broker: MQTTConfiguration.Endpoint, _ session: MQTTSession) -> MQTTError {
         record.withLock { $0 = ConnectionRecord() }
         mosquitto.setLogCallback(enabled: true)
         let (rc, connectErrno) = mosquitto.connect(host: broker.host, port: broker.port, keepAlive: configuration.keepAlive)
@@ -202,11 +196,11 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         defer { if kept >= 0 { Self.closeAfterBroker(kept, before: (stopDeadline ?? .now) + Self.lingerLimit) } }
         var spare: [(mid: Int32, result: AckResult)] = []
         defer {
-            decideNotes()
-            deliverAnswers(&spare)
+            decideNotes(session)
+            deliverAnswers(&spare, session)
         }
         while loopRC == MosquittoResult.success {
-            loopRC = loopOnce(timeoutMilliseconds: 1000, &spare)
+            loopRC = loopOnce(timeoutMilliseconds: 1000, &spare, session)
             // libmosquitto closed the socket: its number may be the next descriptor this
             // thread opens (the stop's linger reads a duplicate).
             if mosquitto.socket < 0 { ampel_read_ahead_detach() }
@@ -267,8 +261,8 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     /// before the thread sleeps. Resuming a task wakes a sleeping pool thread (a futex call on
     /// each side); one wake-up then serves the whole batch, while a lone publish still gets its
     /// answer without delay.
-    private func loopOnce(timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)]) -> Int32 {
-        defer { decideNotes() }
+    private func loopOnce(timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)], _ session: MQTTSession) -> Int32 {
+        defer { decideNotes(session) }
         let socket = mosquitto.socket
         guard socket >= 0 else { return MosquittoResult.noConnection }
         var readable: Int32 = 0
@@ -277,7 +271,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
             // Answers are waiting: hand them over now unless there is more to read or write.
             count = poll(socket, timeoutMilliseconds: 0, &readable)
             if count == 0 {
-                deliverAnswers(&spare)
+                deliverAnswers(&spare, session)
                 count = poll(socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
             }
         } else {
@@ -289,7 +283,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
         if readable != 0 {
             let rc = mosquitto.loopRead()
             if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
-            if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare) }
+            if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
         }
         // Whatever is queued now (by other threads while this one polled, or by the read above:
         // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
@@ -325,7 +319,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     }
 
     /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.
-    private func decideNotes() {
+    private func decideNotes(_ session: MQTTSession) {
         if !refusals.isEmpty {
             session.refused(refusals)
             refusals.removeAll(keepingCapacity: true)
@@ -337,14 +331,14 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
 
     /// Hands the answers collected so far to the session; `spare` is this thread's empty
     /// buffer, swapped in to keep the capacity.
-    private func deliverAnswers(_ spare: inout [(mid: Int32, result: AckResult)]) {
+    private func deliverAnswers(_ spare: inout [(mid: Int32, result: AckResult)], _ session: MQTTSession) {
         answers.withLock { swap(&$0, &spare) }
         if spare.isEmpty { return }
         session.resume(answers: spare)
         spare.removeAll(keepingCapacity: true)
     }
 
-    // MARK: - MosquittoCallbacks (this thread, inside a loop step)
+    // MARK: - libmosquitto's callbacks (this thread, inside a loop step, through the session)
 
     func connack(reason: Int32, sessionPresent: Bool) {
         record.withLock { $0.connack = (reason, sessionPresent) }
@@ -355,7 +349,7 @@ final class NetworkLoop: MosquittoCallbacks, @unchecked Sendable {
     }
 
     /// Notes an answer if anybody may wait for one (see ``MQTTSession/possibleWaiters``).
-    func answered(mid: Int32, _ result: AckResult) {
+    func answered(mid: Int32, _ result: AckResult, _ session: MQTTSession) {
         if case .published(let reason) = result {
             if !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
             if reason >= 0x80 { refusals.append((mid, reason)) }
