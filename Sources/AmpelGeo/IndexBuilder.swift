@@ -14,8 +14,20 @@ extension DistrictIndex {
         guard raw.count <= Self.maxEntries else {
             throw .corruptBundle("\(raw.count) polygon sets, at most \(Self.maxEntries) are supported")
         }
+        let (districts, districtByAGS) = Self.districts(of: raw)
+        let (edges, entries, bounds) = Self.edges(of: raw, districtByAGS: districtByAGS)
+        guard !edges.isEmpty, bounds.minX.isFinite else { throw .noFeatures }
+        let (grid, mx, my) = Self.grid(over: bounds, snapMetres: snapMetres, targetCellDegrees: targetCellDegrees)
+        var (cells, borderStart, borderEdges) = Self.borderCells(edges, grid: grid, mx: mx, my: my)
+        let sets = try Self.fillPureCells(&cells, edges: edges, entries: entries, grid: grid)
+        self.init(
+            districts: districts, snapMetres: snapMetres, entries: entries, edges: edges, grid: grid,
+            cells: cells, borderStart: borderStart, borderEdges: borderEdges, sets: sets,
+            districtByAGS: districtByAGS)
+    }
 
-        // Districts: unique AGS; the name comes from the lowest layer that has it.
+    /// Unique AGS, sorted; the name comes from the lowest layer that has it.
+    static func districts(of raw: [RawEntry]) -> ([District], [String: Int]) {
         var nameByAGS: [String: (Layer, String)] = [:]
         for r in raw {
             if let have = nameByAGS[r.ags], have.0.rawValue <= r.layer.rawValue { continue }
@@ -24,12 +36,17 @@ extension DistrictIndex {
         let districts = nameByAGS.map { District(ags: $0.key, name: $0.value.1) }.sorted()
         var districtByAGS: [String: Int] = [:]
         for (i, d) in districts.enumerated() { districtByAGS[d.ags] = i }
+        return (districts, districtByAGS)
+    }
 
-        // Edges, grouped by polygon set.
+    typealias Bounds = (minX: Double, minY: Double, maxX: Double, maxY: Double)
+
+    /// The edges grouped by polygon set, an entry per set with its bounding box, and the bounds of all.
+    static func edges(of raw: [RawEntry], districtByAGS: [String: Int]) -> (EdgeStore, [IndexEntry], Bounds) {
         var edges = EdgeStore()
         edges.reserveCapacity(edges: raw.reduce(0) { $0 + $1.rings.reduce(0) { $0 + $1.count } })
         var entries: [IndexEntry] = []
-        var gMinX = Double.infinity, gMinY = Double.infinity, gMaxX = -Double.infinity, gMaxY = -Double.infinity
+        var all: Bounds = (.infinity, .infinity, -.infinity, -.infinity)
         for (i, r) in raw.enumerated() {
             let first = edges.count
             var minX = Double.infinity, minY = Double.infinity, maxX = -Double.infinity, maxY = -Double.infinity
@@ -43,19 +60,19 @@ extension DistrictIndex {
             entries.append(IndexEntry(
                 district: districtByAGS[r.ags]!, layer: r.layer, agsNumber: UInt32(r.ags.prefix(9)) ?? 0,
                 minX: minX, minY: minY, maxX: maxX, maxY: maxY, firstEdge: first, edgeCount: edges.count - first))
-            gMinX = min(gMinX, minX); gMaxX = max(gMaxX, maxX)
-            gMinY = min(gMinY, minY); gMaxY = max(gMaxY, maxY)
+            all = (min(all.minX, minX), min(all.minY, minY), max(all.maxX, maxX), max(all.maxY, maxY))
         }
-        guard !edges.isEmpty, gMinX.isFinite else { throw .noFeatures }
+        return (edges, entries, all)
+    }
 
-        // Margins: the snap distance in degrees, at the worst (highest) latitude, plus slack for rounding.
-        let worstCos = cos(min(89.0, max(abs(gMinY), abs(gMaxY))) * .pi / 180)
+    /// The grid over the geometry plus one margin and a cell of slack (at most ~4M cells), and
+    /// the margins: the snap distance in degrees, at the worst (highest) latitude, plus slack for rounding.
+    static func grid(over bounds: Bounds, snapMetres: Double, targetCellDegrees: Double) -> (Grid, mx: Double, my: Double) {
+        let worstCos = cos(min(89.0, max(abs(bounds.minY), abs(bounds.maxY))) * .pi / 180)
         let my = snapMetres / Predicates.metresPerDegree * 1.01 + 1e-7
         let mx = snapMetres / (Predicates.metresPerDegree * worstCos) * 1.01 + 1e-7
-
-        // Grid over the geometry plus one margin and a cell of slack; at most ~4M cells.
-        let midCos = cos((gMinY + gMaxY) / 2 * .pi / 180)
-        let spanX = gMaxX - gMinX + 2 * mx, spanY = gMaxY - gMinY + 2 * my
+        let midCos = cos((bounds.minY + bounds.maxY) / 2 * .pi / 180)
+        let spanX = bounds.maxX - bounds.minX + 2 * mx, spanY = bounds.maxY - bounds.minY + 2 * my
         var cellH = targetCellDegrees
         var cellW = targetCellDegrees / max(midCos, 0.05)
         let maxCells = 4_000_000.0
@@ -65,16 +82,19 @@ extension DistrictIndex {
             cellH *= scale * 1.01
         }
         let grid = Grid(
-            minX: gMinX - mx - cellW / 2, minY: gMinY - my - cellH / 2, cellW: cellW, cellH: cellH,
+            minX: bounds.minX - mx - cellW / 2, minY: bounds.minY - my - cellH / 2, cellW: cellW, cellH: cellH,
             cols: Int(spanX / cellW) + 2, rows: Int(spanY / cellH) + 2, invW: 1 / cellW, invH: 1 / cellH)
-        let cols = grid.cols, rows = grid.rows
+        return (grid, mx, my)
+    }
 
-        // Spread every edge to the cells its margin-grown footprint touches: (cell, edge) pairs,
-        // then a counting sort by cell.
+    /// Spreads every edge to the cells its margin-grown footprint touches ((cell, edge) pairs,
+    /// then a counting sort by cell): each border cell gets its flag and the start of its edge
+    /// list; the other cells stay 0 (pure, filled by ``fillPureCells(_:edges:entries:grid:)``).
+    static func borderCells(_ edges: EdgeStore, grid: Grid, mx: Double, my: Double) -> ([UInt32], [UInt32], [UInt32]) {
         var pairs: [UInt64] = []
         pairs.reserveCapacity(edges.count * 3)
         for k in edges.indices { Self.appendCells(of: edges[k], index: k, grid: grid, mx: mx, my: my, into: &pairs) }
-        let cellCount = cols * rows
+        let cellCount = grid.cols * grid.rows
         var cells = [UInt32](repeating: 0, count: cellCount)
         var borderStart: [UInt32] = [0]
         var borderEdges = [UInt32](repeating: 0, count: pairs.count)
@@ -100,59 +120,67 @@ extension DistrictIndex {
                 }
             }
         }
-        pairs = []
+        return (cells, borderStart, borderEdges)
+    }
 
-        // Pure cells: the district set at the cell centre, from the crossings of the row's centre line.
+    /// The edges that cross each row's centre line, as row starts into one list (a counting sort).
+    static func rowEdges(_ edges: EdgeStore, grid: Grid) -> (start: [Int], edges: [UInt32]) {
         var rowPairs: [UInt64] = []
         rowPairs.reserveCapacity(edges.count * 2)
         for k in edges.indices {
             let e = edges[k]
             let lo = min(e.y1, e.y2), hi = max(e.y1, e.y2)
-            let r0 = max(0, Int(((lo - grid.minY) / cellH - 0.5).rounded(.down)))
-            let r1 = min(rows - 1, Int(((hi - grid.minY) / cellH - 0.5).rounded(.up)))
+            let r0 = max(0, Int(((lo - grid.minY) / grid.cellH - 0.5).rounded(.down)))
+            let r1 = min(grid.rows - 1, Int(((hi - grid.minY) / grid.cellH - 0.5).rounded(.up)))
             guard r0 <= r1 else { continue }
             for r in r0...r1 { rowPairs.append(UInt64(r) << 32 | UInt64(k)) }
         }
-        var rowStart = [Int](repeating: 0, count: rows + 1)
+        var rowStart = [Int](repeating: 0, count: grid.rows + 1)
         for p in rowPairs { rowStart[Int(p >> 32) + 1] += 1 }
-        for r in 0..<rows { rowStart[r + 1] += rowStart[r] }
+        for r in 0..<grid.rows { rowStart[r + 1] += rowStart[r] }
         var rowEdges = [UInt32](repeating: 0, count: rowPairs.count)
-        do {
-            var slot = rowStart
-            for p in rowPairs {
-                let r = Int(p >> 32)
-                rowEdges[slot[r]] = UInt32(truncatingIfNeeded: p)
-                slot[r] += 1
+        var slot = rowStart
+        for p in rowPairs {
+            let r = Int(p >> 32)
+            rowEdges[slot[r]] = UInt32(truncatingIfNeeded: p)
+            slot[r] += 1
+        }
+        return (rowStart, rowEdges)
+    }
+
+    /// A pure cell's answer: no border is within the snap distance, so only containment counts.
+    static func pureAnswer(_ set: [UInt32], entries: [IndexEntry]) -> UInt32 {
+        var best = -1, bestFallback = -1
+        for m in set {
+            let e = Int(m)
+            if entries[e].layer == .fallback {
+                if bestFallback < 0 || Self.precedes(e, bestFallback, in: entries) { bestFallback = e }
+            } else if best < 0 || Self.precedes(e, best, in: entries) {
+                best = e
             }
         }
-        rowPairs = []
+        let winner = best >= 0 ? best : bestFallback
+        return winner >= 0 ? UInt32(winner + 1) : 0
+    }
 
-        // Sets are interned by a Zobrist hash (XOR of a random key per entry), kept up to date on
-        // every toggle, so a row sweep costs no hashing of arrays.
+    /// Pure cells: the district set at the cell centre, from the crossings of the row's centre
+    /// line, sweeping each row. Returns the distinct sets; each pure cell holds its set's id and answer.
+    ///
+    /// Sets are interned by a Zobrist hash (XOR of a random key per entry), kept up to date on
+    /// every toggle, so a row sweep costs no hashing of arrays.
+    static func fillPureCells(_ cells: inout [UInt32], edges: EdgeStore, entries: [IndexEntry], grid: Grid) throws(GeometryError) -> [[UInt32]] {
+        let (rowStart, rowEdges) = Self.rowEdges(edges, grid: grid)
         var keyRNG = Zobrist(seed: 0x5EED)
         let keys = (0..<entries.count).map { _ in keyRNG.next() }
         var sets: [[UInt32]] = [[]]
         var setIDs: [UInt64: [Int]] = [0: [0]]
-        // A pure cell's answer: no border is within the snap distance, so only containment counts.
-        func pureAnswer(_ set: [UInt32]) -> UInt32 {
-            var best = -1, bestFallback = -1
-            for m in set {
-                let e = Int(m)
-                if entries[e].layer == .fallback {
-                    if bestFallback < 0 || Self.precedes(e, bestFallback, in: entries) { bestFallback = e }
-                } else if best < 0 || Self.precedes(e, best, in: entries) {
-                    best = e
-                }
-            }
-            let winner = best >= 0 ? best : bestFallback
-            return winner >= 0 ? UInt32(winner + 1) : 0
-        }
         var setAnswers: [UInt32] = [0]
         var crossings: [(x: Double, entry: UInt32)] = []
         var current: [UInt32] = []
+        let cols = grid.cols
         try cells.withUnsafeMutableBufferPointer { (cells) throws(GeometryError) in
-            for r in 0..<rows {
-                let yc = grid.minY + (Double(r) + 0.5) * cellH
+            for r in 0..<grid.rows {
+                let yc = grid.minY + (Double(r) + 0.5) * grid.cellH
                 crossings.removeAll(keepingCapacity: true)
                 for k in rowStart[r]..<rowStart[r + 1] {
                     let e = edges[Int(rowEdges[k])]
@@ -166,7 +194,7 @@ extension DistrictIndex {
                 let base = r * cols
                 // Only pure cells need the set; jump from pure cell to pure cell.
                 for c in 0..<cols where cells[base + c] & Self.borderFlag == 0 {
-                    let xc = grid.minX + (Double(c) + 0.5) * cellW
+                    let xc = grid.minX + (Double(c) + 0.5) * grid.cellW
                     while next < crossings.count && crossings[next].x < xc {
                         let e = crossings[next].entry
                         hash ^= keys[Int(e)]
@@ -185,7 +213,7 @@ extension DistrictIndex {
                             setID = sets.count
                             setIDs[hash, default: []].append(setID)
                             sets.append(current)
-                            setAnswers.append(pureAnswer(current))
+                            setAnswers.append(Self.pureAnswer(current, entries: entries))
                         }
                         dirty = false
                     }
@@ -194,12 +222,7 @@ extension DistrictIndex {
                 current.removeAll(keepingCapacity: true)
             }
         }
-
-
-        self.init(
-            districts: districts, snapMetres: snapMetres, entries: entries, edges: edges, grid: grid,
-            cells: cells, borderStart: borderStart, borderEdges: borderEdges, sets: sets,
-            districtByAGS: districtByAGS)
+        return sets
     }
 
     /// Appends `(cell << 32 | edge)` for every cell the edge's footprint, grown by the margins, touches.
