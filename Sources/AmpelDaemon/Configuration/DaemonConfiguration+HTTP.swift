@@ -3,34 +3,34 @@ import Foundation
 /// `http`: the status page, the JSON API, `/metrics` and the health checks of `ampel run`
 /// (docs/http.md), and `devices.forget_after`.
 extension DaemonConfiguration {
-    public struct HTTPSettings: Sendable, Hashable {
+    package struct HTTPSettings: Sendable, Hashable {
         /// Where the server listens; `nil` (`false` in the file) for no server.
-        public var listen: HTTPListenAddress? = HTTPListenAddress(host: "127.0.0.1", port: 8080)
+        package var listen: HTTPListenAddress? = HTTPListenAddress(host: "127.0.0.1", port: 8080)
         /// Credentials every route but `/healthz` and `/readyz` asks for once any is set;
         /// required when ``listen`` is not a loopback address.
-        public var auth = HTTPAuth()
+        var auth = HTTPAuth()
         /// Device positions in the API and on the page; off by default, as they are personal data.
-        public var showPositions = false
+        var showPositions = false
     }
 
     /// A bearer token and/or a user name and password (HTTP Basic), each secret from the
     /// environment only: `AMPEL_HTTP_TOKEN`, `AMPEL_HTTP_PASSWORD` (the user name may be in the file).
-    public struct HTTPAuth: Sendable, Hashable {
-        public var token: String?
-        public var username: String?
-        public var password: String?
+    struct HTTPAuth: Sendable, Hashable {
+        var token: String?
+        var username: String?
+        var password: String?
 
-        public init(token: String? = nil, username: String? = nil, password: String? = nil) {
+        init(token: String? = nil, username: String? = nil, password: String? = nil) {
             self.token = token
             self.username = username
             self.password = password
         }
 
         /// Whether any credential is set: then every protected route asks for it.
-        public var isConfigured: Bool { token != nil || basic != nil }
+        var isConfigured: Bool { token != nil || basic != nil }
 
         /// The Basic credentials, when both halves are set.
-        public var basic: (username: String, password: String)? {
+        var basic: (username: String, password: String)? {
             guard let username, let password else { return nil }
             return (username, password)
         }
@@ -86,24 +86,24 @@ extension DaemonConfiguration {
 }
 
 /// Where the HTTP server listens.
-public struct HTTPListenAddress: Sendable, Hashable, CustomStringConvertible {
-    public var host: String
+package struct HTTPListenAddress: Sendable, Hashable, CustomStringConvertible {
+    var host: String
     /// 0 asks the system for a free port (tests); the log names the one it gave.
-    public var port: Int
+    var port: Int
 
-    public init(host: String, port: Int) {
+    init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
     /// Reachable from this machine only: `127.0.0.0/8`, `::1`, `localhost`. A name that might
     /// resolve elsewhere (or `0.0.0.0`) is not.
-    public var isLoopback: Bool {
+    var isLoopback: Bool {
         let lower = host.lowercased()
         if lower == "localhost" || lower == "::1" { return true }
         let parts = lower.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

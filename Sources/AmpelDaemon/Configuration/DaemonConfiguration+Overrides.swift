@@ -2,23 +2,23 @@
 ///
 /// They stay text until ``DaemonConfiguration/load(yaml:environment:flags:)`` parses them, so
 /// a bad flag is reported like a bad key: named, with the same message.
-public struct ConfigurationOverrides: Sendable, Hashable {
-    public var broker: String?
-    public var source: String?
-    public var url: String?
+package struct ConfigurationOverrides: Sendable, Hashable {
+    var broker: String?
+    var source: String?
+    var url: String?
     /// `--hospitalisation-url`, `--icu-url`: `data.hospitalisation_url`, `data.icu_url`.
-    public var hospitalisationURL: String?
-    public var icuURL: String?
-    public var date: String?
-    public var stateDir: String?
-    public var refresh: String?
-    public var lang: String?
-    public var logLevel: String?
+    var hospitalisationURL: String?
+    var icuURL: String?
+    var date: String?
+    var stateDir: String?
+    var refresh: String?
+    var lang: String?
+    var logLevel: String?
     /// `--http`: `http.listen` (`host:port`, or `false`).
-    public var http: String?
-    public var rules: String?
+    var http: String?
+    var rules: String?
 
-    public init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
+    package init(broker: String? = nil, source: String? = nil, url: String? = nil, date: String? = nil,
                 stateDir: String? = nil, refresh: String? = nil, lang: String? = nil, logLevel: String? = nil,
                 http: String? = nil, rules: String? = nil, hospitalisationURL: String? = nil, icuURL: String? = nil) {
         self.hospitalisationURL = hospitalisationURL
@@ -62,7 +62,7 @@ extension DaemonConfiguration {
     ///   - environment: the process environment (passed in, so this stays pure).
     ///   - flags: values from the command line; each wins over its `AMPEL_*` variable.
     /// - Throws: ``ConfigurationError`` naming the key and line, or the flag or variable.
-    public static func load(yaml: String?, environment: [String: String] = [:], flags: ConfigurationOverrides = .init()) throws(ConfigurationError) -> DaemonConfiguration {
+    package static func load(yaml: String?, environment: [String: String] = [:], flags: ConfigurationOverrides = .init()) throws(ConfigurationError) -> DaemonConfiguration {
         var config = DaemonConfiguration()
         config.stateDirectory = defaultStateDirectory(environment: environment)
         if let yaml {

@@ -4,9 +4,9 @@ import Yams
 /// One webhook of `notify.webhooks`: where each alert it wants is POSTed, and in which language.
 ///
 /// See docs/webhooks.md for what the POST carries and how it is retried.
-public struct WebhookSettings: Sendable, Hashable {
+package struct WebhookSettings: Sendable, Hashable {
     /// Which alerts of one kind (device or district) a webhook wants.
-    public enum Selection: Sendable, Hashable {
+    enum Selection: Sendable, Hashable {
         case all
         case none
         /// These device keys, or these five-digit district codes.
@@ -22,26 +22,26 @@ public struct WebhookSettings: Sendable, Hashable {
     }
 
     /// Unique among the webhooks; the key of its counters in `bridge/info` and of its log lines.
-    public var name: String
+    package var name: String
     /// An absolute `http://` or `https://` URL.
-    public var url: String
+    var url: String
     /// Extra request headers in the order given (a token, ntfy's `Title`, `Priority`, `Tags`).
-    public var headers: [Header]
+    var headers: [Header]
     /// The language of the alert it receives; `nil`: the alert's own (the device's, or `lang`).
-    public var language: Language?
-    public var devices: Selection
-    public var districts: Selection
+    var language: Language?
+    var devices: Selection
+    var districts: Selection
 
-    public struct Header: Sendable, Hashable {
-        public var name: String
-        public var value: String
-        public init(name: String, value: String) {
+    struct Header: Sendable, Hashable {
+        var name: String
+        var value: String
+        init(name: String, value: String) {
             self.name = name
             self.value = value
         }
     }
 
-    public init(name: String, url: String, headers: [Header] = [], language: Language? = nil,
+    init(name: String, url: String, headers: [Header] = [], language: Language? = nil,
                 devices: Selection = .all, districts: Selection = .all) {
         self.name = name
         self.url = url
@@ -52,10 +52,10 @@ public struct WebhookSettings: Sendable, Hashable {
     }
 
     /// Whether the webhook wants the alert of device `key`.
-    public func wants(device key: String) -> Bool { devices.contains(key) }
+    func wants(device key: String) -> Bool { devices.contains(key) }
 
     /// Whether the webhook wants the alert of district `ags`.
-    public func wants(district ags: String) -> Bool { districts.contains(ags) }
+    func wants(district ags: String) -> Bool { districts.contains(ags) }
 
     /// Headers that frame the request or that Ampel sets itself: a configured one would
     /// corrupt the request or the receiver's deduplication.

@@ -2,31 +2,31 @@ import AmpelCore
 import AmpelDomain
 
 /// What the daemon remembers of one device; persisted across restarts.
-public struct DeviceRecord: Codable, Sendable, Hashable {
-    public var lat: Double
-    public var lon: Double
+struct DeviceRecord: Codable, Sendable, Hashable {
+    var lat: Double
+    var lon: Double
     /// The time of the fix (its `tst`, else when it arrived), seconds since 1970.
-    public var tst: Int
+    var tst: Int
     /// The language the device's messages asked for, if any.
-    public var lang: String?
+    var lang: String?
     /// The district the position lies in; `nil` outside Germany.
-    public var district: Signal.DistrictRef?
+    var district: Signal.DistrictRef?
     /// The last phase published for the device (`green` … `darkred`, `outside`).
-    public var phase: String
+    var phase: String
     /// The data day and staleness of the last published state: a change republishes it.
-    public var dataDate: String
-    public var stale: Bool
+    var dataDate: String
+    var stale: Bool
     /// The last fix came over the OwnTracks input on `owntracks/<key>`, the key being
     /// `<user>/<device>`: the user's OwnTracks apps get the device's alerts as transitions
     /// (``OwnTracksNotices``). Kept with the record, so an alert that new data brings later
     /// reaches the phone too.
-    public var owntracks = false
+    var owntracks = false
     /// The device's first alert has gone out. `false` for a device seen so far only in fixes
     /// older than `alerts.max_fix_age` (a phone's queue delivered late): its state shows where
     /// those put it, but nobody was told, so its next fresh fix alerts as a first sighting,
     /// whatever its phase. Persisted with the record: a restart in between must neither lose
     /// that alert nor send it twice.
-    public var announced = true
+    var announced = true
 }
 
 extension DeviceRecord {
@@ -38,7 +38,7 @@ extension DeviceRecord {
         case lat, lon, tst, lang, district, phase, dataDate, stale, owntracks, announced
     }
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(lat: try c.decode(Double.self, forKey: .lat), lon: try c.decode(Double.self, forKey: .lon),
                   tst: try c.decode(Int.self, forKey: .tst), lang: try c.decodeIfPresent(String.self, forKey: .lang),
@@ -49,7 +49,7 @@ extension DeviceRecord {
                   announced: try c.decodeIfPresent(Bool.self, forKey: .announced) ?? true)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(lat, forKey: .lat)
         try c.encode(lon, forKey: .lon)
@@ -65,16 +65,16 @@ extension DeviceRecord {
 }
 
 /// The engine's memory, as written to the state directory.
-public struct PersistedState: Codable, Sendable, Equatable {
-    public static let currentVersion = 1
-    public var version = PersistedState.currentVersion
-    public var devices = DeviceTable()
+struct PersistedState: Codable, Sendable, Equatable {
+    static let currentVersion = 1
+    var version = PersistedState.currentVersion
+    var devices = DeviceTable()
     /// The last published phase of each district of the region, by code.
-    public var districts: [String: String] = [:]
+    var districts: [String: String] = [:]
     /// Where in the journal this state was taken; `nil` in a file written before the journal.
-    public var journal: JournalMark?
+    var journal: JournalMark?
 
-    public init(devices: DeviceTable = DeviceTable(), districts: [String: String] = [:], journal: JournalMark? = nil) {
+    init(devices: DeviceTable = DeviceTable(), districts: [String: String] = [:], journal: JournalMark? = nil) {
         self.devices = devices
         self.districts = districts
         self.journal = journal

@@ -10,7 +10,7 @@ import AmpelDomain
 /// as the ``Language`` it selects (`de-AT` → `de`), which is all the engine ever uses it for.
 ///
 /// Reads and writes go through ``DeviceRecord`` values, so callers never see the packing.
-public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible, ExpressibleByDictionaryLiteral {
+struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible, ExpressibleByDictionaryLiteral {
     struct Entry: Sendable, Hashable {
         var lat: Double
         var lon: Double
@@ -61,26 +61,26 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
     private var districts = Interned<Signal.DistrictRef>()
     private var texts = Interned<String>()
 
-    public init() {}
+    init() {}
 
-    public init(_ records: [String: DeviceRecord]) {
+    init(_ records: [String: DeviceRecord]) {
         for (key, record) in records { self[key] = record }
     }
 
-    public init(dictionaryLiteral elements: (String, DeviceRecord)...) {
+    init(dictionaryLiteral elements: (String, DeviceRecord)...) {
         for (key, record) in elements { self[key] = record }
     }
 
-    public var count: Int { entries.count }
+    var count: Int { entries.count }
 
     /// The device keys in order.
-    public var sortedKeys: [String] { entries.keys.sorted() }
+    var sortedKeys: [String] { entries.keys.sorted() }
     /// The device keys in the table's own order: a copy-on-write copy, so taking it costs
     /// nothing until the table changes (a reconnect walks it in batches without sorting).
-    public var keys: [String] { entries.keys }
+    var keys: [String] { entries.keys }
 
     /// Setting a record keeps the time its state was last published (``statePublished(_:)``).
-    public subscript(key: String) -> DeviceRecord? {
+    subscript(key: String) -> DeviceRecord? {
         get { entries[key].map(record) }
         set {
             let published = entries[key]?.statePublished ?? 0
@@ -93,20 +93,20 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
     }
 
     /// The record of `key` and when its state was last published in this run (`nil`: not yet).
-    public func recordAndStatePublished(_ key: String) -> (record: DeviceRecord, statePublished: Int?)? {
+    func recordAndStatePublished(_ key: String) -> (record: DeviceRecord, statePublished: Int?)? {
         guard let entry = entries[key] else { return nil }
         return (record(entry), entry.statePublished == 0 ? nil : Int(entry.statePublished))
     }
 
     /// Sets the record of `key` and when its state was last published (`nil`: not in this run).
-    public mutating func set(_ key: String, _ record: DeviceRecord, statePublished: Int?) {
+    mutating func set(_ key: String, _ record: DeviceRecord, statePublished: Int?) {
         var entry = entry(record)
         entry.statePublished = statePublished.map { UInt32(clamping: max(1, $0)) } ?? 0
         entries[key] = entry
     }
 
     /// The table as a new run starts with it: no state published yet.
-    public func forNewRun() -> DeviceTable {
+    func forNewRun() -> DeviceTable {
         var table = self
         table.entries.updateValues { $0.statePublished = 0 }
         return table
@@ -114,39 +114,39 @@ public struct DeviceTable: Sendable, Equatable, Codable, CustomStringConvertible
 
     /// The keys of the devices whose last fix is older than `tst` (seconds since 1970), in
     /// byte order; reads the packed entries only, so a scan of 1,000,000 devices builds no record.
-    public func keys(heardBefore tst: Int) -> [String] {
+    func keys(heardBefore tst: Int) -> [String] {
         var found: [String] = []
         for (key, entry) in zip(entries.keys, entries.values) where entry.tst < tst { found.append(key) }
         return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Calls `body` for every device, in no particular order.
-    public func forEach(_ body: (String, DeviceRecord) throws -> Void) rethrows {
+    func forEach(_ body: (String, DeviceRecord) throws -> Void) rethrows {
         for (key, entry) in zip(entries.keys, entries.values) { try body(key, record(entry)) }
     }
 
     /// The devices as plain records (for tests and the file format).
-    public var records: [String: DeviceRecord] {
+    var records: [String: DeviceRecord] {
         // Two keys that differ only in Unicode normalization are one `String` key here: the later
         // one wins (the table itself keeps both, see ``CompactMap``).
         Dictionary(zip(entries.keys, entries.values.map(record)), uniquingKeysWith: { _, later in later })
     }
 
     /// Equal when both hold the same keys (by bytes, as the table compares them) with equal records.
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    static func == (lhs: Self, rhs: Self) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var equal = true
         lhs.forEach { key, record in if equal, rhs[key] != record { equal = false } }
         return equal
     }
 
-    public var description: String { "\(count) devices" }
+    var description: String { "\(count) devices" }
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         self.init(try [String: DeviceRecord](from: decoder))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         try records.encode(to: encoder)
     }
 

@@ -2,13 +2,13 @@ import AmpelDomain
 import AmpelGeo
 
 /// The bundled BKG geometry as the daemon's ``Locator``.
-public struct GeoLocator: Locator {
+struct GeoLocator: Locator {
     let index: DistrictIndex
     /// The geometry's districts as the engine's one district type, by their place in
     /// `index.districts`: made once, so a fix is located without building strings.
     let districts: [Signal.DistrictRef]
 
-    public init(index: DistrictIndex) {
+    init(index: DistrictIndex) {
         self.index = index
         // The geometry knows code and name; the state follows from the code. A signal for a
         // district the data knows names it as the data does (``RuleSet/signal(atDistrict:placeName:dataset:region:language:stale:directory:)``).
@@ -21,11 +21,11 @@ public struct GeoLocator: Locator {
     }
 
     /// The index over the bundled geometry.
-    public static func bundled() throws -> GeoLocator {
+    static func bundled() throws -> GeoLocator {
         GeoLocator(index: try DistrictIndex.bundled())
     }
 
-    public func place(latitude: Double, longitude: Double) -> Signal.DistrictRef? {
+    func place(latitude: Double, longitude: Double) -> Signal.DistrictRef? {
         // The parsers only pass finite, in-range coordinates, so a coordinate error cannot
         // happen here; if it did, "in no district" is the answer that claims least.
         guard let found = try? index.lookupDistrictIndex(latitude: latitude, longitude: longitude) else { return nil }

@@ -4,14 +4,14 @@
 /// recorded track replays with the same alerts however fast it is fed in. A dwell is met only
 /// at a fix: a device that enters a new phase and then says nothing more gets its alert with
 /// its next fix there.
-public enum Dwell: Sendable, Hashable, CustomStringConvertible {
+enum Dwell: Sendable, Hashable, CustomStringConvertible {
     /// At least this many seconds between the first fix in the new phase and the fix that confirms it.
     case seconds(Int)
     /// At least this many fixes in the new phase, the first one included.
     case fixes(Int)
 
     /// Today's behaviour: the first fix in a new phase sends its alert.
-    public static let none = Dwell.seconds(0)
+    static let none = Dwell.seconds(0)
 
     /// Whether a device that entered its phase at `since` (with `fixes` fixes in it so far)
     /// has stayed long enough at `tst`.
@@ -22,7 +22,7 @@ public enum Dwell: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    var description: String {
         switch self {
         case .seconds(let seconds): "\(seconds)s"
         case .fixes(let count): count == 1 ? "1 fix" : "\(count) fixes"
@@ -45,15 +45,15 @@ struct PendingPhase: Sendable, Hashable {
 }
 
 /// Why a phase change sent no alert, counted in `bridge/info` (`alertsSuppressed`).
-public struct AlertSuppression: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+struct AlertSuppression: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    let rawValue: String
+    init(rawValue: String) { self.rawValue = rawValue }
+    var description: String { rawValue }
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// A fix older than `alerts.max_fix_age` lay in another phase: the crossing is history, the
     /// phase waits for a fresh fix.
-    public static let oldFix = AlertSuppression(rawValue: "old-fix")
+    static let oldFix = AlertSuppression(rawValue: "old-fix")
     /// The device left a new phase before `alerts.min_dwell` was met.
-    public static let dwell = AlertSuppression(rawValue: "dwell")
+    static let dwell = AlertSuppression(rawValue: "dwell")
 }

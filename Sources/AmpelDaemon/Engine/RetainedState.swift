@@ -10,17 +10,17 @@ import Foundation
 /// thing the daemon announced, so a device that reports again in the same phase must not be
 /// alerted as if it were new. A payload that is not one the daemon wrote is refused with a
 /// reason, never trusted in part.
-public enum RetainedState {
+enum RetainedState {
     /// Why a retained message is not one of the daemon's states.
-    public struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
-        public let reason: String
-        public init(_ reason: String) { self.reason = reason }
-        public var description: String { reason }
+    struct Rejection: Error, Sendable, Hashable, CustomStringConvertible {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+        var description: String { reason }
     }
 
     /// The broker accepts packets up to `max_packet_size` (64 KiB in deploy/mosquitto); a
     /// state is about 1 KB. Anything longer is not the daemon's and is not parsed.
-    public static let maximumPayload = 65_536
+    static let maximumPayload = 65_536
 
     /// The members of a state payload that a ``DeviceRecord`` keeps (``Signal/json(device:)``).
     private struct DeviceState: Decodable {
@@ -43,7 +43,7 @@ public enum RetainedState {
     /// The payload is decoded with `JSONDecoder` (as the Traccar input is), not with
     /// `JSONScanner`: the district is a nested object and its name may be longer than the
     /// scanner keeps of a string.
-    public static func device(key: String, payload: [UInt8]) -> Result<DeviceRecord, Rejection> {
+    static func device(key: String, payload: [UInt8]) -> Result<DeviceRecord, Rejection> {
         guard payload.count <= maximumPayload else { return .failure(Rejection("\(payload.count) bytes, more than a state")) }
         let state: DeviceState
         do {
@@ -72,14 +72,14 @@ public enum RetainedState {
     }
 
     /// A district's retained phase (`green` … `darkred`: a district of the region is never `outside`).
-    public static func districtPhase(payload: [UInt8]) -> Result<String, Rejection> {
+    static func districtPhase(payload: [UInt8]) -> Result<String, Rejection> {
         guard payload.count <= 16, let id = PhaseID(utf8: payload) else { return .failure(Rejection("no phase Ampel knows")) }
         return .success(id.id)
     }
 
     /// How many devices the daemon held when it last published `bridge/info`; `nil` when the
     /// payload is not a `bridge/info`.
-    public static func bridgeDevices(payload: [UInt8]) -> Int? {
+    static func bridgeDevices(payload: [UInt8]) -> Int? {
         guard let info = FlatMessage(payload, maximumLength: maximumPayload), case .value(let devices) = info.number("devices"),
               devices >= 0, devices < 1e9, devices == devices.rounded() else { return nil }
         return Int(devices)

@@ -3,7 +3,7 @@ import AmpelDomain
 import AmpelMessages
 
 extension SignalEngine {
-    public enum Event: Sendable {
+    enum Event: Sendable {
         /// Publish everything once: district topics, re-evaluated devices, discovery, lamps.
         case start
         /// A position; `receivedAt` (seconds since 1970) stands in for a missing `tst`.
@@ -42,7 +42,7 @@ extension SignalEngine {
     }
 
     /// What a publish is for: the daemon counts and logs by it, so it never parses a topic to decide.
-    public enum PublishKind: Sendable, Hashable {
+    enum PublishKind: Sendable, Hashable {
         case deviceState, deviceAlert, districtState, districtPhase, districtAlert, lamp, discovery, bridgeState
         /// The retained texts of one phase in one language (``Topics/texts(ruleSet:phase:lang:)``).
         case texts
@@ -56,18 +56,18 @@ extension SignalEngine {
         case homeAssistantEvent
 
         /// A phase change announced on an `…/alert` topic.
-        public var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
+        var isAlert: Bool { self == .deviceAlert || self == .districtAlert }
     }
 
     /// A change of what the engine remembers, for the journal.
-    public enum Change: Sendable, Hashable {
+    enum Change: Sendable, Hashable {
         case device(key: String, record: DeviceRecord)
         case district(ags: String, phase: String)
         /// The device is forgotten (``Event/forget(now:)``): gone from the state, for good.
         case forgotten(key: String)
     }
 
-    public enum Action: Sendable, Hashable {
+    enum Action: Sendable, Hashable {
         /// A publish that announces nothing and witnesses nothing.
         case publish(OutgoingMessage, kind: PublishKind)
         /// What the engine remembers changed, with what announces it (``Decision``): the daemon

@@ -34,36 +34,12 @@ extension SignalEngine {
         // for one seen so far only in old fixes (not ``DeviceRecord/announced``). Only a phase
         // announced is kept while a move waits; one never announced has nothing to keep.
         let announced = previous.flatMap { $0.announced ? $0 : nil }
-        // The signal the record takes: the fix's own, or the one last announced while a move
-        // into another phase waits to be confirmed.
-        var chosen = here
-        let pendingKey = Array(key.utf8)
-        if let previous = announced, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
-            var entered: PendingPhase
-            if let current = pending[pendingKey], current.phase == signal.phase {
-                entered = current
-            } else {
-                // An excursion into a third phase ends the one before, unannounced.
-                if pending[pendingKey]?.fresh == true { actions.append(.alertSuppressed(.dwell)) }
-                if old { actions.append(.alertSuppressed(.oldFix)) }
-                entered = PendingPhase(phase: signal.phase, since: tst, fixes: 0, fresh: !old)
-            }
-            entered.fixes += 1
-            // An old fix can tell how long the device has been there, but only a fresh one
-            // confirms: the alert is about where the person is now.
-            if !old, settings.minDwell.isMet(since: entered.since, tst: tst, fixes: entered.fixes) {
-                pending[pendingKey] = nil
-            } else {
-                pending[pendingKey] = entered
-                do {
-                    chosen = try shownSignal(at: previous.district, language: language)
-                } catch {
-                    return actions + [.problem(error.message)]
-                }
-            }
-        } else if !inaccurate, let left = pending.removeValue(forKey: pendingKey), left.fresh, left.phase != signal.phase {
-            // Back in the phase last announced (or in another district of it) before the dwell was met.
-            actions.append(.alertSuppressed(.dwell))
+        let chosen: ShownSignal
+        do {
+            chosen = try signalAfterDwell(here, announced: announced, key: key, tst: tst, old: old, inaccurate: inaccurate,
+                                          language: language, &actions)
+        } catch {
+            return actions + [.problem(error.message)]
         }
         // The signal names the district as the data knows it (the geometry's name where the data does not).
         let state = chosen.state
@@ -106,6 +82,39 @@ extension SignalEngine {
             actions += lamps(force: false, device: key)
         }
         return actions
+    }
+
+    /// The signal the record takes: the fix's own, or the one last announced while a move into
+    /// another phase waits to be confirmed (`alerts.min_dwell`). Appends the suppressions it
+    /// counts to `actions`.
+    mutating func signalAfterDwell(_ here: ShownSignal, announced: DeviceRecord?, key: String, tst: Int, old: Bool, inaccurate: Bool,
+                                   language: Language, _ actions: inout [Action]) throws(SignalError) -> ShownSignal {
+        let signal = here.signal
+        let pendingKey = Array(key.utf8)
+        if let previous = announced, previous.phase != signal.phase, previous.district?.ags != signal.district?.ags {
+            var entered: PendingPhase
+            if let current = pending[pendingKey], current.phase == signal.phase {
+                entered = current
+            } else {
+                // An excursion into a third phase ends the one before, unannounced.
+                if pending[pendingKey]?.fresh == true { actions.append(.alertSuppressed(.dwell)) }
+                if old { actions.append(.alertSuppressed(.oldFix)) }
+                entered = PendingPhase(phase: signal.phase, since: tst, fixes: 0, fresh: !old)
+            }
+            entered.fixes += 1
+            // An old fix can tell how long the device has been there, but only a fresh one
+            // confirms: the alert is about where the person is now.
+            if !old, settings.minDwell.isMet(since: entered.since, tst: tst, fixes: entered.fixes) {
+                pending[pendingKey] = nil
+            } else {
+                pending[pendingKey] = entered
+                return try shownSignal(at: previous.district, language: language)
+            }
+        } else if !inaccurate, let left = pending.removeValue(forKey: pendingKey), left.fresh, left.phase != signal.phase {
+            // Back in the phase last announced (or in another district of it) before the dwell was met.
+            actions.append(.alertSuppressed(.dwell))
+        }
+        return here
     }
 
     /// Whether a fix republishes the device's state: always with `every_fix`; with `on_change`

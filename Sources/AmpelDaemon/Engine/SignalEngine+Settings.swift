@@ -2,57 +2,57 @@ import AmpelCore
 import AmpelDomain
 
 extension SignalEngine {
-    public struct Settings: Sendable {
-        public var ruleSet: RuleSet
-        public var region: Region
-        public var topics: Topics
-        public var defaultLanguage: Language
-        public var devices: [String: DaemonConfiguration.DeviceSettings]
+    struct Settings: Sendable {
+        var ruleSet: RuleSet
+        var region: Region
+        var topics: Topics
+        var defaultLanguage: Language
+        var devices: [String: DaemonConfiguration.DeviceSettings]
         /// Message expiry of alerts; `nil` for none (MQTT 3.1.1 has no expiry).
-        public var alertExpiry: Duration?
-        public var lamps: [LampSettings]
+        var alertExpiry: Duration?
+        var lamps: [LampSettings]
         /// `nil` turns discovery off.
-        public var discovery: Discovery?
+        var discovery: Discovery?
         /// What earlier runs may have announced (``DiscoveryScopeFile``): what of it the
         /// current ``discovery`` does not announce is removed at start.
-        public var announcedDiscovery: [DiscoveryScope]
+        var announcedDiscovery: [DiscoveryScope]
         /// The shape of the states the last run left retained (``PublishedShapeFile``); another
         /// than this run's republishes every device state at start. `nil`: take it as this run's.
-        public var publishedShape: PublishedShape?
+        var publishedShape: PublishedShape?
         /// Alerts to the OwnTracks apps of devices that report as `owntracks/<user>/<device>`;
         /// `nil` for none (`notify.owntracks: false`).
-        public var owntracks: OwnTracksNotices?
+        var owntracks: OwnTracksNotices?
         /// Devices republished per batch after a reconnect (state and discovery config each),
         /// and devices re-evaluated (and announced) per batch after new data and at start; the
         /// daemon handles what arrived in between before it asks for the next batch. A fix that
         /// arrives meanwhile waits for at most one batch: 500 devices' configs and states take
         /// about 10 ms to build (2,000 held fixes back 40 ms at 1,000,000 devices).
-        public var recoveryBatch: Int
+        var recoveryBatch: Int
         /// A fix older than this when it arrives (its `tst` against the time it arrived) moves
         /// no device into another phase and so alerts no one, not even as a first sighting
         /// (``DeviceRecord/announced``); `nil` for no limit.
-        public var maxFixAge: Duration?
+        var maxFixAge: Duration?
         /// A fix whose `acc` is above this many metres moves no device into another district;
         /// `nil` for no limit.
-        public var maxAccuracy: Double?
+        var maxAccuracy: Double?
         /// How long a device must stay in a new phase it moved into before its alert goes out.
-        public var minDwell: Dwell
+        var minDwell: Dwell
         /// The webhooks, in the order of ``Action/notify(webhook:payload:)``'s index.
-        public var webhooks: [WebhookSettings]
+        var webhooks: [WebhookSettings]
         /// A device whose last fix is older than this is forgotten (``Event/forget(now:)``);
         /// `nil` never forgets.
-        public var forgetAfter: Duration?
+        var forgetAfter: Duration?
         /// When device states go out and whether states carry the texts (`outputs`).
-        public var outputs: DaemonConfiguration.OutputSettings
+        var outputs: DaemonConfiguration.OutputSettings
         /// District states, phases and alerts (with their webhooks) and the bridge's and the
         /// districts' discovery configs (`outputs.districts`). Off on every instance of a
         /// partitioned deployment but one: the district topics are the same for all.
-        public var publishDistricts = true
+        var publishDistricts = true
         /// How long after a new device's discovery configs its first alert goes to Home
         /// Assistant's event entity (``Decision/HomeAssistantEvent``).
-        public var newEntityDelay: Duration = .seconds(2)
+        var newEntityDelay: Duration = .seconds(2)
 
-        public init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
+        init(ruleSet: RuleSet, region: Region = .bavaria, topics: Topics = Topics(), defaultLanguage: Language = .en,
                     devices: [String: DaemonConfiguration.DeviceSettings] = [:], alertExpiry: Duration? = .seconds(3600),
                     lamps: [LampSettings] = [], discovery: Discovery? = nil, announcedDiscovery: [DiscoveryScope] = [],
                     publishedShape: PublishedShape? = nil, owntracks: OwnTracksNotices? = nil, recoveryBatch: Int = 500,

@@ -7,17 +7,17 @@ import AmpelMessages
 /// It does no I/O: the daemon carries out the actions (journal, publish) and the tests just
 /// call ``event(_:)``. Every accepted fix republishes the device's state (it carries the
 /// position); alerts, district topics and lamps are published only when something changed.
-public struct SignalEngine: Sendable {
-    public let settings: Settings
-    public internal(set) var dataset: Dataset
-    public internal(set) var stale: Bool
-    public internal(set) var devices: DeviceTable
+struct SignalEngine: Sendable {
+    let settings: Settings
+    var dataset: Dataset
+    var stale: Bool
+    var devices: DeviceTable
     /// The current signal of every district of the region, in the default language.
-    public internal(set) var districtSignals: [String: Signal] = [:]
+    var districtSignals: [String: Signal] = [:]
     /// The state reports last published (``stateReports(initial:)``), by state id.
     var stateReports: [String: [UInt8]] = [:]
     /// The last published phase of every district (from the state file until `start`).
-    public internal(set) var districtPhases: [String: String]
+    var districtPhases: [String: String]
     var lampLooks: [String: LampDriver.Look] = [:]
     /// What each lamp last said about its availability; absent until it said anything.
     var lampsOnline: [String: Bool] = [:]
@@ -51,15 +51,15 @@ public struct SignalEngine: Sendable {
 
     /// What each lamp was last told (absent before its first command) and last said about
     /// its availability (absent before it said anything), for the status view.
-    public var lampLooksSent: [String: LampDriver.Look] { lampLooks }
-    public var lampAvailability: [String: Bool] { lampsOnline }
+    var lampLooksSent: [String: LampDriver.Look] { lampLooks }
+    var lampAvailability: [String: Bool] { lampsOnline }
 
     /// A recovery's device batches are under way.
-    public var isRecovering: Bool { recovery != nil }
+    var isRecovering: Bool { recovery != nil }
     /// A re-evaluation's device batches are under way.
-    public var isReevaluating: Bool { reevaluation != nil }
+    var isReevaluating: Bool { reevaluation != nil }
 
-    public init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
+    init(settings: Settings, dataset: Dataset, stale: Bool, restored: PersistedState = PersistedState()) {
         self.settings = settings
         self.dataset = dataset
         self.stale = stale
@@ -90,9 +90,9 @@ public struct SignalEngine: Sendable {
     }
 
     /// What the state directory should hold now.
-    public var persisted: PersistedState { PersistedState(devices: devices, districts: districtPhases) }
+    var persisted: PersistedState { PersistedState(devices: devices, districts: districtPhases) }
 
-    public mutating func event(_ event: Event) -> [Action] {
+    mutating func event(_ event: Event) -> [Action] {
         switch event {
         case .start:
             stage = .running

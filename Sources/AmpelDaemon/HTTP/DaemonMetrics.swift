@@ -14,8 +14,8 @@ import Synchronization
 /// path counts once, as before, and `/metrics` never disagrees with `bridge/info`. The two
 /// latency histograms are recorded by the loop as it goes (a clock read and a locked bucket
 /// increment per message; docs/benchmarks.md has the cost).
-public final class DaemonMetrics: Sendable {
-    public let registry = PrometheusCollectorRegistry()
+final class DaemonMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     /// The district lookup of one fix in the geometry index.
     let lookup: Metrics.Timer
@@ -30,7 +30,7 @@ public final class DaemonMetrics: Sendable {
         .milliseconds(100), .seconds(1),
     ]
 
-    public init() {
+    init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["ampel_lookup_duration_seconds"] = Self.latencyBuckets
         factory.durationHistogramBuckets["ampel_message_handling_duration_seconds"] = Self.latencyBuckets
@@ -50,7 +50,7 @@ public final class DaemonMetrics: Sendable {
     }
 
     /// The exposition of everything `snapshot` holds, with the connection state read now.
-    public func exposition(_ snapshot: StatusView.Snapshot, now: Date = Date()) -> [UInt8] {
+    func exposition(_ snapshot: StatusView.Snapshot, now: Date = Date()) -> [UInt8] {
         let counters = snapshot.counters
         seen.withLock { seen in
             func count(_ name: String, _ labels: [(String, String)] = [], _ value: Int) {

@@ -2,18 +2,18 @@ import Foundation
 
 /// Paging through the device keys in byte order: a cursor names the last key of a page, so
 /// pages stay stable while devices come and go (no offsets that shift).
-public enum DevicePage {
-    public struct Page: Sendable, Hashable {
-        public var keys: [String]
+enum DevicePage {
+    struct Page: Sendable, Hashable {
+        var keys: [String]
         /// The last key of this page when more match after it.
-        public var next: String?
+        var next: String?
         /// How many keys match in all.
-        public var total: Int
+        var total: Int
     }
 
     /// Up to `limit` keys after `after` that contain `search` (ASCII letters in any case).
     /// - Parameter sorted: keys in byte order (``StatusView/sortedKeys(of:)``).
-    public static func page(_ sorted: [String], after: String?, matching search: String?, limit: Int) -> Page {
+    static func page(_ sorted: [String], after: String?, matching search: String?, limit: Int) -> Page {
         var start = 0
         if let after {
             var high = sorted.count
@@ -59,13 +59,13 @@ public enum DevicePage {
     }
 
     /// The cursor of a key: its bytes in base64url, so any key fits a query string.
-    public static func cursor(for key: String) -> String {
+    static func cursor(for key: String) -> String {
         Data(key.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
     /// The key a cursor names; `nil` for text that is no cursor.
-    public static func key(ofCursor cursor: String) -> String? {
+    static func key(ofCursor cursor: String) -> String? {
         var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         guard base64.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }) else { return nil }
         while base64.count % 4 != 0 { base64 += "=" }

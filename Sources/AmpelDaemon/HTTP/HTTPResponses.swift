@@ -3,16 +3,16 @@ import Hummingbird
 import NIOCore
 
 /// JSON answers and the API's errors: `{"error": "<status name>", "reason": "<why>"}`.
-public enum HTTPResponses {
-    public static func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+enum HTTPResponses {
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    public static func text(_ text: String, status: HTTPResponse.Status = .ok, contentType: String = "text/plain; charset=utf-8") -> Response {
+    static func text(_ text: String, status: HTTPResponse.Status = .ok, contentType: String = "text/plain; charset=utf-8") -> Response {
         Response(status: status, headers: [.contentType: contentType], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
-    public static func error(_ status: HTTPResponse.Status, _ reason: String) -> Response {
+    static func error(_ status: HTTPResponse.Status, _ reason: String) -> Response {
         var json = JSONWriter(capacity: 128)
         json.raw(#"{"error":"#)
         json.string(status.reasonPhrase)

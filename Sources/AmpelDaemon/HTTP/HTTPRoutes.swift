@@ -2,22 +2,22 @@ import AmpelDomain
 import Hummingbird
 
 /// Every route of `ampel run`'s HTTP server, registered in one place (docs/http.md).
-public enum HTTPRoutes {
+enum HTTPRoutes {
     /// What the routes read: the daemon's ``StatusView`` and the parts of the configuration
     /// that decide answers.
-    public struct Context: Sendable {
-        public let view: StatusView
-        public let locator: any Locator
-        public let settings: DaemonConfiguration.HTTPSettings
+    struct Context: Sendable {
+        let view: StatusView
+        let locator: any Locator
+        let settings: DaemonConfiguration.HTTPSettings
         /// The daemon's language (`lang`, `en` when not configured).
-        public let language: Language
+        let language: Language
         /// `lang` when it was configured: the page's default over the browser's language.
-        public let pageLanguage: Language?
+        let pageLanguage: Language?
         /// `devices.<key>.lang`: the language of those devices' states whatever they ask for.
-        public let deviceLanguages: [String: Language]
-        public let metrics: DaemonMetrics?
+        let deviceLanguages: [String: Language]
+        let metrics: DaemonMetrics?
 
-        public init(view: StatusView, locator: any Locator, settings: DaemonConfiguration.HTTPSettings, language: Language,
+        init(view: StatusView, locator: any Locator, settings: DaemonConfiguration.HTTPSettings, language: Language,
                     pageLanguage: Language? = nil, deviceLanguages: [String: Language] = [:], metrics: DaemonMetrics?) {
             self.view = view
             self.locator = locator
@@ -29,7 +29,7 @@ public enum HTTPRoutes {
         }
 
         /// The parts of `configuration` the routes read.
-        public init(view: StatusView, locator: any Locator, configuration: DaemonConfiguration, metrics: DaemonMetrics?) {
+        init(view: StatusView, locator: any Locator, configuration: DaemonConfiguration, metrics: DaemonMetrics?) {
             self.init(view: view, locator: locator, settings: configuration.http, language: configuration.language,
                       pageLanguage: configuration.languageConfigured ? configuration.language : nil,
                       deviceLanguages: configuration.devices.compactMapValues(\.lang), metrics: metrics)
@@ -37,7 +37,7 @@ public enum HTTPRoutes {
 
         /// The language of a device's `state` topic: its configured one, else the one its messages
         /// asked for, else the daemon's (the engine's rule, `SignalEngine.language(device:messageLang:)`).
-        public func stateLanguage(device key: String, messageLang: String?) -> Language {
+        func stateLanguage(device key: String, messageLang: String?) -> Language {
             deviceLanguages[key] ?? messageLang.map { Language(requested: $0) } ?? language
         }
     }
@@ -45,7 +45,7 @@ public enum HTTPRoutes {
     /// The router with every route. `/healthz` and `/readyz` answer without credentials (a
     /// load balancer or systemd asks them, and they name no one); everything else asks for
     /// ``DaemonConfiguration/HTTPAuth`` once any is configured.
-    public static func router(_ context: Context) -> Router<BasicRequestContext> {
+    static func router(_ context: Context) -> Router<BasicRequestContext> {
         let router = Router()
         HealthRoutes.add(to: router, view: context.view)
         let protected = router.group()

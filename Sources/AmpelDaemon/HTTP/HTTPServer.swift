@@ -4,10 +4,10 @@ import ServiceLifecycle
 
 /// The HTTP server of `ampel run`: a Hummingbird application run as a service beside the
 /// daemon. It reads the ``StatusView`` and never touches the daemon's loop.
-public enum HTTPServer {
+enum HTTPServer {
     /// The server on `address`; it logs `serving HTTP on http://host:port/` once it listens
     /// (with the port the system chose for port 0) and then calls `listening`.
-    public static func make(_ context: HTTPRoutes.Context, address: HTTPListenAddress, logger: Logger,
+    static func make(_ context: HTTPRoutes.Context, address: HTTPListenAddress, logger: Logger,
                             listening: @escaping @Sendable () -> Void = {}) -> some Service {
         Application(
             router: HTTPRoutes.router(context),

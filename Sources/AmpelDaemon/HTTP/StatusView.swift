@@ -15,41 +15,41 @@ import Synchronization
 ///
 /// The device table is the one large part: handing it over makes the engine's next change copy
 /// it, so it is handed over only while someone reads devices (``devices()``).
-public final class StatusView: Sendable {
+final class StatusView: Sendable {
     /// One district as published on `<base>/district/<ags>/state` (``Signal/json(device:)``).
-    public struct District: Sendable, Hashable {
-        public var ags: String
+    struct District: Sendable, Hashable {
+        var ags: String
         /// The signal in the default language, as on the district's `state` topic.
-        public var signal: Signal
+        var signal: Signal
     }
 
     /// One configured lamp and what it was last told.
-    public struct Lamp: Sendable, Hashable {
-        public var settings: LampSettings
+    struct Lamp: Sendable, Hashable {
+        var settings: LampSettings
         /// What the lamp last said about its availability; `nil` before it said anything.
-        public var online: Bool?
+        var online: Bool?
         /// The colour last sent (`#RRGGBB`) and whether it blinks; `nil` before the first command.
-        public var color: String?
-        public var blink: Bool
+        var color: String?
+        var blink: Bool
     }
 
     /// Why the daemon is not ready to serve, or `nil` when it is (`/readyz`).
-    public struct Readiness: Sendable, Hashable {
-        public var dataLoaded = false
-        public var connected = false
-        public var subscribed = false
+    struct Readiness: Sendable, Hashable {
+        var dataLoaded = false
+        var connected = false
+        var subscribed = false
         /// Why the last connection attempt failed, while not connected.
-        public var brokerError: String?
+        var brokerError: String?
         /// Why it cannot take locations although connected (``PublishRefusals/problem()``).
-        public var inputsRefused: String?
+        var inputsRefused: String?
         /// What works only in part (a journal that cannot be written, then
         /// ``PublishRefusals/degraded(now:)``): `/readyz` answers `degraded` with it while the
         /// daemon is otherwise ready.
-        public var degraded: String?
+        var degraded: String?
         /// Why the journal cannot be written (also ``degraded``); `nil` while it is safe.
-        public var journal: String?
+        var journal: String?
 
-        public var problem: String? {
+        var problem: String? {
             if !dataLoaded { return "data not loaded" }
             if !connected { return brokerError.map { "broker not connected: \($0)" } ?? "broker not connected" }
             if let inputsRefused { return inputsRefused }
@@ -59,24 +59,24 @@ public final class StatusView: Sendable {
     }
 
     /// One thing the daemon rejected (`/api/bridge`'s `errors`, newest last).
-    public struct ErrorEntry: Sendable, Hashable {
+    struct ErrorEntry: Sendable, Hashable {
         /// Seconds since 1970.
-        public var at: Int
+        var at: Int
         /// `dropped` (a location message, by ``reason``) or `rejected` (an RKI answer).
-        public var kind: String
-        public var reason: String
+        var kind: String
+        var reason: String
         /// The message's topic, or the data source.
-        public var topic: String
-        public var detail: String
+        var topic: String
+        var detail: String
     }
 
     /// The last ``capacity`` errors, oldest first; filled by the loop where it counts them.
-    public struct RecentErrors: Sendable, Hashable {
-        public static let capacity = 50
+    struct RecentErrors: Sendable, Hashable {
+        static let capacity = 50
         private var ring: [ErrorEntry] = []
         private var next = 0
 
-        public init() {}
+        init() {}
 
         mutating func append(_ entry: ErrorEntry) {
             if ring.count < Self.capacity {
@@ -88,42 +88,42 @@ public final class StatusView: Sendable {
         }
 
         /// Oldest first.
-        public var entries: [ErrorEntry] { Array(ring[next...] + ring[..<next]) }
+        var entries: [ErrorEntry] { Array(ring[next...] + ring[..<next]) }
     }
 
-    public struct Snapshot: Sendable {
+    struct Snapshot: Sendable {
         /// Counts the hand-overs; `0` before the loop's first.
-        public var generation = 0
-        public var ruleSet: RuleSet?
-        public var dataset: Dataset?
-        public var stale = false
+        var generation = 0
+        var ruleSet: RuleSet?
+        var dataset: Dataset?
+        var stale = false
         /// The region's districts in code order.
-        public var districts: [District] = []
+        var districts: [District] = []
         /// The device table as of ``devicesGeneration`` (see ``StatusView/devices()``).
-        public var devices = DeviceTable()
+        var devices = DeviceTable()
         /// The number of devices now (always current, unlike ``devices``).
-        public var deviceCount = 0
+        var deviceCount = 0
         /// Which hand-over the table came with; equal to ``generation`` when it is current.
-        public var devicesGeneration = 0
-        public var devicesCurrent: Bool { generation > 0 && devicesGeneration == generation }
-        public var lamps: [Lamp] = []
+        var devicesGeneration = 0
+        var devicesCurrent: Bool { generation > 0 && devicesGeneration == generation }
+        var lamps: [Lamp] = []
         /// The `bridge/info` payload as last built (``BridgeInfo/json()``).
-        public var bridgeInfo: [UInt8] = []
-        public var counters = Counters()
-        public var messagesReceived = 0
+        var bridgeInfo: [UInt8] = []
+        var counters = Counters()
+        var messagesReceived = 0
         /// Publishes handed to the broker, by ``SignalEngine/PublishKind`` name.
-        public var publishedByKind: [String: Int] = [:]
-        public var errors = RecentErrors()
-        public var readiness = Readiness()
+        var publishedByKind: [String: Int] = [:]
+        var errors = RecentErrors()
+        var readiness = Readiness()
         /// The data in force with its source's account (`/readyz`).
-        public var feed: FeedState?
+        var feed: FeedState?
         /// Seconds since 1970 of the hand-over.
-        public var at = 0
+        var at = 0
 
-        public init() {}
+        init() {}
 
         /// The district with code `ags`, if the region has it.
-        public func district(_ ags: String) -> District? {
+        func district(_ ags: String) -> District? {
             var low = 0
             var high = districts.count
             while low < high {
@@ -146,18 +146,18 @@ public final class StatusView: Sendable {
     /// Why the last attempt to connect failed; cleared by a connection.
     let brokerError = Mutex<String?>(nil)
     /// What the broker refused, live (the transport's network thread records it).
-    public let refusals = PublishRefusals()
+    let refusals = PublishRefusals()
     /// Why the journal cannot be written, set by the journal the moment it fails (on whichever
     /// thread appended) and cleared once it is safe again: `/readyz` says so at once.
     let journalProblem = Mutex<String?>(nil)
     let clock: @Sendable () -> Double
 
-    public init(clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    init(clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.clock = clock
     }
 
     /// The last hand-over; devices possibly older (``Snapshot/devicesCurrent``).
-    public func snapshot() -> Snapshot {
+    func snapshot() -> Snapshot {
         var snapshot = current.withLock { $0 }
         snapshot.readiness.connected = connected.load(ordering: .relaxed)
         snapshot.readiness.brokerError = snapshot.readiness.connected ? nil : brokerError.withLock { $0 }
@@ -172,7 +172,7 @@ public final class StatusView: Sendable {
 
     /// The last hand-over with a current device table: when the one held is older, asks the loop
     /// for the table and waits for its next tick (at most `limit`).
-    public func devices(waitingAtMost limit: Duration = .seconds(2)) async -> Snapshot {
+    func devices(waitingAtMost limit: Duration = .seconds(2)) async -> Snapshot {
         let held = snapshot()
         if held.devicesCurrent { return held }
         devicesWanted.store(true, ordering: .relaxed)
@@ -185,7 +185,7 @@ public final class StatusView: Sendable {
     }
 
     /// The keys of `snapshot`'s table in byte order, sorted once per table.
-    public func sortedKeys(of snapshot: Snapshot) -> [String] {
+    func sortedKeys(of snapshot: Snapshot) -> [String] {
         if let cached = sorted.withLock({ $0.generation == snapshot.devicesGeneration ? $0.keys : nil }) { return cached }
         let keys = snapshot.devices.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         sorted.withLock { $0 = (snapshot.devicesGeneration, keys) }

@@ -1,11 +1,11 @@
 /// Rules for device keys: they become topic levels, so they must never carry a wildcard,
 /// an empty level or a control character.
-public enum DeviceKey {
+enum DeviceKey {
     /// The longest key accepted, in UTF-8 bytes.
-    public static let maxLength = 128
+    static let maxLength = 128
 
     /// Whether `key` is one or more safe topic levels (`alice/phone`, `tracker-7`).
-    public static func isSafe(_ key: String) -> Bool {
+    static func isSafe(_ key: String) -> Bool {
         let bytes = key.utf8
         guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
         guard bytes.first != UInt8(ascii: "$") else { return false }
@@ -34,7 +34,7 @@ public enum DeviceKey {
     /// the zero-width U+200B-U+200F, U+FEFF, the soft hyphen U+00AD and the rest of `Cf`.
     /// `alice\u{202E}enohp` shows as `alicephone` reversed in a log or a dashboard, and
     /// `alice\u{200B}` looks like `alice`: two keys a person cannot tell apart.
-    public static func firstUnsafeScalar(_ key: String) -> Unicode.Scalar? {
+    static func firstUnsafeScalar(_ key: String) -> Unicode.Scalar? {
         key.unicodeScalars.first { scalar in
             guard scalar.value >= 0x80 else { return false }
             let properties = scalar.properties
@@ -48,7 +48,7 @@ public enum DeviceKey {
 
     /// `raw` with every character outside `A-Z a-z 0-9 . _ -` replaced by `_`; `nil` when
     /// nothing is left to name the device.
-    public static func sanitize(_ raw: String) -> String? {
+    static func sanitize(_ raw: String) -> String? {
         var out = ""
         for scalar in raw.unicodeScalars {
             switch scalar {
@@ -64,7 +64,7 @@ public enum DeviceKey {
     ///
     /// When characters had to be replaced, a hash of the original key is appended, so
     /// `a/b` and `a_b` never share an id.
-    public static func objectID(_ key: String) -> String {
+    static func objectID(_ key: String) -> String {
         var out = ""
         for scalar in key.unicodeScalars {
             switch scalar {

@@ -3,27 +3,27 @@ import AmpelDomain
 import Foundation
 
 /// One position of one device, accepted by an input parser.
-public struct LocationFix: Sendable, Hashable {
+struct LocationFix: Sendable, Hashable {
     /// The device key, one or more safe topic levels (`alice/phone`).
-    public var device: String
-    public var latitude: Double
-    public var longitude: Double
+    var device: String
+    var latitude: Double
+    var longitude: Double
     /// When the fix was taken, in seconds since 1970; `nil` when the message did not say.
-    public var tst: Int?
+    var tst: Int?
     /// The language the message asked for (`lang`), if any.
-    public var lang: String?
+    var lang: String?
     /// The message had a `lang` that was ignored: not a string, not valid UTF-8, cut by the
     /// scanner, or no language Ampel speaks (``AmpelDomain/Language``). The device keeps the
     /// language it had; the daemon counts it (`invalidLang` in `bridge/info`).
-    public var langIgnored: Bool
+    var langIgnored: Bool
     /// The radius of the fix's uncertainty in metres (OwnTracks and plain `acc`, Traccar
     /// `accuracy`); `nil` when the message did not say, or said something that is no distance.
-    public var accuracy: Double?
+    var accuracy: Double?
     /// The fix came from an OwnTracks app on `owntracks/<user>/<device>`
     /// (``OwnTracksNotices/isAppTopic(_:key:)``): its user's apps can be told of alerts.
-    public var owntracks: Bool
+    var owntracks: Bool
 
-    public init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false,
+    init(device: String, latitude: Double, longitude: Double, tst: Int?, lang: String? = nil, langIgnored: Bool = false,
                 accuracy: Double? = nil, owntracks: Bool = false) {
         self.device = device
         self.latitude = latitude
@@ -37,7 +37,7 @@ public struct LocationFix: Sendable, Hashable {
 }
 
 /// The payload formats the daemon reads.
-public enum InputKind: String, Sendable, Hashable, CaseIterable, Codable {
+enum InputKind: String, Sendable, Hashable, CaseIterable, Codable {
     /// OwnTracks JSON (`_type: location`), device key from the topic.
     case owntracks
     /// `{"lat","lon"}` or `{"latitude","longitude"}`, device key from the topic.
@@ -47,33 +47,33 @@ public enum InputKind: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// Why a payload was dropped: a stable key, used as a counter label and in logs.
-public struct DropReason: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+struct DropReason: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    let rawValue: String
+    init(rawValue: String) { self.rawValue = rawValue }
+    var description: String { rawValue }
+    static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// Larger than the configured limit (`inputs.max_payload`).
-    public static let oversized = DropReason(rawValue: "oversized")
+    static let oversized = DropReason(rawValue: "oversized")
     /// Not valid UTF-8 JSON, or not a JSON object.
-    public static let notJSON = DropReason(rawValue: "not-json")
+    static let notJSON = DropReason(rawValue: "not-json")
     /// No latitude or longitude.
-    public static let missingCoordinates = DropReason(rawValue: "missing-coordinates")
+    static let missingCoordinates = DropReason(rawValue: "missing-coordinates")
     /// A coordinate that is not a number or lies outside ±90° / ±180°.
-    public static let invalidCoordinates = DropReason(rawValue: "invalid-coordinates")
+    static let invalidCoordinates = DropReason(rawValue: "invalid-coordinates")
     /// A timestamp that is not a non-negative number (or, for Traccar, a date).
-    public static let invalidTimestamp = DropReason(rawValue: "invalid-timestamp")
+    static let invalidTimestamp = DropReason(rawValue: "invalid-timestamp")
     /// The device key would not be a safe topic level.
-    public static let unsafeDeviceKey = DropReason(rawValue: "unsafe-device-key")
+    static let unsafeDeviceKey = DropReason(rawValue: "unsafe-device-key")
     /// A fix older (by `tst`) than the one held for the device.
-    public static let outOfOrder = DropReason(rawValue: "out-of-order")
+    static let outOfOrder = DropReason(rawValue: "out-of-order")
     /// A fix whose `acc` is above `inputs.max_accuracy` that would have moved its device into
     /// another district (or placed a device never seen).
-    public static let inaccurate = DropReason(rawValue: "inaccurate")
+    static let inaccurate = DropReason(rawValue: "inaccurate")
 }
 
 /// What an input parser made of one message.
-public enum ParseOutcome: Sendable, Hashable {
+enum ParseOutcome: Sendable, Hashable {
     /// A position to evaluate.
     case fix(LocationFix)
     /// A message of a kind the daemon does not use (OwnTracks `lwt`, `transition`, …), counted by kind.
@@ -83,16 +83,16 @@ public enum ParseOutcome: Sendable, Hashable {
 }
 
 /// Parses the three input formats. Pure: bytes and topic capture in, an outcome out.
-public struct InputParser: Sendable {
+struct InputParser: Sendable {
     /// Payloads larger than this many bytes are dropped unread.
-    public var maxPayload: Int
+    var maxPayload: Int
 
-    public init(maxPayload: Int = 16_384) {
+    init(maxPayload: Int = 16_384) {
         self.maxPayload = maxPayload
     }
 
     /// Parses `payload` of `kind`; `topicKey` is what the subscription's wildcards matched.
-    public func parse(_ kind: InputKind, topicKey: String, payload: some Collection<UInt8>) -> ParseOutcome {
+    func parse(_ kind: InputKind, topicKey: String, payload: some Collection<UInt8>) -> ParseOutcome {
         guard payload.count <= maxPayload else {
             return .dropped(.oversized, detail: "\(payload.count) bytes, limit \(maxPayload)")
         }

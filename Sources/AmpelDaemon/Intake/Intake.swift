@@ -6,8 +6,8 @@ import Foundation
 ///
 /// Pure: built from the configuration, it names the subscriptions and sorts each message
 /// to an input parser, a lamp's availability, or Home Assistant's restart.
-public struct Intake: Sendable {
-    public enum Route: Sendable, Hashable {
+struct Intake: Sendable {
+    enum Route: Sendable, Hashable {
         /// A location for the parser of `kind`, from device `key`. `appTopic`: an OwnTracks app
         /// on `owntracks/<user>/<device>` sent it, whose user's apps can be told of alerts
         /// (``OwnTracksNotices/isAppTopic(_:key:)``).
@@ -23,7 +23,7 @@ public struct Intake: Sendable {
     let lampTopics: [String: [(name: String, online: String)]]
     let homeAssistantStatus: String?
 
-    public init(configuration: DaemonConfiguration) {
+    init(configuration: DaemonConfiguration) {
         var inputs: [(InputKind, MQTTTopicFilter)] = []
         inputs += configuration.inputs.owntracks.map { (.owntracks, $0) }
         inputs += configuration.inputs.plain.map { (.plain, $0) }
@@ -40,7 +40,7 @@ public struct Intake: Sendable {
     }
 
     /// Every filter the daemon subscribes to.
-    public var subscriptions: [String] {
+    var subscriptions: [String] {
         var filters = inputs.map(\.1.filter)
         filters += lampTopics.keys.sorted()
         if let homeAssistantStatus { filters.append(homeAssistantStatus) }
@@ -48,7 +48,7 @@ public struct Intake: Sendable {
         return filters.filter { seen.insert($0).inserted }
     }
 
-    public func route(topic: String, payload: [UInt8], retained: Bool = false) -> [Route] {
+    func route(topic: String, payload: [UInt8], retained: Bool = false) -> [Route] {
         if let lamps = lampTopics[topic] {
             let text = String(decoding: payload, as: UTF8.self)
             return lamps.map { .lampAvailability(name: $0.name, online: $0.online == text, retained: retained) }

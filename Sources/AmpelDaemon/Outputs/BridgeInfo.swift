@@ -3,43 +3,43 @@ import AmpelDomain
 import Foundation
 
 /// `ampel/bridge/state`: `{"state":"online"}`, and the Will `{"state":"offline"}`.
-public enum BridgeState {
-    public static let online = #"{"state":"online"}"#
-    public static let offline = #"{"state":"offline"}"#
+enum BridgeState {
+    static let online = #"{"state":"online"}"#
+    static let offline = #"{"state":"offline"}"#
 }
 
 /// `ampel/bridge/info`: what the daemon runs on and how it fares.
-public struct BridgeInfo: Sendable, Hashable {
+struct BridgeInfo: Sendable, Hashable {
     /// The broker (`host:port`) of the daemon's connection: with a list of cluster nodes, the
     /// one in use. `null` before the first connection.
-    public var broker: String?
-    public var version: String
-    public var ruleSet: String
-    public var source: String
-    public var dataDate: String
+    var broker: String?
+    var version: String
+    var ruleSet: String
+    var source: String
+    var dataDate: String
     /// What the data in force is: `live`, `stand-in` (bundled data while a live source has
     /// not answered), `snapshot`, `history` or `replay` (``DataKind``).
-    public var dataKind: String
+    var dataKind: String
     /// ISO 8601 time of the last fetch attempt, `null` before the first.
-    public var lastFetch: String?
+    var lastFetch: String?
     /// The most pressing problem: the journal's (``journalError``) while it cannot be written,
     /// else the data source's last error; `null` when there is none.
-    public var lastError: String?
+    var lastError: String?
     /// Why the journal cannot be written (a full or lost state disk); `null` while it is safe.
-    public var journalError: String?
+    var journalError: String?
     /// ISO 8601 time the live source was last asked (a `304` too); `null` for fixed data.
-    public var lastCheck: String?
+    var lastCheck: String?
     /// Why the newest publication is held back as a possible wrong release; `null` when none is.
-    public var held: String?
-    public var stale: Bool
-    public var devices: Int
-    public var counters: Counters
+    var held: String?
+    var stale: Bool
+    var devices: Int
+    var counters: Counters
     /// Set when the state was lost at start (the state file could not be read and was moved
     /// aside, or it is missing while the journal continues from it), with what was rebuilt
     /// from the broker's retained states. `null` otherwise.
-    public var stateRecovered: StateRecovery?
+    var stateRecovered: StateRecovery?
 
-    public init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, dataKind: String = "snapshot",
+    init(broker: String? = nil, version: String, ruleSet: String, source: String, dataDate: String, dataKind: String = "snapshot",
                 lastFetch: String?, lastError: String?,
                 lastCheck: String? = nil, held: String? = nil, stale: Bool, devices: Int, counters: Counters,
                 stateRecovered: StateRecovery? = nil, journalError: String? = nil) {
@@ -61,7 +61,7 @@ public struct BridgeInfo: Sendable, Hashable {
     }
 
     /// The payload: compact JSON, keys sorted, every key present (`null` where unknown).
-    public func json() -> [UInt8] {
+    func json() -> [UInt8] {
         var json = JSONWriter(capacity: 512)
         json.raw(#"{"broker":"#)
         json.string(broker)
@@ -130,55 +130,55 @@ extension StateRebuild {
 }
 
 /// What the daemon has seen, by kind: the numbers in `ampel/bridge/info`.
-public struct Counters: Sendable, Hashable {
+struct Counters: Sendable, Hashable {
     /// Fixes accepted, by input kind.
-    public var accepted: [String: Int] = [:]
+    var accepted: [String: Int] = [:]
     /// Messages skipped by type (OwnTracks `lwt`, `transition`, …).
-    public var skipped: [String: Int] = [:]
+    var skipped: [String: Int] = [:]
     /// Bad payloads, by ``DropReason``.
-    public var dropped: [String: Int] = [:]
-    public var alerts = 0
+    var dropped: [String: Int] = [:]
+    var alerts = 0
     /// Device phase changes that sent no alert, by ``AlertSuppression`` (`old-fix`, `dwell`).
-    public var alertsSuppressed: [String: Int] = [:]
-    public var published = 0
-    public var publishFailures = 0
+    var alertsSuppressed: [String: Int] = [:]
+    var published = 0
+    var publishFailures = 0
     /// Publishes the broker refused (a reason code of 0x80 or above), by reason name and topic
     /// class: `{"notAuthorized": {"alert": 1, "state": 1}}` (``PublishRefusals``). ``published``
     /// counts hand-overs to the client, refused ones too: a refused alert stays pending in the
     /// journal, and what reached the broker is `published` less `refused`.
-    public var refused: [String: [String: Int]] = [:]
-    public var datasetsApplied = 0
-    public var datasetsRejected = 0
+    var refused: [String: [String: Int]] = [:]
+    var datasetsApplied = 0
+    var datasetsRejected = 0
     /// What the live source's data layer counted (`dataNotModified`, `dataRevisions`, ...); zero for fixed data.
-    public var data = DataCounters()
+    var data = DataCounters()
     /// Broker connections regained after the first (each one republishes every retained topic).
-    public var reconnects = 0
+    var reconnects = 0
     /// Reconnects that went to another broker of the list than the connection before (also in
     /// ``reconnects``).
-    public var failovers = 0
+    var failovers = 0
     /// Publishes that repeated retained topics and lamp colours after a reconnect (also in `published`).
-    public var republished = 0
+    var republished = 0
     /// Alerts decided before a crash that the broker had not acknowledged, sent again at start.
-    public var alertsResent = 0
+    var alertsResent = 0
     /// Times the intake queue was full and the daemon stopped reading from the broker.
-    public var intakePaused = 0
+    var intakePaused = 0
     /// Times the broker had not acknowledged ``AmpelDaemon/outgoingLimit`` publishes and the
     /// daemon waited for it before handling the next message.
-    public var outgoingWaits = 0
+    var outgoingWaits = 0
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no
     /// language Ampel speaks); the fix itself was used.
-    public var invalidLang = 0
+    var invalidLang = 0
     /// Each webhook's deliveries, by its name (`notify.webhooks`).
-    public var webhooks: [String: WebhookCounters] = [:]
+    var webhooks: [String: WebhookCounters] = [:]
     /// Device alerts also sent to OwnTracks apps as transitions (`notify.owntracks`); not in ``alerts``.
-    public var owntracksTransitions = 0
+    var owntracksTransitions = 0
     /// Devices forgotten after `devices.forget_after` without a fix (their retained topics cleared).
-    public var forgotten = 0
+    var forgotten = 0
 
-    public init() {}
+    init() {}
 
-    public var droppedTotal: Int { dropped.values.reduce(0, +) }
-    public var acceptedTotal: Int { accepted.values.reduce(0, +) }
+    var droppedTotal: Int { dropped.values.reduce(0, +) }
+    var acceptedTotal: Int { accepted.values.reduce(0, +) }
 
     /// `{"accepted":{…},"alerts":…}`, keys sorted (the counted names are ASCII, so byte order is name order).
     func write(to json: inout JSONWriter) {
@@ -273,19 +273,19 @@ public struct Counters: Sendable, Hashable {
 }
 
 /// One webhook's deliveries: `counters.webhooks.<name>` in `bridge/info`.
-public struct WebhookCounters: Sendable, Hashable {
+struct WebhookCounters: Sendable, Hashable {
     /// Alerts the endpoint answered with 2xx.
-    public var delivered = 0
+    var delivered = 0
     /// POSTs that failed (each retry counts).
-    public var failedAttempts = 0
+    var failedAttempts = 0
     /// Alerts dropped because the webhook's queue was full.
-    public var droppedQueueFull = 0
+    var droppedQueueFull = 0
     /// Alerts given up: a 4xx other than 408/429, or the last retry failed.
-    public var droppedGaveUp = 0
+    var droppedGaveUp = 0
     /// Alerts waiting now (the one in flight not included).
-    public var queued = 0
+    var queued = 0
 
-    public init() {}
+    init() {}
 
     /// `{"delivered","dropped":{"gaveUp","queueFull"},"failedAttempts","queued"}`.
     func write(to json: inout JSONWriter) {

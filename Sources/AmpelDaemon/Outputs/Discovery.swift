@@ -10,20 +10,20 @@ import AmpelMessages
 /// when it announces `online` on its status topic (it may have lost them). Every entity but
 /// the bridge's connectivity is available only while `ampel/bridge/state` says `online`.
 /// Entities that go away get an empty retained config (``DiscoveryTopics/removals(_:)``), which makes Home Assistant delete them and the broker drop the config.
-public struct Discovery: Sendable {
-    public let topics: Topics
-    public let version: String
+struct Discovery: Sendable {
+    let topics: Topics
+    let version: String
     /// The values the phase sensor and the alert event can take: the rule set's phases and `outside`.
-    public let options: [String]
+    let options: [String]
     /// Where the configs go, and whether the devices' entities are announced.
-    public let scope: DiscoveryScope
+    let scope: DiscoveryScope
     let names: DiscoveryTopics
 
     /// - Parameter devices: announce every device's entities too (`homeassistant.devices`);
     ///   without, only the bridge and the districts.
     /// - Parameter form: one config per entity (every release of Home Assistant) or one per
     ///   Home Assistant device with its entities as components (2024.11 and later).
-    public init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet, devices: Bool = true, form: DiscoveryForm = .entity) {
+    init(prefix: String, topics: Topics, version: String, ruleSet: RuleSet, devices: Bool = true, form: DiscoveryForm = .entity) {
         self.topics = topics
         self.version = version
         self.options = ruleSet.phases.map { $0.id.id } + [OutsideMarker.id]
@@ -32,13 +32,13 @@ public struct Discovery: Sendable {
         names = DiscoveryTopics(prefix: prefix, node: scope.node, form: form)
     }
 
-    public var prefix: String { scope.prefix }
+    var prefix: String { scope.prefix }
 
     // MARK: Entities
 
     /// The bridge: connectivity from `bridge/state`, the data's day and its staleness from
     /// `bridge/info`; the device every other Ampel device names as `via_device`.
-    public func bridge() -> [OutgoingMessage] {
+    func bridge() -> [OutgoingMessage] {
         let device = EntityConfig.Device(identifiers: [names.bridgeDevice], name: "Ampel", model: "Bridge", swVersion: version, via: nil)
         var connectivity = entity(.bridgeConnectivity, name: "Connectivity", stateTopic: topics.bridgeState,
                                   valueTemplate: "{{ value_json.state }}", device: device)
@@ -61,7 +61,7 @@ public struct Discovery: Sendable {
     }
 
     /// A district's phase sensor, incidence sensor and alert event.
-    public func district(ags: String, name: String) -> [OutgoingMessage] {
+    func district(ags: String, name: String) -> [OutgoingMessage] {
         let device = EntityConfig.Device(identifiers: [names.uniqueID(.districtPhase(ags))], name: "Ampel \(name)",
                                          model: "District \(ags)", swVersion: version, via: names.bridgeDevice)
         let state = topics.districtState(ags)
@@ -78,7 +78,7 @@ public struct Discovery: Sendable {
     }
 
     /// A device's phase sensor and alert event; nothing when the devices are not announced.
-    public func device(key: String, name: String?) -> [OutgoingMessage] {
+    func device(key: String, name: String?) -> [OutgoingMessage] {
         guard scope.devices else { return [] }
         let device = EntityConfig.Device(identifiers: [names.uniqueID(.devicePhase(key))], name: "Ampel \(name ?? key)",
                                          model: "Device", swVersion: version, via: names.bridgeDevice)
@@ -90,7 +90,7 @@ public struct Discovery: Sendable {
 
     /// A state's indicators as numeric sensors (`state_class: measurement`) of one device per
     /// state, read from its retained report (``Topics/stateReport(_:)``).
-    public func state(_ report: StateReport, ruleSet: RuleSet) -> [OutgoingMessage] {
+    func state(_ report: StateReport, ruleSet: RuleSet) -> [OutgoingMessage] {
         let device = EntityConfig.Device(identifiers: ["\(names.node)_state_\(report.id)"], name: "Ampel \(report.name)",
                                          model: report.id == "00" ? "Country" : "State \(report.id)", swVersion: version, via: names.bridgeDevice)
         return messages(device, report.indicators.map { value in
@@ -171,7 +171,7 @@ public struct Discovery: Sendable {
 }
 
 /// How the discovery configs are shaped (`homeassistant.discovery`).
-public enum DiscoveryForm: String, Codable, Sendable, Hashable {
+enum DiscoveryForm: String, Codable, Sendable, Hashable {
     /// `<prefix>/<platform>/<node>/<object>/config`, one per entity: every Home Assistant.
     case entity
     /// `<prefix>/device/<node>/<device>/config`, one per Home Assistant device with its
@@ -190,15 +190,15 @@ struct DeviceConfig: Encodable {
 /// the devices' entities were in it. The daemon keeps the scopes it may have announced in its
 /// state directory (``DiscoveryScopeFile``), so that a later run with another scope removes
 /// what it no longer announces.
-public struct DiscoveryScope: Codable, Sendable, Hashable {
-    public var prefix: String
-    public var node: String
-    public var devices: Bool
+struct DiscoveryScope: Codable, Sendable, Hashable {
+    var prefix: String
+    var node: String
+    var devices: Bool
     /// Whether the states' indicator sensors were in it (under a set of state indicators).
-    public var states: Bool
-    public var form: DiscoveryForm
+    var states: Bool
+    var form: DiscoveryForm
 
-    public init(prefix: String, node: String, devices: Bool, states: Bool = false, form: DiscoveryForm = .entity) {
+    init(prefix: String, node: String, devices: Bool, states: Bool = false, form: DiscoveryForm = .entity) {
         self.prefix = prefix
         self.node = node
         self.devices = devices
@@ -209,7 +209,7 @@ public struct DiscoveryScope: Codable, Sendable, Hashable {
     private enum Keys: String, CodingKey { case prefix, node, devices, states, form }
 
     /// A scope file of a release before the state sensors has no `states`: none were announced.
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         prefix = try c.decode(String.self, forKey: .prefix)
         node = try c.decode(String.self, forKey: .node)
@@ -227,7 +227,7 @@ public struct DiscoveryScope: Codable, Sendable, Hashable {
     /// `migrate` is set: Home Assistant is to keep the entities (their ids and history) and
     /// take them from the new configs, so the old ones are first marked
     /// (``DiscoveryTopics/migrations(_:)``), and emptied only after the new ones.
-    public func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool, states: Bool, migrate: Bool) {
+    func leftBehind(by current: DiscoveryScope?) -> (districts: Bool, devices: Bool, states: Bool, migrate: Bool) {
         guard let current, current.prefix == prefix, current.node == node else { return (true, devices, states, false) }
         if current.form != form { return (true, devices, states, true) }
         return (false, devices && !current.devices, states && !current.states, false)

@@ -5,13 +5,13 @@ import AmpelMessages
 ///
 /// Commands are never retained: a lamp that comes back gets its colour again when it
 /// reports online on its availability topic, not a stale retained command.
-public enum LampDriver {
+enum LampDriver {
     /// What a lamp should show.
-    public struct Look: Sendable, Hashable {
-        public var color: RGB
+    struct Look: Sendable, Hashable {
+        var color: RGB
         /// DARK RED blinks.
-        public var blink: Bool
-        public init(color: RGB, blink: Bool) {
+        var blink: Bool
+        init(color: RGB, blink: Bool) {
             self.color = color
             self.blink = blink
         }
@@ -25,7 +25,7 @@ public enum LampDriver {
     /// - `tasmota`: `#RRGGBB` to `cmnd/<topic>/Color`, then `BLINK` (DARK RED) or `ON` to
     ///   `cmnd/<topic>/Power`; `ON` also ends a blink (hardware/ZERO-FIRMWARE.md sets
     ///   `BlinkCount 0`, blinking until the next `Power ON`).
-    public static func commands(for lamp: LampSettings, look: Look) -> [OutgoingMessage] {
+    static func commands(for lamp: LampSettings, look: Look) -> [OutgoingMessage] {
         let hex = look.color.hex
         switch lamp.driver {
         case .plain:
@@ -47,7 +47,7 @@ public enum LampDriver {
     ///
     /// WLED publishes `online` on `<topic>/status` (its Last Will says `offline`); Tasmota
     /// `Online` on `tele/<topic>/LWT`; a plain lamp only if configured.
-    public static func availability(of lamp: LampSettings) -> (topic: String, online: String)? {
+    static func availability(of lamp: LampSettings) -> (topic: String, online: String)? {
         switch lamp.driver {
         case .plain: lamp.availabilityTopic.map { ($0, lamp.onlinePayload) }
         case .wled: ("\(lamp.topic)/status", "online")

@@ -11,11 +11,11 @@ import AmpelDomain
 /// `…/event` for each alert, and a retained card with the name "Ampel" on `…/info`.
 ///
 /// Pure: builds messages; ``SignalEngine`` decides when.
-public struct OwnTracksNotices: Sendable, Hashable {
+struct OwnTracksNotices: Sendable, Hashable {
     /// The topic level Ampel appears under, in place of a device name (`notify.owntracks_device`).
-    public let deviceLevel: String
+    let deviceLevel: String
 
-    public init(deviceLevel: String = "ampel") {
+    init(deviceLevel: String = "ampel") {
         self.deviceLevel = deviceLevel
     }
 
@@ -32,7 +32,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// `owntracks/<user>/<device>` and the key those two levels. Another filter (`owntracks/#`
     /// with more levels, a topic of another prefix, a filter that leaves the user out of the key)
     /// gives no user the app would be listening under.
-    public static func isAppTopic(_ topic: String, key: String) -> Bool {
+    static func isAppTopic(_ topic: String, key: String) -> Bool {
         // By bytes, as topics and keys are compared everywhere (decision 28).
         let topic = topic.utf8, key = key.utf8, head = "owntracks/".utf8
         guard topic.count == head.count + key.count, topic.starts(with: head), topic.dropFirst(head.count).elementsEqual(key) else {
@@ -46,16 +46,16 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// Split at the byte `/`, not at a Character: `/` followed by a combining mark or a
     /// variation selector (U+FE0F) is one Character, and a Character split took the whole key
     /// for the user (the fuzz run's `ö…ß=/\u{FE0F}-0` went to `owntracks/ö…ß=/\u{FE0F}-0/ampel/event`).
-    public static func user(of key: String) -> String {
+    static func user(of key: String) -> String {
         let bytes = key.utf8
         let end = bytes.firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
         return String(decoding: bytes[..<end], as: UTF8.self)
     }
 
     /// `owntracks/<user>/<device level>/event`.
-    public func eventTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/event" }
+    func eventTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/event" }
     /// `owntracks/<user>/<device level>/info`.
-    public func infoTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/info" }
+    func infoTopic(user: String) -> String { "\(Self.prefix)/\(user)/\(deviceLevel)/info" }
 
     /// The transition that announces `signal` to the user of device `key` (QoS 1, not retained,
     /// with the alerts' expiry).
@@ -69,7 +69,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
     /// data that gave the phase.
     /// - Parameter accuracy: the fix's `acc` in whole metres (the schema wants an integer); 0
     ///   when the alert comes from new data, not from a fix.
-    public func transition(key: String, record: DeviceRecord, signal: Signal, tst: Int, accuracy: Int = 0, expiry: Duration?) -> OutgoingMessage {
+    func transition(key: String, record: DeviceRecord, signal: Signal, tst: Int, accuracy: Int = 0, expiry: Duration?) -> OutgoingMessage {
         var json = JSONWriter(capacity: 256)
         json.raw(#"{"_type":"transition","acc":"#)
         json.number(accuracy)
@@ -91,7 +91,7 @@ public struct OwnTracksNotices: Sendable, Hashable {
 
     /// The retained card that names the sender in the apps (retained: an app that connects
     /// later learns the name before the next transition).
-    public func card(user: String) -> OutgoingMessage {
+    func card(user: String) -> OutgoingMessage {
         var json = JSONWriter(capacity: 64)
         json.raw(#"{"_type":"card","name":"#)
         json.string(Self.name)

@@ -9,20 +9,20 @@ import AmpelDomain
 /// republishes every device's state and the texts topics no longer named are emptied; with the
 /// same shape it republishes only what the data changed. Without this, a restart with another
 /// rule set or language left parked devices naming the old rule set, language and texts topic.
-public struct PublishedShape: Codable, Sendable, Hashable {
+struct PublishedShape: Codable, Sendable, Hashable {
     /// Raised whenever the device state JSON gains, loses or changes a key, so that the first
     /// start after an upgrade republishes the states an older release left retained.
-    public static let stateFormat = 2
+    static let stateFormat = 2
 
     /// Everything but the texts topics, as one comparable string.
-    public var fingerprint: String
+    var fingerprint: String
     /// The retained texts topics of the run (empty with `outputs.texts_in_state`), sorted.
-    public var texts: [String]
+    var texts: [String]
     /// The retained state report topics of the run (``Topics/stateReport(_:)``; none under an
     /// incidence set), sorted: those the next run does not publish are emptied.
-    public var states: [String]
+    var states: [String]
 
-    public init(fingerprint: String, texts: [String], states: [String] = []) {
+    init(fingerprint: String, texts: [String], states: [String] = []) {
         self.fingerprint = fingerprint
         self.texts = texts
         self.states = states
@@ -31,7 +31,7 @@ public struct PublishedShape: Codable, Sendable, Hashable {
     private enum Keys: String, CodingKey { case fingerprint, texts, states }
 
     /// A record of a release before the state reports has no `states`: it published none.
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         fingerprint = try c.decode(String.self, forKey: .fingerprint)
         texts = try c.decode([String].self, forKey: .texts)
@@ -40,7 +40,7 @@ public struct PublishedShape: Codable, Sendable, Hashable {
 
     /// What a start assumes when a state directory with devices has no record: an earlier
     /// release's, unknown, so every state goes out once.
-    public static let unknown = PublishedShape(fingerprint: "", texts: [])
+    static let unknown = PublishedShape(fingerprint: "", texts: [])
 
     init(base: String, ruleSet: String, textsInState: Bool, defaultLanguage: Language, deviceLanguages: [String: Language],
          texts: [String], states: [String] = []) {

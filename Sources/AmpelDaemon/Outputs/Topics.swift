@@ -3,63 +3,63 @@ import AmpelMessages
 ///
 /// One place builds every topic name, and reads back the ones the daemon reads again (its
 /// retained states after a lost state), so the contract in `docs/topics.md` has one source.
-public struct Topics: Sendable, Hashable {
+struct Topics: Sendable, Hashable {
     /// The first level(s) of every topic the daemon writes, without a trailing slash.
-    public let base: String
+    let base: String
     /// The level(s) under which `state` and `info` of this instance go (`<base>/bridge`).
-    public let bridge: String
+    let bridge: String
 
     /// `<base>/device/` and `<base>/district/`, built once: the read-back of the retained
     /// states tests every message against them.
     private let devicePrefix: String
     private let districtPrefix: String
 
-    public init(base: String = "ampel", bridge: String? = nil) {
+    init(base: String = "ampel", bridge: String? = nil) {
         self.base = base
         self.bridge = bridge ?? "\(base)/bridge"
         devicePrefix = "\(base)/device/"
         districtPrefix = "\(base)/district/"
     }
 
-    public func deviceState(_ key: String) -> String { "\(base)/device/\(key)/state" }
-    public func deviceAlert(_ key: String) -> String { "\(base)/device/\(key)/alert" }
+    func deviceState(_ key: String) -> String { "\(base)/device/\(key)/state" }
+    func deviceAlert(_ key: String) -> String { "\(base)/device/\(key)/alert" }
     /// The device's alerts for Home Assistant's event entity (``Decision/HomeAssistantEvent``).
-    public func deviceEvent(_ key: String) -> String { "\(base)/device/\(key)/event" }
-    public func districtState(_ ags: String) -> String { "\(base)/district/\(ags)/state" }
-    public func districtPhase(_ ags: String) -> String { "\(base)/district/\(ags)/phase" }
-    public func districtAlert(_ ags: String) -> String { "\(base)/district/\(ags)/alert" }
+    func deviceEvent(_ key: String) -> String { "\(base)/device/\(key)/event" }
+    func districtState(_ ags: String) -> String { "\(base)/district/\(ags)/state" }
+    func districtPhase(_ ags: String) -> String { "\(base)/district/\(ags)/phase" }
+    func districtAlert(_ ags: String) -> String { "\(base)/district/\(ags)/alert" }
     /// A federal state's (`00`: Germany's) indicators, retained (``StateReport``).
-    public func stateReport(_ id: String) -> String { "\(base)/states/\(id)" }
+    func stateReport(_ id: String) -> String { "\(base)/states/\(id)" }
     /// The retained texts (`title`, `rules`, `always`) of one phase (`outside` too) in one
     /// language; the states name it in their `texts` member. A rule set's id may be any text:
     /// what cannot stand in one topic level (`/`, `+`, `#`, NUL) becomes `_`.
-    public func texts(ruleSet: String, phase: String, lang: String) -> String {
+    func texts(ruleSet: String, phase: String, lang: String) -> String {
         let level = String(ruleSet.map { "/+#\u{0}".contains($0) ? "_" : $0 })
         return "\(base)/rules/\(level)/\(phase)/\(lang)"
     }
-    public var bridgeState: String { "\(bridge)/state" }
-    public var bridgeInfo: String { "\(bridge)/info" }
+    var bridgeState: String { "\(bridge)/state" }
+    var bridgeInfo: String { "\(bridge)/info" }
 
     /// Every device's topics (`<base>/device/#`: keys have one level or more).
-    public var devicesFilter: String { "\(base)/device/#" }
+    var devicesFilter: String { "\(base)/device/#" }
     /// Every district's phase (`<base>/district/+/phase`).
-    public var districtPhasesFilter: String { "\(base)/district/+/phase" }
+    var districtPhasesFilter: String { "\(base)/district/+/phase" }
 
     /// A topic only the client `clientID` subscribes to, to learn that the broker handled what
     /// came before on its connection; `purpose` keeps two such checks apart (a late answer to
     /// one must not end the other).
-    public func probe(clientID: String, purpose: String? = nil) -> String {
+    func probe(clientID: String, purpose: String? = nil) -> String {
         "\(base)/bridge/probe/\(clientID)" + (purpose.map { "/\($0)" } ?? "")
     }
 
     /// Whether `topic` lies under `<base>/device/` or `<base>/district/`.
-    public func isDeviceOrDistrictTopic(_ topic: String) -> Bool {
+    func isDeviceOrDistrictTopic(_ topic: String) -> Bool {
         topic.utf8.starts(with: devicePrefix.utf8) || topic.utf8.starts(with: districtPrefix.utf8)
     }
 
     /// The device key of ``deviceState(_:)``'s topic; `nil` for any other topic or a key the
     /// daemon would refuse (``DeviceKey/isSafe(_:)``). By bytes, as keys are compared (decision 28).
-    public func deviceKey(stateTopic topic: String) -> String? {
+    func deviceKey(stateTopic topic: String) -> String? {
         let prefix = devicePrefix.utf8, suffix = "/state".utf8
         let bytes = Array(topic.utf8)
         guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) else {
@@ -70,7 +70,7 @@ public struct Topics: Sendable, Hashable {
     }
 
     /// The district code of ``districtPhase(_:)``'s topic; `nil` for any other topic.
-    public func districtCode(phaseTopic topic: String) -> String? {
+    func districtCode(phaseTopic topic: String) -> String? {
         let prefix = districtPrefix, suffix = "/phase"
         guard topic.hasPrefix(prefix), topic.hasSuffix(suffix) else { return nil }
         let ags = topic.dropFirst(prefix.count).dropLast(suffix.count)

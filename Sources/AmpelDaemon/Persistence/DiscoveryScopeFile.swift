@@ -10,11 +10,11 @@ import Foundation
 /// A file of its own rather than a field of `state.json`: it changes only when the
 /// configuration does, and must be on disk before the first config of a new scope goes out,
 /// not at the next snapshot.
-public struct DiscoveryScopeFile: Sendable {
+struct DiscoveryScopeFile: Sendable {
     private let record: StateDirectoryRecord<Content>
-    public var path: String { record.path }
+    var path: String { record.path }
 
-    public init(directory: String) {
+    init(directory: String) {
         record = StateDirectoryRecord(directory: directory, name: "homeassistant.json", what: "a discovery scope file")
     }
 
@@ -25,7 +25,7 @@ public struct DiscoveryScopeFile: Sendable {
 
     /// What the file holds, `nil` when there is none. A file that cannot be read counts as
     /// missing (the caller decides what to assume), with the reason.
-    public func load() -> (scopes: [DiscoveryScope]?, problem: String?) {
+    func load() -> (scopes: [DiscoveryScope]?, problem: String?) {
         let loaded = record.load()
         return (loaded.content?.announced, loaded.problem)
     }
@@ -33,14 +33,14 @@ public struct DiscoveryScopeFile: Sendable {
     /// What earlier runs may have announced. Without a file: nothing on a first run (an empty
     /// state), else what the releases before the file announced, the configured prefix and
     /// base topic with the devices.
-    public func announced(prefix: String, topics: Topics, firstRun: Bool) -> (scopes: [DiscoveryScope], problem: String?) {
+    func announced(prefix: String, topics: Topics, firstRun: Bool) -> (scopes: [DiscoveryScope], problem: String?) {
         let loaded = load()
         if let scopes = loaded.scopes { return (scopes, nil) }
         if firstRun { return ([], loaded.problem) }
         return ([DiscoveryScope(prefix: prefix, node: DiscoveryTopics.node(of: topics), devices: true)], loaded.problem)
     }
 
-    public func save(_ scopes: [DiscoveryScope]) throws {
+    func save(_ scopes: [DiscoveryScope]) throws {
         try record.save(Content(announced: scopes))
     }
 }

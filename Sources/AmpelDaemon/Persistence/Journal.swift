@@ -22,13 +22,13 @@ import Synchronization
 /// grown past the snapshot's own size (at least 64 MiB): each change costs a constant amount
 /// of writing, whatever the number of devices. A snapshot names the segment it was taken at
 /// (``JournalMark``); segments below it are removed once every message in them is handled.
-public final class Journal: Sendable {
+final class Journal: Sendable {
     /// A new segment's size; a larger record gets a segment of its own size.
     static let segmentSize = 4 << 20
     /// The journal since the last snapshot may grow to the snapshot's size, and at least this.
     static let minimumSnapshotInterval = 64 << 20
 
-    public let directory: String
+    let directory: String
     let logger: Logger
     private let state: Mutex<WriterState>
     private let syncer: Syncer
@@ -67,7 +67,7 @@ public final class Journal: Sendable {
     ///
     /// - Throws: ``StateStoreError`` when the first segment cannot be created.
     /// - Parameter failures: told why when the journal stops writing, and `nil` when it is safe again.
-    public init(directory: String, continuing replay: JournalReplay, logger: Logger,
+    init(directory: String, continuing replay: JournalReplay, logger: Logger,
                 failures: @escaping @Sendable (String?) -> Void = { _ in }) throws(StateStoreError) {
         self.directory = directory
         self.logger = logger
@@ -95,7 +95,7 @@ public final class Journal: Sendable {
     // MARK: Appending
 
     /// Records a message taken from the broker; returns its sequence number.
-    public func appendInput(_ message: MQTTMessage, receivedAt: Int) -> UInt64 {
+    func appendInput(_ message: MQTTMessage, receivedAt: Int) -> UInt64 {
         state.withLock { writer in
             writer.lastSeq += 1
             let seq = writer.lastSeq
@@ -107,7 +107,7 @@ public final class Journal: Sendable {
     }
 
     /// Every input up to `seq` is handled (its decisions were appended before).
-    public func appendHandled(_ seq: UInt64) {
+    func appendHandled(_ seq: UInt64) {
         state.withLock { writer in
             writer.handled = max(writer.handled, seq)
             _ = append(.handled(seq: seq), &writer)
@@ -303,7 +303,7 @@ public final class Journal: Sendable {
     }
 
     /// Writes everything appended so far to the disk (and the directory entries of new segments).
-    public func sync() {
+    func sync() {
         let fd = state.withLock { dup($0.fd) }
         syncer.syncNow(current: fd)
         if fd >= 0 { close(fd) }

@@ -1,17 +1,17 @@
 import AmpelMessages
 
 /// Where a snapshot stands in the journal; written into `state.json`.
-public struct JournalMark: Codable, Sendable, Equatable {
+struct JournalMark: Codable, Sendable, Equatable {
     /// The first segment the snapshot does not cover.
-    public var segment: Int
+    var segment: Int
     /// Inputs up to this sequence number are handled, and their effects in the snapshot.
-    public var handled: UInt64
-    public var lastSeq: UInt64
-    public var lastAlertID: UInt64
+    var handled: UInt64
+    var lastSeq: UInt64
+    var lastAlertID: UInt64
     /// Alerts handed over and not acknowledged when the snapshot was taken.
-    public var pendingAlerts: [PendingAlert]
+    var pendingAlerts: [PendingAlert]
 
-    public init(segment: Int = 0, handled: UInt64 = 0, lastSeq: UInt64 = 0, lastAlertID: UInt64 = 0, pendingAlerts: [PendingAlert] = []) {
+    init(segment: Int = 0, handled: UInt64 = 0, lastSeq: UInt64 = 0, lastAlertID: UInt64 = 0, pendingAlerts: [PendingAlert] = []) {
         self.segment = segment
         self.handled = handled
         self.lastSeq = lastSeq
@@ -21,17 +21,17 @@ public struct JournalMark: Codable, Sendable, Equatable {
 }
 
 /// An alert that the broker had not acknowledged, as the snapshot keeps it.
-public struct PendingAlert: Codable, Sendable, Equatable {
-    public var id: UInt64
-    public var topic: String
+struct PendingAlert: Codable, Sendable, Equatable {
+    var id: UInt64
+    var topic: String
     /// The alert's JSON text.
-    public var payload: String
-    public var qos: Int
-    public var retain: Bool
-    public var expirySeconds: Int?
-    public var witnessTopic: String?
+    var payload: String
+    var qos: Int
+    var retain: Bool
+    var expirySeconds: Int?
+    var witnessTopic: String?
     /// The witness's payload as text (Ampel's own JSON or a phase name).
-    public var witnessPayload: String?
+    var witnessPayload: String?
 
     init(id: UInt64, message: OutgoingMessage, witness: Witness?) {
         witnessTopic = witness?.topic

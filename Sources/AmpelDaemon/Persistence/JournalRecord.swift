@@ -209,9 +209,9 @@ enum JournalRecord: Sendable, Equatable {
 /// The retained message published right after an alert, on the same connection: found on the
 /// broker at a restart, it proves that the broker took the alert before it (brokers handle one
 /// connection's messages in order), so the alert is not sent twice.
-public struct Witness: Sendable, Hashable, Codable {
-    public var topic: String
-    public var payload: [UInt8]
+struct Witness: Sendable, Hashable, Codable {
+    var topic: String
+    var payload: [UInt8]
 }
 
 /// Writes fields at a raw position (the journal's mapped file), little endian, unaligned.

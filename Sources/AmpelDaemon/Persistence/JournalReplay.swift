@@ -8,34 +8,34 @@ import Glibc
 /// What the journal adds to the snapshot at start: the state as it was when the last run
 /// ended, the messages it took but did not handle, and the alerts it decided but the broker
 /// did not acknowledge.
-public struct JournalReplay: Sendable {
+struct JournalReplay: Sendable {
     /// The snapshot with every later decision applied.
-    public var state: PersistedState
+    var state: PersistedState
     /// Messages taken from the broker and not handled, in arrival order.
-    public var pendingInputs: [(seq: UInt64, receivedAt: Int, message: MQTTMessage)] = []
+    var pendingInputs: [(seq: UInt64, receivedAt: Int, message: MQTTMessage)] = []
     /// Alerts to hand over again, oldest first.
-    public var pendingAlerts: [(id: UInt64, message: OutgoingMessage, witness: Witness?)] = []
+    var pendingAlerts: [(id: UInt64, message: OutgoingMessage, witness: Witness?)] = []
     /// The last run ended with a clean stop (its goodbye acknowledged): the broker holds what it published.
-    public var cleanStop = false
+    var cleanStop = false
     /// Whether there was anything to read (a first start has neither snapshot mark nor journal).
-    public var found = false
-    public var lastSeq: UInt64 = 0
-    public var lastAlertID: UInt64 = 0
-    public var handled: UInt64 = 0
-    public var lastSegment = 0
-    public var snapshotSegment = 0
-    public var bytesSinceSnapshot = 0
+    var found = false
+    var lastSeq: UInt64 = 0
+    var lastAlertID: UInt64 = 0
+    var handled: UInt64 = 0
+    var lastSegment = 0
+    var snapshotSegment = 0
+    var bytesSinceSnapshot = 0
     /// Every segment read, with its last input (0: none).
-    public var segments: [Int: UInt64] = [:]
-    public var records = 0
+    var segments: [Int: UInt64] = [:]
+    var records = 0
     /// Alerts dropped because the process died before their decision was journaled.
-    public var alertsWithoutDecision = 0
+    var alertsWithoutDecision = 0
     /// Segments whose end was a torn record (the last write of a process that died), or that
     /// could not be read.
-    public var damaged: [String] = []
+    var damaged: [String] = []
 
     /// Reads the journal segments in `directory` over `snapshot`.
-    public static func read(directory: String, over snapshot: PersistedState) -> JournalReplay {
+    static func read(directory: String, over snapshot: PersistedState) -> JournalReplay {
         var replay = JournalReplay(state: snapshot)
         let mark = snapshot.journal ?? JournalMark()
         replay.found = snapshot.journal != nil
@@ -75,30 +75,7 @@ public struct JournalReplay: Sendable {
                     }
                     // A covered segment's decisions are in the snapshot already.
                     guard !covered else { return }
-                    replay.cleanStop = false
-                    switch record {
-                    case .input:
-                        break
-                    case .handled(let seq):
-                        replay.handled = max(replay.handled, seq)
-                    case .device(let key, let record):
-                        replay.state.devices[key] = record
-                    case .district(let ags, let phase):
-                        replay.state.districts[ags] = phase
-                    case .alert(let id, let message, let witness):
-                        replay.lastAlertID = max(replay.lastAlertID, id)
-                        alerts[id] = (message, witness)
-                        trailingAlerts.append(id)
-                    case .alertAcknowledged(let id):
-                        alerts[id] = nil
-                    case .alertRefused(let id):
-                        // Whatever the broker retains proves nothing: the alert itself was refused.
-                        if let alert = alerts[id] { alerts[id] = (alert.0, nil) }
-                    case .stopped:
-                        replay.cleanStop = true
-                    case .forgotten(let key):
-                        replay.state.devices[key] = nil
-                    }
+                    replay.takeDecision(record, alerts: &alerts, trailingAlerts: &trailingAlerts)
                 }
             }
             if case .torn(let offset) = end { replay.damaged.append("\(path): torn record at byte \(offset)") }
@@ -116,5 +93,36 @@ public struct JournalReplay: Sendable {
             .map { ($0.key, $0.value.receivedAt, $0.value.message) }
         replay.pendingAlerts = alerts.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1) }
         return replay
+    }
+
+    /// Takes a record after the snapshot's mark that is not an input: decisions, alerts and
+    /// their answers, the clean stop. `trailingAlerts`: the alerts read last, while no other
+    /// record has followed them.
+    mutating func takeDecision(_ record: JournalRecord, alerts: inout [UInt64: (OutgoingMessage, Witness?)],
+                               trailingAlerts: inout [UInt64]) {
+        cleanStop = false
+        switch record {
+        case .input:
+            break
+        case .handled(let seq):
+            handled = max(handled, seq)
+        case .device(let key, let record):
+            state.devices[key] = record
+        case .district(let ags, let phase):
+            state.districts[ags] = phase
+        case .alert(let id, let message, let witness):
+            lastAlertID = max(lastAlertID, id)
+            alerts[id] = (message, witness)
+            trailingAlerts.append(id)
+        case .alertAcknowledged(let id):
+            alerts[id] = nil
+        case .alertRefused(let id):
+            // Whatever the broker retains proves nothing: the alert itself was refused.
+            if let alert = alerts[id] { alerts[id] = (alert.0, nil) }
+        case .stopped:
+            cleanStop = true
+        case .forgotten(let key):
+            state.devices[key] = nil
+        }
     }
 }

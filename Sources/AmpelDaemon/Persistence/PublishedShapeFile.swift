@@ -7,11 +7,11 @@ import Foundation
 ///
 /// Written only once the broker has taken a walk that republished every state in the new
 /// shape: a crash before then leaves the old record, and the next start republishes again.
-public struct PublishedShapeFile: Sendable {
+struct PublishedShapeFile: Sendable {
     private let record: StateDirectoryRecord<Content>
-    public var path: String { record.path }
+    var path: String { record.path }
 
-    public init(directory: String) {
+    init(directory: String) {
         record = StateDirectoryRecord(directory: directory, name: "outputs.json", what: "a record of the published states")
     }
 
@@ -23,12 +23,12 @@ public struct PublishedShapeFile: Sendable {
     /// What the last run left retained: ``PublishedShape/unknown`` without a file (a first run,
     /// whose walk has no device to republish, or an earlier release's state directory) and, with
     /// the reason, for a file that cannot be read.
-    public func published() -> (shape: PublishedShape, problem: String?) {
+    func published() -> (shape: PublishedShape, problem: String?) {
         let loaded = record.load()
         return (loaded.content?.shape ?? .unknown, loaded.problem)
     }
 
-    public func save(_ shape: PublishedShape) throws {
+    func save(_ shape: PublishedShape) throws {
         try record.save(Content(shape: shape))
     }
 }

@@ -25,7 +25,7 @@ import Synchronization
 /// newer generation is there already. So ``writeNow(_:)`` (the stop's snapshot) never waits for
 /// the writer thread: on a busy machine its idle class can get no CPU for seconds, and a stop
 /// that waited for it behind a lock ran out of its limit with no state file written at all.
-public final class StateSaver: Sendable {
+final class StateSaver: Sendable {
     private struct Shared {
         var pending: PersistedState?
         var pendingGeneration: UInt64 = 0
@@ -51,13 +51,13 @@ public final class StateSaver: Sendable {
     private let worker: Worker
 
     /// - Parameter writerEnded: called on the writer thread as it ends (for tests).
-    public init(store: StateStore, logger: Logger, writerEnded: (@Sendable () -> Void)? = nil) {
+    init(store: StateStore, logger: Logger, writerEnded: (@Sendable () -> Void)? = nil) {
         worker = Worker(store: store, logger: logger, ended: writerEnded)
     }
 
     /// Schedules a write of `state` (or of a newer one handed over before the write starts);
     /// `written` is called on the writer thread once it is on disk.
-    public func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
+    func save(_ state: PersistedState, written: (@Sendable () -> Void)? = nil) {
         schedule { shared in
             shared.issued += 1
             shared.pending = state
@@ -69,7 +69,7 @@ public final class StateSaver: Sendable {
     /// Writes `state` now, on the calling thread at its priority (the stop's snapshot: the
     /// writer thread's idle class may get no CPU on a busy machine). A write in progress on the
     /// writer thread goes on beside it; being older, it is discarded if it ends later.
-    public func writeNow(_ state: PersistedState) -> Bool {
+    func writeNow(_ state: PersistedState) -> Bool {
         let generation = worker.shared.withLock { shared in
             shared.issued += 1
             return shared.issued
@@ -79,13 +79,13 @@ public final class StateSaver: Sendable {
 
     /// How many states have been put in place so far (by either thread): the daemon trims the
     /// heap once the intake is quiet after a write.
-    public var statesWritten: Int { worker.writeCount.load(ordering: .relaxed) }
+    var statesWritten: Int { worker.writeCount.load(ordering: .relaxed) }
 
     /// Gives free heap pages back to the system, on the writer thread after any write.
     ///
     /// `malloc_trim` holds the allocator's locks while it walks the heap; the daemon asks for it
     /// when its table has grown and the intake has gone quiet, so no fix waits behind it.
-    public func trimHeap() {
+    func trimHeap() {
         schedule { $0.trim = true }
     }
 

@@ -9,11 +9,11 @@ import Synchronization
 
 /// The engine's memory on disk: `state.json` in the state directory, written with
 /// ``AtomicFile``: a crash or a power cut leaves either the old state or the new one.
-public struct StateStore: Sendable {
-    public let directory: String
-    public var path: String { directory + "/state.json" }
+struct StateStore: Sendable {
+    let directory: String
+    var path: String { directory + "/state.json" }
 
-    public init(directory: String) {
+    init(directory: String) {
         self.directory = directory
     }
 
@@ -21,7 +21,7 @@ public struct StateStore: Sendable {
     ///
     /// - Throws: ``StateStoreError`` when the file exists but cannot be read or understood:
     ///   the daemon must not start from nothing and re-alert every device.
-    public func load() throws(StateStoreError) -> PersistedState {
+    func load() throws(StateStoreError) -> PersistedState {
         guard FileManager.default.fileExists(atPath: path) else { return PersistedState() }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StateStoreError("cannot read \(path)")
@@ -51,7 +51,7 @@ public struct StateStore: Sendable {
     ///
     /// - Throws: ``StateStoreError`` only when the bad file cannot be moved aside (the state
     ///   directory is not writable): the daemon could not save its state either.
-    public func loadRecovering(now: Date = Date()) throws(StateStoreError) -> (state: PersistedState, recovery: StateRecovery?) {
+    func loadRecovering(now: Date = Date()) throws(StateStoreError) -> (state: PersistedState, recovery: StateRecovery?) {
         let reason: String
         do {
             return (try load(), nil)
@@ -84,7 +84,7 @@ public struct StateStore: Sendable {
     ///
     /// - Returns: the paths removed.
     @discardableResult
-    public func removeLeftovers() -> [String] {
+    func removeLeftovers() -> [String] {
         AtomicFile.removeLeftovers(in: directory, of: ["state.json", DatasetCache.fileName])
     }
 
@@ -93,7 +93,7 @@ public struct StateStore: Sendable {
     /// The JSON is written record by record in 64 KiB chunks rather than built in memory:
     /// with 100,000 devices an encoder's intermediate tree would cost far more than the
     /// devices themselves. ``load()`` reads it back with ``StateFileReader``.
-    public func save(_ state: PersistedState) throws(StateStoreError) {
+    func save(_ state: PersistedState) throws(StateStoreError) {
         let written = try write(state)
         do {
             try written.replace()
@@ -103,7 +103,7 @@ public struct StateStore: Sendable {
     }
 
     /// ``save(_:)`` up to the rename: the state on disk in a temporary file, not yet in place.
-    public func write(_ state: PersistedState) throws(StateStoreError) -> AtomicFile.Prepared {
+    func write(_ state: PersistedState) throws(StateStoreError) -> AtomicFile.Prepared {
         do {
             // The mark is small (a few numbers and the alerts awaiting an acknowledgement): its
             // Codable form, as ``load()`` reads it.
@@ -172,7 +172,7 @@ public struct StateStore: Sendable {
     }
 
     /// Creates the directory (and its parents) if missing.
-    public func prepare() throws(StateStoreError) {
+    func prepare() throws(StateStoreError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -184,18 +184,18 @@ public struct StateStore: Sendable {
 /// A state that was lost: a state file that could not be read at start and was moved aside
 /// (``StateStore/loadRecovering(now:)``), or one that is missing while the journal continues
 /// from it. The daemon rebuilds what it can from the broker (``rebuilt``).
-public struct StateRecovery: Sendable, Hashable {
+struct StateRecovery: Sendable, Hashable {
     /// Where the file is now: `<state dir>/state.json.corrupt-<UTC time>`; `nil` when there
     /// was no file to move (it is missing, and the journal shows that it existed).
-    public let movedTo: String?
+    let movedTo: String?
     /// Why it could not be read (the parse or read error), or why it counts as lost.
-    public let reason: String
+    let reason: String
     /// When, ISO 8601 UTC.
-    public let at: String
+    let at: String
     /// What the start read back from the broker's retained states; `nil` until it has.
-    public var rebuilt: StateRebuild?
+    var rebuilt: StateRebuild?
 
-    public init(movedTo: String?, reason: String, at: String, rebuilt: StateRebuild? = nil) {
+    init(movedTo: String?, reason: String, at: String, rebuilt: StateRebuild? = nil) {
         self.movedTo = movedTo
         self.reason = reason
         self.at = at
@@ -204,23 +204,23 @@ public struct StateRecovery: Sendable, Hashable {
 }
 
 /// What a start after a lost state took from the broker's retained topics (``RetainedState``).
-public struct StateRebuild: Sendable, Hashable {
+struct StateRebuild: Sendable, Hashable {
     /// Devices taken from their retained states (the journal did not know them).
-    public var devices: Int
+    var devices: Int
     /// District phases taken from their retained `phase` topics.
-    public var districts: Int
+    var districts: Int
     /// Device states read whose device the journal knew: its later decision was kept.
-    public var known: Int
+    var known: Int
     /// Retained messages on those topics that are no state the daemon writes (skipped).
-    public var skipped: Int
+    var skipped: Int
     /// How many devices the last run held (its retained `bridge/info`); `nil` without one.
-    public var expectedDevices: Int?
+    var expectedDevices: Int?
     /// Every retained message arrived: the broker answered the probe in time, and it sent at
     /// least as many device states as the last run held. A broker whose queue limits are too
     /// small for the flood drops the rest without a word (docs/deploy.md).
-    public var complete: Bool
+    var complete: Bool
 
-    public init(devices: Int, districts: Int, known: Int, skipped: Int, expectedDevices: Int?, complete: Bool) {
+    init(devices: Int, districts: Int, known: Int, skipped: Int, expectedDevices: Int?, complete: Bool) {
         self.devices = devices
         self.districts = districts
         self.known = known
@@ -230,12 +230,12 @@ public struct StateRebuild: Sendable, Hashable {
     }
 }
 
-public struct StateStoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let message: String
+package struct StateStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    let message: String
     /// The state directory has no room for what the daemon must write: exit 73 (EX_CANTCREAT).
-    public var noRoom = false
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+    package var noRoom = false
+    init(_ message: String) { self.message = message }
+    package var description: String { message }
 
     /// The journal's first segment could not be made in `directory`: how much it needs and how
     /// much is free, so that the operator knows what to free.

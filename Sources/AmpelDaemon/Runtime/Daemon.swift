@@ -13,8 +13,8 @@ import Synchronization
 /// into one stream and handled in order, so the state machine needs no lock. It is a
 /// `Service`: on graceful shutdown (SIGTERM, SIGINT) it stops the intake, handles what it
 /// already has, writes the state, publishes `offline` and disconnects.
-public actor AmpelDaemon: Service {
-    public static let version = AmpelVersion.current
+actor AmpelDaemon: Service {
+    static let version = AmpelVersion.current
 
     let configuration: DaemonConfiguration
     let ruleSet: RuleSet
@@ -52,7 +52,7 @@ public actor AmpelDaemon: Service {
 
     var counters = Counters()
     /// What the HTTP server reads (``StatusView``): handed over at each tick.
-    public let status: StatusView
+    let status: StatusView
     /// The latency histograms of `/metrics`; `nil` records nothing.
     let metrics: DaemonMetrics?
     var recentErrors = StatusView.RecentErrors()
@@ -115,7 +115,7 @@ public actor AmpelDaemon: Service {
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
     ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
-    public init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
+    init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
                 transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
                 now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
                 outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil, status: StatusView? = nil, metrics: DaemonMetrics? = nil) {
@@ -197,7 +197,7 @@ public actor AmpelDaemon: Service {
     }
 
     /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
-    public nonisolated func stop() {
+    nonisolated func stop() {
         requestStop()
         stopSignal.yield()
     }
@@ -212,7 +212,7 @@ public actor AmpelDaemon: Service {
 
     /// Starts, runs the loop until a stop, and stops: each part in its own file (Daemon+Start,
     /// Daemon+Loop, Daemon+Stop).
-    public func run() async throws {
+    func run() async throws {
         guard let started = try await start() else { return }
         var run = started.run
         let producers = startProducers(started.inputs)

@@ -11,19 +11,19 @@ import UnixSignals
 ///
 /// Nothing else knows all the parts. ``prepare(_:)`` does everything that can fail because of
 /// the configuration, so a bad one is reported before anything connects.
-public enum DaemonRuntime {
+package enum DaemonRuntime {
     /// The parts built from a valid configuration, not yet connected.
-    public struct Prepared: Sendable {
-        public let configuration: DaemonConfiguration
-        public let ruleSet: RuleSet
-        public let locator: any Locator
-        public let feed: any DatasetFeed
+    package struct Prepared: Sendable {
+        let configuration: DaemonConfiguration
+        let ruleSet: RuleSet
+        let locator: any Locator
+        let feed: any DatasetFeed
         /// The state file as read while checking the state directory: the daemon starts from it
         /// rather than reading it again.
-        public let restored: PersistedState
+        let restored: PersistedState
         /// Set when the state file could not be read and was moved aside: the daemon starts
         /// from the journal and the broker's retained states, and says so in `bridge/info`.
-        public let stateRecovery: StateRecovery?
+        let stateRecovery: StateRecovery?
 
         /// The hospital and intensive-care files a set of state indicators reads.
         var dataFiles: String {
@@ -33,7 +33,7 @@ public enum DaemonRuntime {
         }
 
         /// The effective configuration in a few lines, for `--check-config`.
-        public var summary: String {
+        package var summary: String {
             let c = configuration
             var lines = [
                 "broker: \(c.broker)",
@@ -77,7 +77,7 @@ public enum DaemonRuntime {
     /// - Throws: ``ConfigurationError`` for a rule set, state directory or data choice that cannot work.
     ///
     /// - Parameter feed: the data feed instead of the configured source's (`ampel replay`).
-    public static func prepare(_ configuration: DaemonConfiguration,
+    package static func prepare(_ configuration: DaemonConfiguration,
                                feed makeFeed: ((RuleSet) throws -> any DatasetFeed)? = nil) throws -> Prepared {
         ProcessMemory.configureHeap()
         let ruleSet = try loadRuleSet(configuration.rules)
@@ -162,7 +162,7 @@ public enum DaemonRuntime {
     ///
     /// The HTTP server (`http.listen`) runs beside it as a second service: it stops first on a
     /// graceful shutdown, and a server that cannot listen stops the daemon with an error.
-    public static func run(_ prepared: Prepared, logger: Logger) async throws {
+    package static func run(_ prepared: Prepared, logger: Logger) async throws {
         // Without a server nobody reads the histograms: the loop then records none.
         let metrics = prepared.configuration.http.listen == nil ? nil : DaemonMetrics()
         let daemon = try makeDaemon(prepared, logger: logger, metrics: metrics)
@@ -232,7 +232,7 @@ public enum DaemonRuntime {
     }
 
     /// The daemon, not yet running, on a real MQTT client unless a test gives its own `transport`.
-    public static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
+    static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
                                   metrics: DaemonMetrics? = nil, transport: (any DaemonTransport)? = nil) throws -> AmpelDaemon {
         let transport = try transport ?? MQTTClient(configuration: MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,

@@ -12,7 +12,7 @@ extension MQTTClient: DaemonTransport {
     /// with a persistent session (QoS 1 messages queued by the broker while the daemon is
     /// away), a large receive buffer (libmosquitto acknowledges on receipt, so a message dropped
     /// from the buffer would be lost), and the Last Will `{"state":"offline"}` on `bridge/state`.
-    public static func daemonConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
+    static func daemonConfiguration(_ configuration: DaemonConfiguration) throws -> MQTTConfiguration {
         let broker = configuration.broker
         var mqtt = try MQTTConfiguration(brokers: broker, clientID: configuration.mqtt.clientID,
                                          caFile: configuration.mqtt.caFile ?? DaemonConfiguration.MQTTSettings.systemCAFile)
@@ -34,7 +34,7 @@ extension MQTTClient: DaemonTransport {
 
     /// Reads the client's connection events (one stream, read here only). The reading task ends
     /// with the stream, when the client disconnects.
-    public func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable (_ failure: String?) -> Void) {
+    func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable (_ failure: String?) -> Void) {
         let events = self.events
         Task {
             for await event in events {
@@ -47,7 +47,7 @@ extension MQTTClient: DaemonTransport {
         }
     }
 
-    public func connectToBroker() async throws {
+    func connectToBroker() async throws {
         do {
             try await connect()
         } catch {
@@ -86,7 +86,7 @@ extension MQTTClient: DaemonTransport {
         }
     }
 
-    public func subscribe(_ filters: [String], qos: MQTTQoS) async throws {
+    func subscribe(_ filters: [String], qos: MQTTQoS) async throws {
         guard !filters.isEmpty else { return }
         try await subscribe(filters.map { ($0, qos) })
     }
@@ -96,10 +96,10 @@ extension MQTTClient: DaemonTransport {
     // client's own. A message goes over as the engine made it: the engine adds an expiry only
     // on MQTT 5 (``AmpelDaemon/settings(_:ruleSet:)``), and the client checks topic and expiry.
 
-    public var brokerInUse: String? { connectedBroker?.description }
-    public var failovers: Int { counters.failovers }
+    var brokerInUse: String? { connectedBroker?.description }
+    var failovers: Int { counters.failovers }
 
-    public func shutdown(clean: Bool) async {
+    func shutdown(clean: Bool) async {
         if clean { await disconnect() } else { await abort() }
     }
 }
@@ -154,7 +154,7 @@ extension MQTTClient {
 }
 
 /// A connection failure that retrying cannot fix (bad settings, refused credentials).
-public struct FatalConnectError: Error, CustomStringConvertible {
-    public let error: MQTTError
-    public var description: String { "\(error)" }
+struct FatalConnectError: Error, CustomStringConvertible {
+    let error: MQTTError
+    var description: String { "\(error)" }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// `AmpelMQTT.MQTTClient` conforms to it itself (`MQTTClient+DaemonTransport.swift`); keeping
 /// the daemon on this small surface keeps the C library and its threads out of the signal
 /// logic, and lets a test drive the daemon with a fake broker.
-public protocol DaemonTransport: Sendable {
+protocol DaemonTransport: Sendable {
     /// Hands every message of the subscriptions to `target`, in arrival order, from any thread.
     /// Called once, before ``connectToBroker()``.
     func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void)
@@ -54,11 +54,11 @@ public protocol DaemonTransport: Sendable {
 }
 
 extension DaemonTransport {
-    public var brokerInUse: String? { nil }
-    public var failovers: Int { 0 }
+    var brokerInUse: String? { nil }
+    var failovers: Int { 0 }
     /// A transport that hands every publish over at once holds none for the broker.
-    public var unanswered: Int { 0 }
-    public func waitForAnswers(atMost target: Int) async {}
+    var unanswered: Int { 0 }
+    func waitForAnswers(atMost target: Int) async {}
 
     /// Subscribes to `filters` with QoS 1.
     func subscribe(_ filters: [String]) async throws {
@@ -67,14 +67,14 @@ extension DaemonTransport {
 }
 
 /// Finds the district of a position.
-public protocol Locator: Sendable {
+protocol Locator: Sendable {
     /// The German district at the position, as the engine keeps and publishes a district;
     /// `nil` in no German district.
     func place(latitude: Double, longitude: Double) -> Signal.DistrictRef?
 }
 
 /// What kind of data is in force, as the page's badge, `bridge/info` and `/readyz` name it.
-public enum DataKind: String, Sendable, Hashable {
+enum DataKind: String, Sendable, Hashable {
     /// Fetched from the live source (in this run, or its cache from an earlier one).
     case live
     /// The bundled snapshot standing in for a live source that has not answered yet.
@@ -88,18 +88,18 @@ public enum DataKind: String, Sendable, Hashable {
 }
 
 /// The dataset in force and how fresh it is.
-public struct FeedState: Sendable, Hashable {
-    public var dataset: Dataset
-    public var kind: DataKind
-    public var stale: Bool
+package struct FeedState: Sendable, Hashable {
+    var dataset: Dataset
+    var kind: DataKind
+    var stale: Bool
     /// When the source was last asked (`nil` for bundled data).
-    public var lastFetch: Date?
+    var lastFetch: Date?
     /// Why the last fetch failed, `nil` after a success.
-    public var lastError: String?
+    var lastError: String?
     /// What the data layer counted, when it was last asked, and a publication it holds back.
-    public var status: FeedStatus?
+    var status: FeedStatus?
 
-    public init(dataset: Dataset, kind: DataKind = .snapshot, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil,
+    init(dataset: Dataset, kind: DataKind = .snapshot, stale: Bool, lastFetch: Date? = nil, lastError: String? = nil,
                 status: FeedStatus? = nil) {
         self.kind = kind
         self.status = status
@@ -111,14 +111,14 @@ public struct FeedState: Sendable, Hashable {
 }
 
 /// The data layer's own account of a live source, for `bridge/info`, `/readyz` and `/metrics`.
-public struct FeedStatus: Sendable, Hashable {
-    public var counters: DataCounters
+struct FeedStatus: Sendable, Hashable {
+    var counters: DataCounters
     /// When the source was last asked, whatever came back.
-    public var lastCheck: Date?
+    var lastCheck: Date?
     /// Why a new publication is held back, while it is.
-    public var held: String?
+    var held: String?
 
-    public init(counters: DataCounters, lastCheck: Date?, held: String?) {
+    init(counters: DataCounters, lastCheck: Date?, held: String?) {
         self.counters = counters
         self.lastCheck = lastCheck
         self.held = held
@@ -126,7 +126,7 @@ public struct FeedStatus: Sendable, Hashable {
 }
 
 /// The incidence data as the daemon uses it: the dataset in force, and what each refresh brought.
-public protocol DatasetFeed: Sendable {
+package protocol DatasetFeed: Sendable {
     /// The dataset to start with (cache, bundled, or a first fetch).
     func initial() async throws -> FeedState
     /// One state per refresh (every `data.refresh` seconds), until the task is cancelled.

@@ -10,7 +10,7 @@ import Synchronization
 /// Fed from the transport's network thread (``record(topic:reason:at:)``), read by the loop's
 /// tick (the log, `bridge/info`) and by HTTP readers (`/readyz`, `/metrics`): one lock, held
 /// for a dictionary update.
-public final class PublishRefusals: Sendable {
+final class PublishRefusals: Sendable {
     /// How long after the last refusal `/readyz` still says `degraded`.
     static let degradedFor: Double = 60
     /// How often the log speaks of one topic class.
@@ -36,7 +36,7 @@ public final class PublishRefusals: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    init() {}
 
     /// A publish to `topic` of class `topicClass` refused with `reason`.
     func record(topic: String, class topicClass: String, reason: Int, at now: Double) {

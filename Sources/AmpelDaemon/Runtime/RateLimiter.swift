@@ -10,22 +10,22 @@ import Logging
 ///
 /// Pure: the time comes in as `now` (seconds, any monotonic origin), so tests drive it
 /// without a clock or a log.
-public struct RateLimiter: Sendable, Hashable {
-    public let interval: Double
-    public let burst: Int
+struct RateLimiter: Sendable, Hashable {
+    let interval: Double
+    let burst: Int
     private var windowStart: Double = -.infinity
     private var inWindow = 0
     /// Lines held back in the current window, or in an ended one not yet reported.
     private var held = 0
 
-    public init(interval: Double = 10, burst: Int = 5) {
+    init(interval: Double = 10, burst: Int = 5) {
         self.interval = interval
         self.burst = max(0, burst)
     }
 
     /// Whether to log now; `suppressed` is the number held back in an ended window that no
     /// ``heldBack(now:)`` has reported yet (the caller says it with this line).
-    public mutating func admit(now: Double) -> (log: Bool, suppressed: Int) {
+    mutating func admit(now: Double) -> (log: Bool, suppressed: Int) {
         var unreported = 0
         if windowEnded(at: now) {
             unreported = held
@@ -44,7 +44,7 @@ public struct RateLimiter: Sendable, Hashable {
 
     /// The number of lines held back, once their window is over; `nil` while it lasts or when
     /// it held none back. Each count is returned once.
-    public mutating func heldBack(now: Double) -> Int? {
+    mutating func heldBack(now: Double) -> Int? {
         guard held > 0, windowEnded(at: now) else { return nil }
         defer { held = 0 }
         return held
@@ -52,7 +52,7 @@ public struct RateLimiter: Sendable, Hashable {
 
     /// Logs the held-back count of an ended window as one warning: `message`, with `held`
     /// and the limit in its metadata. Nothing while the window lasts or when none were held.
-    public mutating func logHeldBack(now: Double, to logger: Logger, _ message: Logger.Message) {
+    mutating func logHeldBack(now: Double, to logger: Logger, _ message: Logger.Message) {
         guard let count = heldBack(now: now) else { return }
         logger.warning(message, metadata: ["held": "\(count)", "limit": "\(burst) lines per \(Self.seconds(interval)) s"])
     }

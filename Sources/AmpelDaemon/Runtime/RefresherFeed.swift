@@ -8,12 +8,12 @@ import Foundation
 /// history or both); the refresher checks again every `data.refresh`. Every event of the
 /// refresher becomes one ``FeedState`` read from the store, so the daemon always sees the
 /// data in force with its staleness and the last error.
-public final class RefresherFeed: DatasetFeed {
-    public let store: IncidenceStore
+final class RefresherFeed: DatasetFeed {
+    let store: IncidenceStore
     let refresher: Refresher
     let now: @Sendable () -> Date
 
-    public init(store: IncidenceStore, interval: Duration, clock: some Clock<Duration> = ContinuousClock(),
+    init(store: IncidenceStore, interval: Duration, clock: some Clock<Duration> = ContinuousClock(),
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.now = now
@@ -21,7 +21,7 @@ public final class RefresherFeed: DatasetFeed {
     }
 
     /// A feed for the configured source: `rki` with a last-good cache in the state directory.
-    public static func make(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> RefresherFeed {
+    static func make(_ configuration: DaemonConfiguration, ruleSet: RuleSet) throws(ConfigurationError) -> RefresherFeed {
         let data = configuration.data
         let source: any IncidenceSource
         var cache: DatasetCache?
@@ -85,7 +85,7 @@ public final class RefresherFeed: DatasetFeed {
         return FeedState(dataset: dataset, kind: kind, stale: status.stale, lastFetch: lastFetch, lastError: lastError, status: feed)
     }
 
-    public func initial() async throws -> FeedState {
+    func initial() async throws -> FeedState {
         await store.start()
         guard let state = await state() else {
             let reason = await store.status(now: now()).lastError?.message ?? "no data"
@@ -94,7 +94,7 @@ public final class RefresherFeed: DatasetFeed {
         return state
     }
 
-    public func updates() -> AsyncStream<FeedState> {
+    func updates() -> AsyncStream<FeedState> {
         let (stream, continuation) = AsyncStream.makeStream(of: FeedState.self, bufferingPolicy: .unbounded)
         let refresher = self.refresher
         let task = Task {

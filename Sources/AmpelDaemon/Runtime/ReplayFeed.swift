@@ -9,9 +9,9 @@ import Foundation
 /// day, exactly as `--source history` on that day; its `source` is `replay`, so `bridge/info`
 /// names it. Nothing is stale: the days are what the user asked for. After the last day the
 /// feed stays on it until the daemon stops.
-public final class ReplayFeed: DatasetFeed {
-    public let days: [Day]
-    public let daySeconds: Duration
+package final class ReplayFeed: DatasetFeed {
+    let days: [Day]
+    let daySeconds: Duration
     let ruleSet: RuleSet
     let sleep: @Sendable (Duration) async throws -> Void
 
@@ -20,7 +20,7 @@ public final class ReplayFeed: DatasetFeed {
     ///   - to: the last day (default: the last bundled day).
     ///   - clock: takes the pause between two days; tests pass one they advance.
     /// - Throws: ``DataError`` `notAvailable` when no bundled day lies between `from` and `to`.
-    public init(from: Day?, to: Day?, daySeconds: Duration, ruleSet: RuleSet,
+    package init(from: Day?, to: Day?, daySeconds: Duration, ruleSet: RuleSet,
                 clock: some Clock<Duration> = ContinuousClock()) throws(DataError) {
         let all: [Day]
         if ruleSet.readsStateIndicators {
@@ -53,11 +53,11 @@ public final class ReplayFeed: DatasetFeed {
                          stale: false)
     }
 
-    public func initial() async throws -> FeedState {
+    package func initial() async throws -> FeedState {
         try state(0)
     }
 
-    public func updates() -> AsyncStream<FeedState> {
+    package func updates() -> AsyncStream<FeedState> {
         let (stream, continuation) = AsyncStream.makeStream(of: FeedState.self, bufferingPolicy: .unbounded)
         let task = Task { [self] in
             for index in days.indices.dropFirst() {

@@ -8,7 +8,7 @@ import Synchronization
 /// The daemon hands each alert over with ``send(webhook:alertID:payload:)`` and never waits;
 /// a stop gives what is queued until a deadline (``stop(before:)``), and the rest is lost,
 /// as everything queued is at `kill -9` (docs/webhooks.md, "Restarts").
-public final class Webhooks: Sendable {
+final class Webhooks: Sendable {
     /// Alerts one webhook may hold waiting. A new publication alerts every device whose phase
     /// changed at once; 1,000 covers a household's or a small fleet's burst, and a dead endpoint
     /// holds at most 1,000 payloads of about 1.5 kB.
