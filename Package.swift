@@ -121,15 +121,18 @@ let package = Package(
         // Benchmarks (run in release by scripts in Benchmarks/; never part of the tests).
         .executableTarget(
             name: "AmpelBenchmarks",
-            // AmpelTestSupport: the RKI district file generator, shared with the tests.
-            dependencies: ["AmpelCore", "AmpelMessages", "AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelTestSupport"],
+            dependencies: ["AmpelCore", "AmpelMessages", "AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelSyntheticData"],
             swiftSettings: strict
         ),
 
+        // The RKI district file built from real data (every district, every day, values set per
+        // test): for the tests and the benchmarks, so that neither depends on the other.
+        .target(name: "AmpelSyntheticData", swiftSettings: strict),
         // Test helpers: a real mosquitto on a free port, a loopback HTTP fixture server, the built binary.
         .target(
             name: "AmpelTestSupport",
             dependencies: [
+                "AmpelSyntheticData",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

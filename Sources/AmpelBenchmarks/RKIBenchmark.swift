@@ -1,6 +1,6 @@
 import AmpelData
 import AmpelDomain
-import AmpelTestSupport
+import AmpelSyntheticData
 import Foundation
 
 /// The RKI district file (Benchmarks/rki/run.sh): `generate` writes a full-size file in the

@@ -531,11 +531,6 @@ public final class HTTPFixtureServer: Sendable {
 }
 
 /// An error of the fixture itself (not of the code under test).
-public struct FixtureError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
 /// Lets the channel handlers reach the server, which exists only after the bind.
 final class ServerBox: Sendable {
     let server = Mutex<HTTPFixtureServer?>(nil)

@@ -468,9 +468,9 @@ struct CSVTable {
 }
 
 /// Proleptic Gregorian days as numbers (days since 1970-01-01), without Calendar or time zones.
-enum CivilDay {
+package enum CivilDay {
     /// The day number of a strict `YYYY-MM-DD`, or `nil`.
-    static func number<S: StringProtocol>(_ text: S) -> Int? {
+    package static func number<S: StringProtocol>(_ text: S) -> Int? {
         let bytes = Array(text.utf8)
         guard bytes.count == 10, bytes[4] == 45, bytes[7] == 45 else { return nil }
         func digits(_ range: Range<Int>) -> Int? {
@@ -488,7 +488,7 @@ enum CivilDay {
     }
 
     /// `YYYY-MM-DD` of a day number.
-    static func string(_ number: Int) -> String {
+    package static func string(_ number: Int) -> String {
         let (year, month, day) = civil(number)
         func pad(_ value: Int, _ width: Int) -> String {
             let text = String(value)
@@ -497,7 +497,7 @@ enum CivilDay {
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
     }
 
-    static func daysIn(month: Int, year: Int) -> Int {
+    package static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -506,7 +506,7 @@ enum CivilDay {
     }
 
     /// Howard Hinnant's days_from_civil.
-    static func days(year: Int, month: Int, day: Int) -> Int {
+    package static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -516,7 +516,7 @@ enum CivilDay {
     }
 
     /// Howard Hinnant's civil_from_days.
-    static func civil(_ number: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civil(_ number: Int) -> (year: Int, month: Int, day: Int) {
         let z = number + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
@@ -602,4 +602,10 @@ final class ByteRows {
         try sink(UnsafeBufferPointer(start: base, count: count))
         count = 0
     }
+}
+
+/// A fixture that cannot be built or served as asked (a missing data file, a bad day).
+public struct FixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,2 @@
+// The tests build RKI district files through the helpers they import already.
+@_exported import AmpelSyntheticData
