@@ -21,10 +21,10 @@ import Testing
     func bothCommandsReadTheSameBroker(url: String, parsed: String) async throws {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: state) }
-        let run = try await runAmpel(["run", "--broker", url, "--state-dir", state.path, "--check-config"])
-        #expect(run.status == 0, "\(url): \(run.stderr)")
-        #expect(run.stdout.contains("broker: \(parsed)\n"), "\(url): \(run.stdout)")
-        #expect(!run.stdout.contains("ss@"), "no credentials in the summary")
+        let run = try await AmpelBinary.run(plain: ["run", "--broker", url, "--state-dir", state.path, "--check-config"])
+        #expect(run.exitCode == 0, "\(url): \(run.stderrText)")
+        #expect(run.stdoutText.contains("broker: \(parsed)\n"), "\(url): \(run.stdoutText)")
+        #expect(!run.stdoutText.contains("ss@"), "no credentials in the summary")
 
         let lamp = try LampProcess.start(["lamp", "--json", "--district", "09162", "--broker", url])
         let status = try await lamp.wait(timeout: .seconds(30))
@@ -50,13 +50,13 @@ import Testing
     func bothCommandsRejectTheSameBroker(url: String) async throws {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: state) }
-        let run = try await runAmpel(["run", "--broker", url, "--state-dir", state.path, "--check-config"])
-        #expect(run.status == 78, "\(url): \(run.stdout)")
-        #expect(run.stderr.contains("--broker: invalid broker URL"), "\(url): \(run.stderr)")
+        let run = try await AmpelBinary.run(plain: ["run", "--broker", url, "--state-dir", state.path, "--check-config"])
+        #expect(run.exitCode == 78, "\(url): \(run.stdoutText)")
+        #expect(run.stderrText.contains("--broker: invalid broker URL"), "\(url): \(run.stderrText)")
 
-        let lamp = try await runAmpel(["lamp", "--json", "--district", "09162", "--broker", url])
-        #expect(lamp.status == 64, "\(url): \(lamp.stderr)")
-        #expect(lamp.stderr.contains("Bad --broker: invalid broker URL"), "\(url): \(lamp.stderr)")
+        let lamp = try await AmpelBinary.run(plain: ["lamp", "--json", "--district", "09162", "--broker", url])
+        #expect(lamp.exitCode == 64, "\(url): \(lamp.stderrText)")
+        #expect(lamp.stderrText.contains("Bad --broker: invalid broker URL"), "\(url): \(lamp.stderrText)")
     }
 
     @Test(arguments: [
@@ -68,12 +68,12 @@ import Testing
     func bothCommandsRejectTheSameBrokerList(list: String, why: String) async throws {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: state) }
-        let run = try await runAmpel(["run", "--broker", list, "--state-dir", state.path, "--check-config"])
-        #expect(run.status == 78, "\(list): \(run.stdout)")
-        #expect(run.stderr.contains("--broker: invalid broker list") && run.stderr.contains(why), "\(list): \(run.stderr)")
+        let run = try await AmpelBinary.run(plain: ["run", "--broker", list, "--state-dir", state.path, "--check-config"])
+        #expect(run.exitCode == 78, "\(list): \(run.stdoutText)")
+        #expect(run.stderrText.contains("--broker: invalid broker list") && run.stderrText.contains(why), "\(list): \(run.stderrText)")
 
-        let lamp = try await runAmpel(["lamp", "--json", "--district", "09162", "--broker", list])
-        #expect(lamp.status == 64, "\(list): \(lamp.stderr)")
-        #expect(lamp.stderr.contains("Bad --broker: invalid broker list") && lamp.stderr.contains(why), "\(list): \(lamp.stderr)")
+        let lamp = try await AmpelBinary.run(plain: ["lamp", "--json", "--district", "09162", "--broker", list])
+        #expect(lamp.exitCode == 64, "\(list): \(lamp.stderrText)")
+        #expect(lamp.stderrText.contains("Bad --broker: invalid broker list") && lamp.stderrText.contains(why), "\(list): \(lamp.stderrText)")
     }
 }

@@ -112,17 +112,17 @@ import Testing
     @Test func checkAndDistrictsReadTheLiveSource() async throws {
         try await withServer(serving: "2020-11-23") { server in
             let raw = try rawBavarianIncidences(day: "2020-11-23")
-            let check = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--json"])
-            #expect(check.status == 0, "\(check.stderr)")
-            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+            let check = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--json"])
+            #expect(check.exitCode == 0, "\(check.stderrText)")
+            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdoutText.utf8)) as? [String: Any])
             #expect((signal["incidence"] as? NSNumber)?.doubleValue == raw["09162"])
             #expect(signal["dataDate"] as? String == "2020-11-23")
             #expect(signal["phase"] as? String == expectedPhase(raw["09162"]!))
 
             // --url alone implies --source rki.
-            let districts = try await runAmpel(["districts", "--source", "arcgis", "--url", server.queryURL, "--json"])
-            #expect(districts.status == 0, "\(districts.stderr)")
-            let rows = try #require(try JSONSerialization.jsonObject(with: Data(districts.stdout.utf8)) as? [[String: Any]])
+            let districts = try await AmpelBinary.run(plain: ["districts", "--source", "arcgis", "--url", server.queryURL, "--json"])
+            #expect(districts.exitCode == 0, "\(districts.stderrText)")
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(districts.stdoutText.utf8)) as? [[String: Any]])
             #expect(rows.count == 96)
             for row in rows {
                 let ags = try #require(row["ags"] as? String)
@@ -134,19 +134,19 @@ import Testing
             let empty = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: empty) }
             server.inject(.renamedField(from: "cases7_per_100k", to: "inzidenz"))
-            let broken = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", empty.path])
-            #expect(broken.status == 1)
-            #expect(broken.stderr.contains("cases7_per_100k"), "\(broken.stderr)")
-            #expect(broken.stderr.contains("no cached data"), "\(broken.stderr)")
+            let broken = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", empty.path])
+            #expect(broken.exitCode == 1)
+            #expect(broken.stderrText.contains("cases7_per_100k"), "\(broken.stderrText)")
+            #expect(broken.stderrText.contains("no cached data"), "\(broken.stderrText)")
 
-            let conflict = try await runAmpel(["check", "--district", "09162", "--source", "history", "--url", server.queryURL])
-            #expect(conflict.status == 64)
+            let conflict = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "history", "--url", server.queryURL])
+            #expect(conflict.exitCode == 64)
         }
     }
 
     @Test func snapshotFilesAreAcceptedByTheCLI() async throws {
-        let check = try await runAmpel(["check", "--district", "09162", "--snapshot", RecordedRKI.url(day: "2020-10-15").path, "--json"])
-        #expect(check.status == 0, "\(check.stderr)")
-        #expect(check.stdout.contains("\"dataDate\":\"2020-10-15\""))
+        let check = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--snapshot", RecordedRKI.url(day: "2020-10-15").path, "--json"])
+        #expect(check.exitCode == 0, "\(check.stderrText)")
+        #expect(check.stdoutText.contains("\"dataDate\":\"2020-10-15\""))
     }
 }

@@ -19,7 +19,7 @@ struct ExampleConfigTests {
             #expect(scene.broker.url == "mqtt://127.0.0.1:\(scene.broker.port)", "a broker on 127.0.0.1 as in the file")
             // A user's environment: no state directory named anywhere, so the file's default
             // (~/.local/state/ampel, here under XDG_STATE_HOME) must be one a user can create.
-            // The HTTP server on a port of the system's choice (the Daemon's default): tests run
+            // The HTTP server on a port of the system's choice (DaemonProcess's default): tests run
             // side by side, and 8080 may be another's.
             let state = scene.dir.appendingPathComponent("xdg")
             let environment = ["XDG_STATE_HOME": state.path, "HOME": scene.dir.appendingPathComponent("home").path,

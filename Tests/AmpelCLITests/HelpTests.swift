@@ -30,10 +30,10 @@ struct HelpTests {
 
     @Test("each option says its default at most once", arguments: [""] + commands)
     func defaultsOnce(command: String) async throws {
-        let help = try await runAmpel(command.isEmpty ? ["--help"] : [command, "--help"])
-        #expect(help.status == 0, "\(help.stderr)")
-        let options = Self.options(help.stdout)
-        #expect(!options.isEmpty, "no options in:\n\(help.stdout)")
+        let help = try await AmpelBinary.run(plain: command.isEmpty ? ["--help"] : [command, "--help"])
+        #expect(help.exitCode == 0, "\(help.stderrText)")
+        let options = Self.options(help.stdoutText)
+        #expect(!options.isEmpty, "no options in:\n\(help.stdoutText)")
         for (name, text) in options {
             let said = text.lowercased().components(separatedBy: "default").count - 1
             #expect(said <= 1, "\(command) \(name) says its default \(said) times: \(text)")
@@ -42,10 +42,10 @@ struct HelpTests {
 
     @Test("every option of run that takes a value shows its default")
     func runDefaults() async throws {
-        let help = try await runAmpel(["run", "--help"])
-        let options = Self.options(help.stdout)
+        let help = try await AmpelBinary.run(plain: ["run", "--help"])
+        let options = Self.options(help.stdoutText)
         for name in ["--config", "--broker", "--source", "--url", "--date", "--state-dir", "--refresh", "--lang", "--rules", "--log-level", "--http"] {
-            let text = try #require(options[name], "\(name) in run --help:\n\(help.stdout)")
+            let text = try #require(options[name], "\(name) in run --help:\n\(help.stdoutText)")
             #expect(text.contains("(default: "), "\(name): \(text)")
         }
         // The defaults in force, not other words for them.
@@ -59,15 +59,15 @@ struct HelpTests {
 
     @Test("each command shows one example, on a line of its own", arguments: [""] + commands)
     func example(command: String) async throws {
-        let help = try await runAmpel(command.isEmpty ? ["--help"] : [command, "--help"])
-        let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let help = try await AmpelBinary.run(plain: command.isEmpty ? ["--help"] : [command, "--help"])
+        let lines = help.stdoutText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let headings = lines.indices.filter { lines[$0] == "Example:" }
-        #expect(headings.count == 1, "one example in:\n\(help.stdout)")
+        #expect(headings.count == 1, "one example in:\n\(help.stdoutText)")
         let heading = try #require(headings.first)
         let example = heading + 1 < lines.count ? lines[heading + 1] : ""
         #expect(example.hasPrefix("  "), "indented: '\(example)'")
         #expect(example.contains("ampel \(command)"), "an example of \(command.isEmpty ? "ampel" : command): '\(example)'")
         // Not wrapped: the next line ends the example.
-        #expect(heading + 2 >= lines.count || lines[heading + 2].isEmpty, "the example spans lines:\n\(help.stdout)")
+        #expect(heading + 2 >= lines.count || lines[heading + 2].isEmpty, "the example spans lines:\n\(help.stdoutText)")
     }
 }

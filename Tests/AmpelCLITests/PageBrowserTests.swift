@@ -68,7 +68,7 @@ struct PageBrowserTests {
             """
         try await withDaemon(["--broker", broker.url, "--state-dir", dir.appendingPathComponent("state").path,
                               "--source", "snapshot", "--date", "2020-10-15", "--lang", "de"],
-                             configuration: extra + Daemon.replayConfiguration) { daemon in
+                             configuration: extra + DaemonProcess.replayConfiguration) { daemon in
             let url = try await daemon.httpURL()
             try await daemon.awaitLog("subscribed")
 

@@ -235,7 +235,7 @@ struct RunClusterTests {
             try await collector.awaitRoute(from: node.host, port: node.mqttPort, options: ["-V", "mqttv311"], topic: "ampel/bridge/probe")
         }
         /// One instance: its fleet's input, client id, state directory and bridge; `districts` on one only.
-        func instance<T>(_ fleet: String, districts: Bool, brokers: [NatsCluster.Node], _ body: (Daemon) async throws -> T) async throws -> T {
+        func instance<T>(_ fleet: String, districts: Bool, brokers: [NatsCluster.Node], _ body: (DaemonProcess) async throws -> T) async throws -> T {
             let dir = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let yaml = """

@@ -105,7 +105,7 @@ struct RunDeviceStateOutputTests {
 
         // In German: the parked devices' states follow without a fix.
         var mark = collector.mark
-        try await withDaemon(arguments, configuration: Daemon.replayConfiguration + "lang: de\n") { german in
+        try await withDaemon(arguments, configuration: DaemonProcess.replayConfiguration + "lang: de\n") { german in
             try await awaitParked(collector, since: mark, "lang", "de")
             try await german.awaitLog("recorded the shape of the published device states")
             #expect(try await collector.stop(german).exitCode == 0)
@@ -114,7 +114,7 @@ struct RunDeviceStateOutputTests {
         // Under another rule set: the states name it, and only its texts topics are retained.
         mark = collector.mark
         try await withDaemon(arguments + ["--rules", "bavaria-initial"],
-                             configuration: Daemon.replayConfiguration + "lang: de\n") { initial in
+                             configuration: DaemonProcess.replayConfiguration + "lang: de\n") { initial in
             try await awaitParked(collector, since: mark, "ruleSet", "bavaria-initial")
             try await initial.awaitLog("recorded the shape of the published device states")
             let retained = try await HomeAssistantDiscoveryTests.retained(broker, topics: ["ampel/rules/#", "ampel/device/#"])

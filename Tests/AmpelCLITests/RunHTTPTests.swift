@@ -68,7 +68,7 @@ struct RunHTTPTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         // Texts in the states, so the district topic is the API's object (which always has them).
         try await withDaemon(["--broker", broker.url, "--state-dir", dir.path, "--date", "2020-10-15"],
-                             configuration: Daemon.replayConfiguration + "outputs:\n  texts_in_state: true\n") { daemon in
+                             configuration: DaemonProcess.replayConfiguration + "outputs:\n  texts_in_state: true\n") { daemon in
             let base = try await daemon.httpURL()
 
             let health = try await httpGet(base + "/healthz")
@@ -191,9 +191,9 @@ struct RunHTTPTests {
     func authBeyondLoopback() async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let refused = try await runAmpel(["run", "--http", "0.0.0.0:0", "--broker", "mqtt://127.0.0.1:1", "--state-dir", dir.path])
-        #expect(refused.status == 78)
-        #expect(refused.stderr.contains("http.auth"), "\(refused.stderr)")
+        let refused = try await AmpelBinary.run(plain: ["run", "--http", "0.0.0.0:0", "--broker", "mqtt://127.0.0.1:1", "--state-dir", dir.path])
+        #expect(refused.exitCode == 78)
+        #expect(refused.stderrText.contains("http.auth"), "\(refused.stderrText)")
 
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
@@ -240,10 +240,10 @@ struct RunHTTPTests {
         let port = Int(UInt16(bigEndian: address.sin_port))
         // A retained sentinel: the only retained message before the start and after it.
         _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_pub", ["-h", broker.host, "-p", "\(broker.port)", "-r", "-t", "sentinel", "-m", "x"])
-        let refused = try await runAmpel(["run", "--http", "127.0.0.1:\(port)", "--broker", broker.url, "--state-dir", dir.path,
+        let refused = try await AmpelBinary.run(plain: ["run", "--http", "127.0.0.1:\(port)", "--broker", broker.url, "--state-dir", dir.path,
                                           "--source", "snapshot", "--date", "2020-10-15"])
-        #expect(refused.status == 78)
-        #expect(refused.stderr.contains("http.listen: 127.0.0.1:\(port) is in use"), "\(refused.stderr)")
+        #expect(refused.exitCode == 78)
+        #expect(refused.stderrText.contains("http.listen: 127.0.0.1:\(port) is in use"), "\(refused.stderrText)")
         // Everything retained: `-W` ends the read (mosquitto_sub then exits non-zero).
         let (_, output) = try await ChildProcess.run("/usr/bin/mosquitto_sub", [
             "-h", broker.host, "-p", "\(broker.port)", "-t", "#", "-v", "--retained-only", "-W", "2",
@@ -259,7 +259,7 @@ struct RunHTTPTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         try await withDaemon(["--broker", broker.url, "--state-dir", dir.path],
-                             configuration: Daemon.replayConfiguration + "http:\n  show_positions: true\n") { daemon in
+                             configuration: DaemonProcess.replayConfiguration + "http:\n  show_positions: true\n") { daemon in
             let base = try await daemon.httpURL()
             try await daemon.awaitLog("subscribed")
             try await Scene.publish(broker, [("ampel/location/alice", #"{"lat":48.1374,"lon":11.5755,"tst":1000}"#)])
@@ -277,15 +277,15 @@ struct RunHTTPTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let count = 100_000
-        let districts = try await runAmpel(["districts", "--source", "snapshot", "--date", "2020-10-15", "--json"])
+        let districts = try await AmpelBinary.run(plain: ["districts", "--source", "snapshot", "--date", "2020-10-15", "--json"])
         let districtsFile = dir.appendingPathComponent("districts.json")
-        try districts.stdout.write(to: districtsFile, atomically: true, encoding: .utf8)
+        try districts.stdoutText.write(to: districtsFile, atomically: true, encoding: .utf8)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Benchmarks/scale/gen_state.py")
         try await MosquittoBroker.runTool("/usr/bin/python3", [script.path, "--devices", "\(count)", "--districts", districtsFile.path,
                                                                 "--out", dir.appendingPathComponent("state.json").path, "--prefix", "dev-"])
         try await withDaemon(["--broker", broker.url, "--state-dir", dir.path, "--date", "2020-10-15"],
-                             configuration: Daemon.replayConfiguration + "homeassistant:\n  discovery: false\ndevices:\n  forget_after: false\n") { daemon in
+                             configuration: DaemonProcess.replayConfiguration + "homeassistant:\n  discovery: false\ndevices:\n  forget_after: false\n") { daemon in
             let base = try await daemon.httpURL(timeout: .seconds(120))
             _ = try await httpAwait(base + "/readyz", "ready", timeout: .seconds(120)) { $0.status == 200 }
             var seen: [String] = []
@@ -327,7 +327,7 @@ struct RunHTTPTests {
         defer { broker.stop() }
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let configuration = Daemon.replayConfiguration + "devices:\n  forget_after: 2s\n"
+        let configuration = DaemonProcess.replayConfiguration + "devices:\n  forget_after: 2s\n"
         try await withDaemon(["--broker", broker.url, "--state-dir", dir.path], configuration: configuration) { daemon in
             let base = try await daemon.httpURL()
             try await daemon.awaitLog("subscribed")

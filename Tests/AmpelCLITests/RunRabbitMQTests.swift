@@ -69,7 +69,7 @@ struct RunRabbitMQTests {
         let arguments = ["--broker", broker.url, "--state-dir", dir.path, "--source", "snapshot", "--date", "2020-10-15", "--log-level", "info"]
         let environment = ["AMPEL_MQTT_PASSWORD": Self.password]
         /// `body` with a daemon on RabbitMQ that is online and subscribed.
-        func withOnlineDaemon<T>(_ body: (Daemon) async throws -> T) async throws -> T {
+        func withOnlineDaemon<T>(_ body: (DaemonProcess) async throws -> T) async throws -> T {
             let mark = collector.mark
             return try await withDaemon(arguments, environment: environment, configuration: Self.configuration) { daemon in
                 do {

@@ -44,9 +44,9 @@ struct RunStateDirectoryTests {
 
     @Test("run --source bundled runs on the data check --source bundled answers from")
     func bundledSource() async throws {
-        let check = try await runAmpel(["check", "--source", "bundled", "--district", "09162", "--json"])
-        #expect(check.status == 0, "\(check.stderr)")
-        let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+        let check = try await AmpelBinary.run(plain: ["check", "--source", "bundled", "--district", "09162", "--json"])
+        #expect(check.exitCode == 0, "\(check.stderrText)")
+        let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdoutText.utf8)) as? [String: Any])
         let day = try #require(signal["dataDate"] as? String)
 
         var options = Scene.Options()

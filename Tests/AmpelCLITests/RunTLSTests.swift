@@ -45,7 +45,7 @@ import Testing
         try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         let arguments = ["--broker", "mqtts://127.0.0.1:\(port)", "--state-dir", pki.directory + "/state", "--http", "false"]
         guard let expected = tlsCase.expected else {
-            try await withDaemon(arguments, configuration: Daemon.replayConfiguration + yaml) { daemon in
+            try await withDaemon(arguments, configuration: DaemonProcess.replayConfiguration + yaml) { daemon in
                 try await daemon.awaitLog("subscribed")
             }
             return

@@ -13,10 +13,10 @@ final class Scene {
     struct Options {
         /// What the collector reads; `ampel/bridge/state` is always added (starts and stops await it).
         var topics = ["ampel/device/#", "ampel/bridge/state", "ampel/bridge/info"]
-        /// YAML of the daemon's configuration file, after ``Daemon/replayConfiguration``;
+        /// YAML of the daemon's configuration file, after ``DaemonProcess/replayConfiguration``;
         /// `{http}` in it stands for the base URL of the scene's HTTP server.
         var configuration = ""
-        /// Whether the configuration begins with ``Daemon/replayConfiguration``: false only for
+        /// Whether the configuration begins with ``DaemonProcess/replayConfiguration``: false only for
         /// a test of `alerts.max_fix_age` itself.
         var replay = true
         /// `--source`; `arcgis` and `rki` with ``http`` read the scene's server (`--url`: its
@@ -41,7 +41,7 @@ final class Scene {
     let collector: Collector
     let server: HTTPFixtureServer?
     /// The daemon started last.
-    private(set) var daemon: Daemon?
+    private(set) var daemon: DaemonProcess?
     /// Whether ``server`` still runs: a second shutdown of its event loops never returns.
     private var serving = true
     /// The collector's mark when ``daemon`` was started: its `offline` comes after it.
@@ -115,7 +115,7 @@ final class Scene {
         try await server.shutdown()
     }
 
-    /// The arguments of `ampel run` (its `--config` comes from ``Daemon``).
+    /// The arguments of `ampel run` (its `--config` comes from ``DaemonProcess``).
     var arguments: [String] {
         var arguments = ["--broker", brokerURL ?? broker.url, "--state-dir", state.path, "--source", options.source]
         if let date = options.date { arguments += ["--date", date] }
@@ -130,15 +130,15 @@ final class Scene {
     /// subscribed: from then on its SIGTERM handling is in place and it reads every fix).
     /// - Parameter configuration: this start's YAML instead of the options' (`{http}` as there).
     @discardableResult
-    func start(environment: [String: String] = [:], configuration: String? = nil, awaitSubscribed: Bool = true) async throws -> Daemon {
+    func start(environment: [String: String] = [:], configuration: String? = nil, awaitSubscribed: Bool = true) async throws -> DaemonProcess {
         if let daemon {
             try #require(!daemon.process.isRunning, "a daemon runs already")
             await daemon.end()
         }
         let mark = collector.mark
-        var yaml = (options.replay ? Daemon.replayConfiguration : "") + (configuration ?? options.configuration)
+        var yaml = (options.replay ? DaemonProcess.replayConfiguration : "") + (configuration ?? options.configuration)
         if let server { yaml = yaml.replacingOccurrences(of: "{http}", with: server.baseURL) }
-        let daemon = try Daemon(arguments, environment: environment, configuration: yaml, command: "run")
+        let daemon = try DaemonProcess(arguments, environment: environment, configuration: yaml, command: "run")
         self.daemon = daemon
         started = mark
         try await collector.wait("ampel run online", since: mark) { records in
@@ -421,7 +421,7 @@ extension Scene {
 
         /// Stops `daemon` with SIGTERM and waits for its `offline`: the broker forwards one
         /// connection's messages in order, so every alert the daemon sent has arrived here too.
-        func stop(_ daemon: Daemon) async throws -> ChildProcess.Status {
+        func stop(_ daemon: DaemonProcess) async throws -> ChildProcess.Status {
             let before = seen.value.offline
             let status = try await daemon.stop()
             let seen = self.seen

@@ -10,25 +10,25 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         try await withServer(serving: "2020-11-23") { server in
-            let fetched = try await runAmpel(["fetch", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
-            #expect(fetched.status == 0, "\(fetched.stderr)")
+            let fetched = try await AmpelBinary.run(plain: ["fetch", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
+            #expect(fetched.exitCode == 0, "\(fetched.stderrText)")
             // From now on the service fails (404 is not retried, so the test does not wait for backoff).
             server.inject(.status(404), times: 100)
 
-            let check = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
+            let check = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
                                             "--state-dir", dir.path, "--json"])
-            #expect(check.status == 0, "\(check.stderr)")
-            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")
+            #expect(check.exitCode == 0, "\(check.stderrText)")
+            let signal = try #require(try JSONSerialization.jsonObject(with: Data(check.stdoutText.utf8)) as? [String: Any], "\(check.stdoutText)")
             #expect(signal["stale"] as? Bool == true)
             #expect(signal["dataDate"] as? String == "2020-11-23")
             #expect(signal["phase"] as? String == expectedPhase(try rawBavarianIncidences(day: "2020-11-23")["09162"]!))
-            #expect(check.stderr.contains("Warning: Stale: the RKI service failed (") && check.stderr.contains("HTTP 404"), "\(check.stderr)")
+            #expect(check.stderrText.contains("Warning: Stale: the RKI service failed (") && check.stderrText.contains("HTTP 404"), "\(check.stderrText)")
 
-            let human = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
-            #expect(human.status == 0, "\(human.stderr)")
-            #expect(human.stdout.contains("Data of 2020-11-23 (stale)"), "\(human.stdout)")
-            #expect(human.stdout.contains("Stale: the RKI service failed"), "\(human.stdout)")
-            #expect(!human.stdout.contains("Error"))
+            let human = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL, "--state-dir", dir.path])
+            #expect(human.exitCode == 0, "\(human.stderrText)")
+            #expect(human.stdoutText.contains("Data of 2020-11-23 (stale)"), "\(human.stdoutText)")
+            #expect(human.stdoutText.contains("Stale: the RKI service failed"), "\(human.stdoutText)")
+            #expect(!human.stdoutText.contains("Error"))
 
             // AMPEL_STATE_DIR instead of the flag, as for `ampel fetch` and `ampel run`.
             var environment = ProcessInfo.processInfo.environment
@@ -45,11 +45,11 @@ import Testing
 
             // With the service back the answer is fresh again.
             server.clearFaults()
-            let fresh = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
+            let fresh = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", server.queryURL,
                                             "--state-dir", dir.path, "--json"])
-            let freshSignal = try #require(try JSONSerialization.jsonObject(with: Data(fresh.stdout.utf8)) as? [String: Any])
+            let freshSignal = try #require(try JSONSerialization.jsonObject(with: Data(fresh.stdoutText.utf8)) as? [String: Any])
             #expect(freshSignal["stale"] as? Bool == false)
-            #expect(!fresh.stderr.contains("Stale"))
+            #expect(!fresh.stderrText.contains("Stale"))
         }
     }
 
@@ -57,11 +57,11 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let port = try MosquittoBroker.freeLoopbackPort()
-        let out = try await runAmpel(["check", "--district", "09162", "--source", "arcgis", "--url", "http://127.0.0.1:\(port)/query",
+        let out = try await AmpelBinary.run(plain: ["check", "--district", "09162", "--source", "arcgis", "--url", "http://127.0.0.1:\(port)/query",
                                       "--state-dir", dir.path])
-        #expect(out.status == 1)
-        #expect(out.stderr.contains("cannot reach 127.0.0.1:\(port): connection refused"), "\(out.stderr)")
-        #expect(!out.stderr.lowercased().contains("reset"), "\(out.stderr)")
+        #expect(out.exitCode == 1)
+        #expect(out.stderrText.contains("cannot reach 127.0.0.1:\(port): connection refused"), "\(out.stderrText)")
+        #expect(!out.stderrText.lowercased().contains("reset"), "\(out.stderrText)")
     }
 }
 

@@ -19,7 +19,7 @@ struct EndToEndTests {
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let state = temporaryDirectory()
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: state, flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
 
@@ -76,8 +76,8 @@ struct EndToEndTests {
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         // Each fix's state marks how far the daemon got.
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
-                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
 
@@ -114,7 +114,7 @@ struct EndToEndTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml, flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml, flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let output = Watched("")
         // Line-buffered: its SUBACK line must arrive while it runs.
@@ -149,8 +149,8 @@ struct EndToEndTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
-                                             yaml: "inputs:\n  max_payload: 1024\n", flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "inputs:\n  max_payload: 1024\n", flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10)
@@ -191,8 +191,8 @@ struct EndToEndTests {
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         // Each fix's state shows the language it kept.
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(),
-                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(),
+                                             yaml: "outputs:\n  device_state: every_fix\n", flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.muenchen.0, Places.muenchen.1, tst: 10, lang: "de")
@@ -221,7 +221,7 @@ struct EndToEndTests {
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
         let state = temporaryDirectory()
-        var daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        var daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: state, flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("dora", Places.muenchen.0, Places.muenchen.1, tst: 100)
@@ -233,7 +233,7 @@ struct EndToEndTests {
         try await devices.plain("queued", Places.altoetting.0, Places.altoetting.1, tst: 200)
 
         let mark = recorder.mark
-        daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state, flags: Self.october)
+        daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: state, flags: Self.october, awaiting: recorder)
         try await recorder.json("ampel/device/queued/state", since: mark) { $0["phase"] as? String == "green" }
         try await recorder.json("ampel/device/dora/state", since: mark) { $0["tst"] as? Int == 200 }
         // A sentinel after dora's state: anything the daemon sent for dora came before it.
@@ -245,8 +245,8 @@ struct EndToEndTests {
 
         // New data while down (2020-11-05): the change is announced at the next start, once.
         let second = recorder.mark
-        daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: state,
-                                         flags: .init(source: "snapshot", date: "2020-11-05"))
+        daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: state,
+                                         flags: .init(source: "snapshot", date: "2020-11-05"), awaiting: recorder)
         try await recorder.json("ampel/device/dora/alert", since: second) { $0["from"] as? String == "red" && $0["to"] as? String == "darkred" }
         try await recorder.json("ampel/district/09162/alert", since: second) { $0["to"] as? String == "darkred" }
         try await devices.plain("sentinel", Places.paris.0, Places.paris.1)
@@ -269,14 +269,10 @@ struct EndToEndTests {
                                              district: .init(ags: "09162", name: "SK München", state: "Bayern", type: "SK"),
                                              phase: "red", dataDate: "2020-10-15", stale: false)
         try StateStore(directory: directory).save(state)
-        var flags = Self.october
-        flags.broker = broker.url
-        flags.stateDir = directory
-        let prepared = try DaemonRuntime.prepare(try DaemonConfiguration.load(yaml: "", environment: [:], flags: flags))
         // Were the file read again at start, this would stop the daemon with an error.
-        try Data("{not json".utf8).write(to: URL(fileURLWithPath: StateStore(directory: directory).path))
-        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: Logger(label: "ampel.test"), flushInterval: .milliseconds(100))
-        let running = RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
+        let running = try await InProcessDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october) {
+            try Data("{not json".utf8).write(to: URL(fileURLWithPath: StateStore(directory: directory).path))
+        }
         defer { running.requestStop() }
         let info = try await recorder.json("ampel/bridge/info")
         #expect(info[path: "devices"] as? Int == 1)
@@ -305,8 +301,8 @@ struct EndToEndTests {
             topic: carlamp
             device: car
         """
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml,
-                                             flags: .init(source: "arcgis", url: server.queryURL, refresh: "1"))
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), yaml: yaml,
+                                             flags: .init(source: "arcgis", url: server.queryURL, refresh: "1"), awaiting: recorder)
         defer { daemon.requestStop() }
         // The first fetch replaces the bundled stand-in with 2020-10-15.
         try await recorder.json("ampel/bridge/info") { $0["dataDate"] as? String == "2020-10-15" && $0["source"] as? String == "arcgis" }
@@ -372,7 +368,7 @@ struct EndToEndTests {
         defer { broker.stop() }
         await broker.kill()
         let (logger, lines) = LogCapture.make()
-        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october, logger: logger)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october, logger: logger)
         defer { daemon.requestStop() }
         // Wait for the first failed attempt, so the retry is what gets it online.
         for await line in lines where line.contains("cannot connect to the broker") { break }
@@ -388,7 +384,7 @@ struct EndToEndTests {
         let broker = try await MosquittoBroker.start(.init(persistent: true))
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), flags: Self.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         let count = 40
@@ -418,7 +414,7 @@ struct EndToEndTests {
         let recorder = try await Recorder.start(broker, filters: ["ampel/device/+/state", "ampel/bridge/#"])
         let directory = temporaryDirectory()
         let (logger, lines) = LogCapture.make()
-        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
         defer { daemon.requestStop() }
         try await recorder.first("bridge online") {
             $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
@@ -448,7 +444,7 @@ struct EndToEndTests {
         let recorder = try await Recorder.start(broker, filters: ["ampel/bridge/#"])
         let directory = temporaryDirectory()
         let (logger, lines) = LogCapture.make()
-        let daemon = try RunningDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: directory, flags: Self.october, logger: logger)
         defer { daemon.requestStop() }
         try await recorder.first("bridge online") {
             $0.topic == "ampel/bridge/state" && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online

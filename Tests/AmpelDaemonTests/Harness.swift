@@ -153,25 +153,40 @@ enum Places {
     static let paris = (48.8566, 2.3522)          // no German district
 }
 
-/// The daemon running in this process against a real broker.
-struct RunningDaemon {
+/// The daemon running in this process against a real broker (the tests' in-process way in;
+/// the built binary is the CLI tests' ``DaemonProcess``).
+struct InProcessDaemon {
     let daemon: AmpelDaemon
     let task: Task<Void, any Error>
 
-    /// - Parameter limitsFixAge: keeps `alerts.max_fix_age`; off by default, because the tests'
-    ///   fixes carry fixed timestamps (`tst` 10, 100, 1602750000) decades behind the clock.
+    /// Starts the daemon as `ampel run` would, with a 100 ms tick.
+    /// - Parameters:
+    ///   - limitsFixAge: keeps `alerts.max_fix_age`; off by default, because the tests' fixes
+    ///     carry fixed timestamps (`tst` 10, 100, 1602750000) decades behind the clock.
+    ///   - recorder: when given, returns once the daemon is online and has published its first info.
+    ///   - beforeStart: runs after the configuration and the state are read, before the daemon is made.
     static func start(broker: MosquittoBroker, stateDirectory: String, yaml: String = "", flags: ConfigurationOverrides = .init(),
-                      logger: Logger? = nil, limitsFixAge: Bool = false) throws -> RunningDaemon {
+                      logger: Logger? = nil, limitsFixAge: Bool = false, awaiting recorder: Recorder? = nil,
+                      beforeStart: () throws -> Void = {}) async throws -> InProcessDaemon {
         var flags = flags
         flags.broker = flags.broker ?? broker.url
         flags.stateDir = stateDirectory
         var configuration = try DaemonConfiguration.load(yaml: yaml, environment: [:], flags: flags)
         if !limitsFixAge { configuration.alerts.maxFixAge = nil }
         let prepared = try DaemonRuntime.prepare(configuration)
+        try beforeStart()
         var logger = logger ?? Logger(label: "ampel.test")
         if logger.logLevel < .notice { logger.logLevel = .notice }
+        let mark = recorder?.mark
         let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, flushInterval: .milliseconds(100))
-        return RunningDaemon(daemon: daemon, task: Task { try await daemon.run() })
+        let running = InProcessDaemon(daemon: daemon, task: Task { try await daemon.run() })
+        if let recorder, let mark {
+            try await recorder.first("bridge online", since: mark) {
+                $0.topic == "ampel/bridge/state" && !$0.retain && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
+            }
+            try await recorder.json("ampel/bridge/info", since: mark)
+        }
+        return running
     }
 
     /// Asks the daemon to stop as SIGTERM would, without waiting: for `defer`, so that a test
@@ -185,18 +200,6 @@ struct RunningDaemon {
         daemon.stop()
         try await task.value
     }
-}
-
-/// Starts a daemon and waits until it is online and has published its first info.
-func startAndAwait(_ recorder: Recorder, broker: MosquittoBroker, stateDirectory: String, yaml: String = "",
-                   flags: ConfigurationOverrides = .init()) async throws -> RunningDaemon {
-    let mark = recorder.mark
-    let running = try RunningDaemon.start(broker: broker, stateDirectory: stateDirectory, yaml: yaml, flags: flags)
-    try await recorder.first("bridge online", since: mark) {
-        $0.topic == "ampel/bridge/state" && !$0.retain && String(decoding: $0.payload, as: UTF8.self) == BridgeState.online
-    }
-    try await recorder.json("ampel/bridge/info", since: mark)
-    return running
 }
 
 func temporaryDirectory() -> String {

@@ -45,8 +45,8 @@ struct RecoveryTests {
         let broker = try await MosquittoBroker.start(.init(persistent: persistent))
         defer { broker.stop() }
         let recorder = try await Recorder.start(broker)
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: temporaryDirectory(), yaml: Self.yaml,
-                                             flags: EndToEndTests.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: temporaryDirectory(), yaml: Self.yaml,
+                                             flags: EndToEndTests.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         try await devices.plain("car", Places.altoetting.0, Places.altoetting.1, tst: 10)
@@ -131,7 +131,7 @@ struct RecoveryTests {
         }
         try StateStore(directory: directory).save(state)
         let recorder = try await Recorder.start(broker, filters: ["ampel/bridge/#"])
-        let daemon = try await startAndAwait(recorder, broker: broker, stateDirectory: directory, flags: EndToEndTests.october)
+        let daemon = try await InProcessDaemon.start(broker: broker, stateDirectory: directory, flags: EndToEndTests.october, awaiting: recorder)
         defer { daemon.requestStop() }
         let devices = try await Devices.connect(broker)
         await recorder.close()

@@ -91,6 +91,17 @@ public enum AmpelBinary {
             output: output, errors: errors, onExit: onExit)
     }
 
+    /// Runs `ampel` to its end in English without colours, whatever the machine's locale
+    /// (``run(_:stdin:environment:directory:errorsIntoOutput:terminal:)``).
+    public static func run(plain arguments: [String]) async throws -> Output {
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        environment["LANG"] = "en_US.UTF-8"
+        environment["LC_ALL"] = nil
+        environment["LC_MESSAGES"] = nil
+        return try await run(arguments, environment: environment)
+    }
+
     /// Runs `ampel` with the arguments and standard input to its end (``launch(_:environment:directory:inputFile:terminal:output:errors:onExit:)``).
     ///
     /// Standard input comes from a temporary file, so that a large input cannot block on a pipe

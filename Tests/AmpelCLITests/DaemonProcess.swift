@@ -8,7 +8,7 @@ import Testing
 /// is gone. When the body throws, the daemon's standard error is attached to the test.
 ///
 /// The body stops, kills or awaits the end of the daemon itself when that is what it tests
-/// (``Daemon/stop()``, ``Daemon/kill()``, ``Daemon/exit()``); a restart is a second `withDaemon`.
+/// (``DaemonProcess/stop()``, ``DaemonProcess/kill()``, ``DaemonProcess/exit()``); a restart is a second `withDaemon`.
 /// - Parameters:
 ///   - environment: added to the test process's environment. The HTTP server listens on a port
 ///     the system chooses (`AMPEL_HTTP=127.0.0.1:0`) unless `environment` or the arguments say
@@ -16,10 +16,10 @@ import Testing
 ///   - configuration: the YAML of the daemon's `--config` file.
 ///   - command: `run`, or `replay` for the daemon on the bundled history.
 func withDaemon<T>(
-    _ arguments: [String], environment: [String: String] = [:], configuration: String = Daemon.replayConfiguration,
-    command: String = "run", _ body: (Daemon) async throws -> T
+    _ arguments: [String], environment: [String: String] = [:], configuration: String = DaemonProcess.replayConfiguration,
+    command: String = "run", _ body: (DaemonProcess) async throws -> T
 ) async throws -> T {
-    let daemon = try Daemon(arguments, environment: environment, configuration: configuration, command: command)
+    let daemon = try DaemonProcess(arguments, environment: environment, configuration: configuration, command: command)
     do {
         let result = try await body(daemon)
         await daemon.end()
@@ -33,7 +33,7 @@ func withDaemon<T>(
 
 /// A running `ampel run` or `ampel replay`, as ``withDaemon(_:environment:configuration:command:_:)``
 /// hands it over: its standard error collected, its end awaitable.
-final class Daemon: Sendable {
+final class DaemonProcess: Sendable {
     let process: ChildProcess
     private let configurationFile: URL
     private let collected = Watched("")
