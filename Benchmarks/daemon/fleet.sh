@@ -26,6 +26,11 @@
 #
 #   INTERVAL_MS=10000 DEVICES=2000 COUNT=36000 QOS=1 TARGETS="every_fix on_change sink" RUNS=1 \
 #     Benchmarks/daemon/fleet.sh
+#
+# Before/after in one rotation: the `ampel` of an earlier revision as the target `baseline`
+# (every_fix), beside this build's:
+#
+#   BASELINE_BIN=$(Benchmarks/build-baseline.sh REV) TARGETS="every_fix baseline twin" Benchmarks/daemon/fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=../../scripts/lib/broker.sh
@@ -71,7 +76,8 @@ port=$(free_port)
 start_test_broker "$tmp/broker" "$port"
 broker=mqtt://127.0.0.1:$port
 
-start_daemon() { # MODE
+start_daemon() { # MODE [BINARY]
+  local binary=${2:-$ampel}
   printf 'outputs:\n  device_state: %s\nhomeassistant:\n  discovery: false\n' "$1" >"$tmp/$1.yaml"
   if [ -n "$HEARTBEAT" ]; then sed -i "2a\\  heartbeat: $HEARTBEAT" "$tmp/$1.yaml"; fi
   # ALERT_QOS=1: alerts and their witness at QoS 1 instead of the default 2 (mqtt.alert_qos), to
@@ -79,7 +85,7 @@ start_daemon() { # MODE
   if [ -n "${ALERT_QOS:-}" ]; then printf 'mqtt:\n  alert_qos: %s\n' "$ALERT_QOS" >>"$tmp/$1.yaml"; fi
   mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -r -n -t ampel/bridge/state
   rm -rf "$tmp/state-$1"
-  "$ampel" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
+  "$binary" run --config "$tmp/$1.yaml" --broker "$broker" --source snapshot --date "$DATE" --state-dir "$tmp/state-$1" \
     --log-level warning >>"$out/daemon.log" 2>&1 &
   daemon_pid=$!
   local bridge
@@ -112,6 +118,7 @@ measure() { # TARGET QOS
   local target=$1 qos=$2 pid
   case $target in
     every_fix | on_change) start_daemon "$target"; pid=$daemon_pid ;;
+    baseline) start_daemon every_fix "${BASELINE_BIN:?TARGETS has baseline: set BASELINE_BIN}/ampel"; pid=$daemon_pid ;;
     twin) start_relay twin "$qos" "$size"; pid=$relay_pid ;;
     plain) start_relay plain "$qos" "$size"; pid=$relay_pid ;;
     sink) start_relay sink "$qos" "$size"; pid=$relay_pid ;;
@@ -145,7 +152,7 @@ def med(target, qos, key):
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
 qoses = sorted({int(r["qos"]) for r in rows})
-targets = [t for t in ("every_fix", "twin", "plain", "on_change", "sink") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("every_fix", "baseline", "twin", "plain", "on_change", "sink") if any(r["target"] == t for r in rows)]
 pace = ("as fast as the target takes them, tst 10 s apart" if interval_ms == "0"
         else "in real time, one fix per device every %g s, heartbeat %s" % (float(interval_ms) / 1000, heartbeat))
 print()
@@ -169,6 +176,11 @@ for qos in qoses:
     parts = []
     if "twin" in targets:
         parts.append("every_fix/twin fixes/s %.2f (goal >= 0.95)" % ratio(qos, "every_fix", "twin", "rate"))
+        if "baseline" in targets:
+            parts.append("baseline/twin %.2f" % ratio(qos, "baseline", "twin", "rate"))
+    if "baseline" in targets:
+        parts.append("every_fix/baseline fixes/s %.2f, CPU per fix %.2f" % (
+            ratio(qos, "every_fix", "baseline", "rate"), ratio(qos, "every_fix", "baseline", "target_cpu_us")))
     if "on_change" in targets:
         parts.append("on_change against every_fix: broker CPU per fix %.1fx lower, bytes per fix %.1fx lower (goals >= 5)" % (
             ratio(qos, "every_fix", "on_change", "broker_cpu_us"), ratio(qos, "every_fix", "on_change", "bytes")))

@@ -126,12 +126,14 @@ final class PublishRefusals: Sendable {
 }
 
 extension Topics {
-    /// What a topic is to the daemon, for the refusal counts: `alert`, `state`, `phase`,
-    /// `texts`, `stateReport`, `bridge`, `discovery`, `owntracks`, or `other` (lamps, probes).
+    /// What a topic is to the daemon, for the refusal counts: `alert`, `event` (an alert's copy
+    /// for Home Assistant), `state`, `phase`, `texts`, `stateReport`, `bridge`, `discovery`,
+    /// `owntracks`, or `other` (lamps, probes).
     func refusalClass(of topic: String, discoveryPrefix: String?) -> String {
         let base = self.base + "/"
         if isDeviceOrDistrictTopic(topic) {
             if topic.hasSuffix("/alert") { return "alert" }
+            if topic.hasSuffix("/event") { return "event" }
             if topic.hasSuffix("/state") { return "state" }
             if topic.hasSuffix("/phase") { return "phase" }
         }
