@@ -4,6 +4,10 @@
 //       twin:  subscribes to bench/relay/in/+ at QoS Q (as the daemon subscribes to its
 //              inputs) and publishes, per message, one retained QoS 1 message of BYTES bytes
 //              on bench-twin/device/<key>/state: the daemon's MQTT work and nothing else.
+//              With --alert-every N (twin_alerts): every Nth message also has an alert of
+//              --alert-size bytes on bench-twin_alerts/device/<key>/alert, sent before its state,
+//              both at --alert-qos (the daemon's mqtt.alert_qos, the state being the alert's
+//              witness): the daemon's alerts as well.
 //       plain: the same, passing the input's payload through (bench-plain/device/<key>/state).
 //       sink:  takes the messages in and publishes nothing but the markers' states: the
 //              broker's floor, the work of taking fixes in that any target costs it.
@@ -63,9 +67,20 @@ static struct mosquitto *client(const char *id, int port, void *context) {
 
 // MARK: relay
 
-static char *twin_payload;
+static char *twin_payload, *alert_payload;
 static int relay_plain, relay_sink;
+static int alert_every, alert_qos = 2;
+static long relayed;
 static char relay_prefix[32];
+
+// JSON-shaped filler of exactly `size` bytes.
+static char *filler(int size) {
+    char *text = malloc((size_t)size + 1);
+    memset(text, 'x', (size_t)size);
+    if (size >= 8) memcpy(text, "{\"p\":\"", 6), memcpy(text + size - 2, "\"}", 2);
+    text[size] = 0;
+    return text;
+}
 
 static void on_relay(struct mosquitto *m, void *context, const struct mosquitto_message *message) {
     (void)context;
@@ -74,10 +89,18 @@ static void on_relay(struct mosquitto *m, void *context, const struct mosquitto_
     if (relay_sink && strncmp(key, "/mark", 5) != 0) return;
     char topic[512];
     snprintf(topic, sizeof topic, "%s/device/%s/state", relay_prefix, key + 1);
-    if (relay_plain)
+    if (relay_plain) {
         mosquitto_publish(m, NULL, topic, message->payloadlen, message->payload, 1, true);
-    else
-        mosquitto_publish(m, NULL, topic, (int)strlen(twin_payload), twin_payload, 1, true);
+        return;
+    }
+    int qos = 1;
+    if (alert_every > 0 && ++relayed % alert_every == 0 && strncmp(key, "/mark", 5) != 0) {
+        char alert[512];
+        snprintf(alert, sizeof alert, "%s/device/%s/alert", relay_prefix, key + 1);
+        mosquitto_publish(m, NULL, alert, (int)strlen(alert_payload), alert_payload, alert_qos, false);
+        qos = alert_qos;
+    }
+    mosquitto_publish(m, NULL, topic, (int)strlen(twin_payload), twin_payload, qos, true);
 }
 
 static int relay(int argc, char **argv) {
@@ -88,11 +111,10 @@ static int relay(int argc, char **argv) {
     relay_plain = strcmp(kind, "plain") == 0;
     relay_sink = strcmp(kind, "sink") == 0;
     snprintf(relay_prefix, sizeof relay_prefix, "bench-%s", kind);
-    // JSON-shaped filler of exactly `size` bytes.
-    twin_payload = malloc((size_t)size + 1);
-    memset(twin_payload, 'x', (size_t)size);
-    if (size >= 8) memcpy(twin_payload, "{\"p\":\"", 6), memcpy(twin_payload + size - 2, "\"}", 2);
-    twin_payload[size] = 0;
+    twin_payload = filler(size);
+    alert_every = atoi(arg(argc, argv, "--alert-every", "0"));
+    alert_qos = atoi(arg(argc, argv, "--alert-qos", "2"));
+    alert_payload = filler(atoi(arg(argc, argv, "--alert-size", "400")));
     char id[64];
     snprintf(id, sizeof id, "bench-relay-%s-%d", kind, getpid());
     client_inflight = (unsigned int)atoi(arg(argc, argv, "--inflight", "1000"));

@@ -27,6 +27,11 @@
 #   INTERVAL_MS=10000 DEVICES=2000 COUNT=36000 QOS=1 TARGETS="every_fix on_change sink" RUNS=1 \
 #     Benchmarks/daemon/fleet.sh
 #
+# The twin publishes states only; `twin_alerts` also sends the daemon's alerts: one in every
+# ALERT_EVERY fixes (14: the daemon's 0.07 alerts per fix on this fleet, messages/fix 1.07) gets an
+# alert of the daemon's mean alert size, alert and state at ALERT_QOS (default 2, the daemon's
+# mqtt.alert_qos on MQTT 5; the state is the alert's witness), the rest states at QoS 1.
+#
 # Before/after in one rotation: the `ampel` of an earlier revision as the target `baseline`
 # (every_fix), beside this build's:
 #
@@ -51,6 +56,7 @@ INTERVAL_MS=${INTERVAL_MS:-0}
 HEARTBEAT=${HEARTBEAT:-}
 QOS=${QOS:-0 1}
 TARGETS=${TARGETS:-every_fix twin plain on_change sink}
+ALERT_EVERY=${ALERT_EVERY:-14}
 STEP=${STEP:-1000}
 export BROKER_MAX_INFLIGHT=$INFLIGHT
 
@@ -93,24 +99,29 @@ start_daemon() { # MODE [BINARY]
   [[ $bridge == *online* ]] || { echo "the daemon did not come online" >&2; tail -n 30 "$out/daemon.log" >&2; exit 1; }
 }
 
-start_relay() { # KIND QOS SIZE
-  "$fleet" relay --port "$port" --kind "$1" --qos "$2" --size "$3" --inflight "$INFLIGHT" >"$tmp/relay.log" 2>&1 &
+start_relay() { # KIND QOS SIZE [relay options]
+  "$fleet" relay --port "$port" --kind "$1" --qos "$2" --size "$3" --inflight "$INFLIGHT" "${@:4}" >"$tmp/relay.log" 2>&1 &
   relay_pid=$!
   wait_for_line "$tmp/relay.log" '^relay ready' 30 "$relay_pid" || { cat "$tmp/relay.log" >&2; exit 1; }
 }
 
 # The size of the daemon's every_fix state on this fleet: what the twin publishes.
+# The size of its alerts (a first sighting alerts too): what twin_alerts publishes.
 size=${STATE_SIZE:-}
-if [ -z "$size" ]; then
+alert_size=${ALERT_SIZE:-}
+if [ -z "$size" ] || [ -z "$alert_size" ]; then
   start_daemon every_fix
   mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/state' -C 200 -F '%l' >"$tmp/sizes" &
   sizes_pid=$!
+  mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/alert' -C 100 -W 60 -F '%l' >"$tmp/alert-sizes" &
+  alert_sizes_pid=$!
   "$fleet" load --port "$port" --target daemon --qos 1 --route "$out/route.txt" --devices 200 --count 0 --tag s >/dev/null
-  wait "$sizes_pid" || true
-  size=$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/sizes")
+  wait "$sizes_pid" "$alert_sizes_pid" || true
+  size=${size:-$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/sizes")}
+  alert_size=${alert_size:-$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/alert-sizes")}
   stop_pid "$daemon_pid"; daemon_pid=""
 fi
-echo "twin payload: $size bytes (mean every_fix state of the fleet)" >&2
+echo "twin payload: $size bytes (mean every_fix state of the fleet); alerts $alert_size bytes" >&2
 
 results="$out/results.txt"
 : >"$results"
@@ -120,11 +131,14 @@ measure() { # TARGET QOS
     every_fix | on_change) start_daemon "$target"; pid=$daemon_pid ;;
     baseline) start_daemon every_fix "${BASELINE_BIN:?TARGETS has baseline: set BASELINE_BIN}/ampel"; pid=$daemon_pid ;;
     twin) start_relay twin "$qos" "$size"; pid=$relay_pid ;;
+    twin_alerts)
+      start_relay twin_alerts "$qos" "$size" --alert-every "$ALERT_EVERY" --alert-size "$alert_size" --alert-qos "${ALERT_QOS:-2}"
+      pid=$relay_pid ;;
     plain) start_relay plain "$qos" "$size"; pid=$relay_pid ;;
     sink) start_relay sink "$qos" "$size"; pid=$relay_pid ;;
   esac
   local kind=daemon
-  case $target in twin | plain | sink) kind=$target ;; esac
+  case $target in twin | twin_alerts | plain | sink) kind=$target ;; esac
   "$fleet" load --port "$port" --target "$kind" --qos "$qos" --route "$out/route.txt" --devices "$DEVICES" --count "$COUNT" \
     --target-pid "$pid" --broker-pid "$BROKER_PID" --tag "r$RANDOM" --interval-ms "$INTERVAL_MS" 2>>"$out/load.log" \
     | sed "s/target=$kind/target=$target/" | tee -a "$results"
@@ -142,7 +156,7 @@ for run in $(seq 1 "$RUNS"); do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size" "$load_before" "$load_after" "$INTERVAL_MS" "${HEARTBEAT:-60s}" "$STEP" <<'PY'
+python3 - "$results" "$RUNS" "$DEVICES" "$COUNT" "$size $alert_size $ALERT_EVERY" "$load_before" "$load_after" "$INTERVAL_MS" "${HEARTBEAT:-60s}" "$STEP" <<'PY'
 import statistics, subprocess, sys, platform
 path, runs, devices, count, size, load_before, load_after, interval_ms, heartbeat, step = sys.argv[1:]
 rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(path) if line.startswith("mode=fleet")]
@@ -152,7 +166,8 @@ def med(target, qos, key):
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
 qoses = sorted({int(r["qos"]) for r in rows})
-targets = [t for t in ("every_fix", "baseline", "twin", "plain", "on_change", "sink") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("every_fix", "baseline", "twin", "twin_alerts", "plain", "on_change", "sink") if any(r["target"] == t for r in rows)]
+state_size, alert_size, alert_every = size.split()
 pace = ("as fast as the target takes them, tst 10 s apart" if interval_ms == "0"
         else "in real time, one fix per device every %g s, heartbeat %s" % (float(interval_ms) / 1000, heartbeat))
 print()
@@ -160,7 +175,8 @@ print("Machine: %s, %s cores, %s; mosquitto %s; load average %s before, %s after
     sh("lscpu | sed -n 's/^Model name: *//p'"), sh("nproc"), platform.platform(),
     sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1"), load_before, load_after))
 print("Command: `Benchmarks/daemon/fleet.sh` (RUNS=%s, medians; %s devices on the recorded tracks, one point per %s m "
-      "per fix, %s; %s fixes per measurement; twin payload %s bytes)" % (runs, devices, step, pace, count, size))
+      "per fix, %s; %s fixes per measurement; twin payload %s bytes; twin_alerts: an alert of %s bytes every %s fixes)" % (
+          runs, devices, step, pace, count, state_size, alert_size, alert_every))
 print()
 print("| QoS | target | fixes/s | target CPU µs/fix | broker CPU µs/fix | messages/fix | bytes/fix |")
 print("|---|---|---|---|---|---|---|")
@@ -178,6 +194,10 @@ for qos in qoses:
         parts.append("every_fix/twin fixes/s %.2f (goal >= 0.95)" % ratio(qos, "every_fix", "twin", "rate"))
         if "baseline" in targets:
             parts.append("baseline/twin %.2f" % ratio(qos, "baseline", "twin", "rate"))
+    if "twin_alerts" in targets:
+        parts.append("every_fix/twin_alerts fixes/s %.2f" % ratio(qos, "every_fix", "twin_alerts", "rate"))
+        if "baseline" in targets:
+            parts.append("baseline/twin_alerts %.2f" % ratio(qos, "baseline", "twin_alerts", "rate"))
     if "baseline" in targets:
         parts.append("every_fix/baseline fixes/s %.2f, CPU per fix %.2f" % (
             ratio(qos, "every_fix", "baseline", "rate"), ratio(qos, "every_fix", "baseline", "target_cpu_us")))
