@@ -99,6 +99,7 @@ let package = Package(
                 "AmpelCore", "AmpelMessages", "AmpelDomain", "AmpelGeo", "AmpelData", "AmpelMQTT", "AmpelPage", "CAmpelLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -121,7 +122,7 @@ let package = Package(
         // Benchmarks (run in release by scripts in Benchmarks/; never part of the tests).
         .executableTarget(
             name: "AmpelBenchmarks",
-            dependencies: ["AmpelCore", "AmpelMessages", "AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelSyntheticData"],
+            dependencies: ["AmpelMessages", "AmpelGeo", "AmpelMQTT", "AmpelDomain", "AmpelData", "AmpelDaemon", "AmpelSyntheticData"],
             swiftSettings: strict
         ),
 

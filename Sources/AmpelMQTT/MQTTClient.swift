@@ -215,7 +215,7 @@ public final class MQTTClient: Sendable {
     public var counters: MQTTCounters { session.counters }
 
     /// The broker of ``MQTTConfiguration/endpoints`` the client is connected to, or was last;
-    /// nil before the first connection.
+    /// nil before the first connection and once the client is closed.
     public var connectedBroker: MQTTConfiguration.Endpoint? { session.connectedBroker }
 
     /// The version of the libmosquitto the process runs with, e.g. `2.0.11`.

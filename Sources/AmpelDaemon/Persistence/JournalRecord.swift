@@ -349,7 +349,7 @@ package enum CRC32C {
         return ampel_crc32c(0xFFFF_FFFF, bytes.baseAddress, bytes.count) ^ 0xFFFF_FFFF
     }
 
-    package static func tableChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    static func tableChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         table.withUnsafeBufferPointer { table in
             for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }

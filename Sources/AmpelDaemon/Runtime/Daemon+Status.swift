@@ -29,7 +29,7 @@ extension AmpelDaemon {
         return counters
     }
 
-    /// `bridge/info`'s payload; `counters`: ``liveCounters()`` when the caller has them already.
+    /// `bridge/info`'s payload; `counters`: ``liveCounters(_:)`` when the caller has them already.
     func infoPayload(_ run: Running, counters live: Counters? = nil) -> [UInt8] {
         guard let feedState else { return [] }
         var counters = live ?? liveCounters(run)
@@ -63,7 +63,7 @@ extension AmpelDaemon {
 
     /// - Parameters:
     ///   - info: the `bridge/info` payload when this tick built it already;
-    ///   - counters: ``liveCounters()`` when this tick took them already.
+    ///   - counters: ``liveCounters(_:)`` when this tick took them already.
     func publishStatus(_ run: Running, info: [UInt8]? = nil, counters live: Counters? = nil) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
@@ -102,7 +102,7 @@ extension AmpelDaemon {
 
     /// `bridge/info`, handed over without waiting for the broker (like every publish of the
     /// loop); returns its payload, for the status of the same tick.
-    /// - Parameter counters: ``liveCounters()`` when the caller took them already.
+    /// - Parameter counters: ``liveCounters(_:)`` when the caller took them already.
     @discardableResult
     func publishInfo(_ run: Running, counters: Counters? = nil) -> [UInt8]? {
         guard feedState != nil else { return nil }

@@ -13,7 +13,8 @@ protocol MosquittoCallbacks: AnyObject {
     func answered(mid: Int32, _ result: AckResult)
     /// A warning or error libmosquitto logged (explains TLS and socket failures).
     func logged(_ line: String)
-    /// A message, copied (libmosquitto frees its own when the callback returns).
+    /// A message, copied (libmosquitto frees its own when the callback returns). The one
+    /// callback that does more than record: it hands the message on to its consumer.
     func received(_ message: MQTTMessage)
 }
 

@@ -174,7 +174,7 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
         if established.failover { failoverCount.add(1, ordering: .relaxed) }
         logger.info(
             established.first ? "MQTT connected" : established.failover ? "MQTT failed over to another broker" : "MQTT reconnected",
-            metadata: ["broker": "\(brokerName)", "sessionPresent": "\(sessionPresent)"])
+            metadata: ["broker": "\(configuration.endpoints[established.broker])", "sessionPresent": "\(sessionPresent)"])
         eventContinuation.yield(.connected(sessionPresent: sessionPresent))
         established.connectWaiter?.resume(returning: .success(sessionPresent))
     }

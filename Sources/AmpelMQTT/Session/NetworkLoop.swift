@@ -10,9 +10,9 @@ import Synchronization
 /// CONNECT without our MQTT 5 session-expiry property, and `mosquitto_connect_async` has no
 /// MQTT 5 variant. This thread calls the blocking connect each time instead.
 ///
-/// libmosquitto's callbacks arrive here, on this thread, inside the loop steps; they only copy
-/// and record (``ConnectionRecord``, the answer batch). What they report is acted on between
-/// loop steps, never inside a callback.
+/// libmosquitto's callbacks arrive on this thread, inside the loop steps, at the session, which
+/// passes the connection's to this loop; they only copy and record (``ConnectionRecord``, the
+/// answer batch). What they report is acted on between loop steps, never inside a callback.
 final class NetworkLoop: @unchecked Sendable {
     /// What the callbacks noted about the current connection.
     struct ConnectionRecord {
@@ -26,7 +26,7 @@ final class NetworkLoop: @unchecked Sendable {
     let configuration: MQTTConfiguration
 
     let record = Mutex(ConnectionRecord())
-    /// Answers read but not yet handed over, for ``deliverAnswers(_:)``. Only this thread
+    /// Answers read but not yet handed over, for ``deliverAnswers(_:_:)``. Only this thread
     /// touches it (the lock is never contended).
     let answers = Mutex<[(mid: Int32, result: AckResult)]>([])
     /// Set by `disconnect()`; read once per loop step.
@@ -51,11 +51,12 @@ final class NetworkLoop: @unchecked Sendable {
     /// Publishes the broker refused in this loop step (a PUBACK reason of 0x80 or above).
     private var refusals: [(mid: Int32, reason: Int32)] = []
 
-    /// See ``loopOnce(timeoutMilliseconds:_:)``.
+    /// See ``loopOnce(timeoutMilliseconds:_:_:)``.
     static let answerBatch = 64
     /// How long a stopping connection may take to write its DISCONNECT.
     static let disconnectGrace: Duration = .seconds(2)
-    /// How long, after the DISCONNECT, the broker may take to close its side.
+    /// How long the broker may take to close its side, counted from the end of the
+    /// DISCONNECT's grace (``disconnectGrace``).
     static let lingerLimit: Duration = .seconds(1)
 
     /// Ends a connection after a clean DISCONNECT the way TCP expects: the write side is shut
