@@ -41,15 +41,10 @@ extension AmpelDaemon {
             journalFailureShown = journalFailure
             infoDirty = true
         }
-        ticksSinceTidy += 1
-        if ticksSinceTidy >= 10 {
-            ticksSinceTidy = 0
-            run.journal.removeCovered()
-        }
+        let chores = housekeeping.chores()
+        if chores.tidy { run.journal.removeCovered() }
         // The clock is the daemon's; the decision, and which devices, the engine's.
-        ticksSinceForget += 1
-        if let forgetAfter = configuration.forgetAfter, ticksSinceForget >= Self.forgetEvery(forgetAfter, tick: flushInterval) {
-            ticksSinceForget = 0
+        if chores.forget {
             let forgotten = run.engine.event(.forget(now: Int(self.now().timeIntervalSince1970)))
             if !forgotten.isEmpty {
                 logger.info("forgot devices not heard from within devices.forget_after", metadata: [
@@ -58,21 +53,9 @@ extension AmpelDaemon {
                 perform(forgotten, in: run, infoNow: true)
             }
         }
-        if messagesReceived != intakeSeen.count { intakeSeen = (messagesReceived, now) }
-        // New devices grew the tables, a burst grew the queues (intake, libmosquitto's
-        // outgoing one): once fixes stop arriving, hand the free pages back. Not after every
-        // lone fix: the trim walks the whole heap.
         // A state write (tens of MB of JSON for a large table) leaves its buffers free too.
-        let statesWritten = saver.statesWritten
-        if run.engine.devices.count != trimmedAt.devices || messagesReceived &- trimmedAt.messages >= Self.trimAfterMessages
-            || statesWritten != trimmedAt.statesWritten || (dataSinceTrim && !run.engine.isReevaluating),
-           now - intakeSeen.at >= trimQuiet {
-            trimmedAt = (run.engine.devices.count, messagesReceived, statesWritten)
-            // A trim in the middle of a walk (a quiet intake is enough for one) leaves the
-            // walk's own garbage: the trim it is owed comes once the walk is done. Without
-            // this the start's trim cleared the flag, and 100,000 devices' first walk left
-            // the daemon at 70.8 MB where a trim gives 58-60 MB.
-            if !run.engine.isReevaluating { dataSinceTrim = false }
+        if housekeeping.trimDue(now: now, messages: messagesReceived, devices: run.engine.devices.count,
+                                statesWritten: saver.statesWritten, reevaluating: run.engine.isReevaluating) {
             saver.trimHeap()
         }
         if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
@@ -80,13 +63,6 @@ extension AmpelDaemon {
         let counters = infoDirty ? liveCounters(run) : nil
         let info = counters.flatMap { publishInfo(run, counters: $0) }
         publishStatus(run, info: info, counters: counters)
-    }
-
-    /// How many ticks apart the devices are checked against `forgetAfter`: a scan reads every
-    /// device's time, so once a minute at most, and at least 60 times per `forgetAfter`.
-    static func forgetEvery(_ forgetAfter: Duration, tick: Duration) -> Int {
-        let ticksPerMinute = max(1, Int(Duration.seconds(60) / tick))
-        return max(1, min(ticksPerMinute, Int(forgetAfter / tick) / 60))
     }
 
     /// A rough size of a device in the snapshot, to compare the journal with.

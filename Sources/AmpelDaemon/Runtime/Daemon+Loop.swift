@@ -91,7 +91,7 @@ extension AmpelDaemon {
             infoDirty = true
             if state.dataset != previous?.dataset {
                 counters.datasetsApplied += 1
-                dataSinceTrim = true
+                housekeeping.dataTaken()
                 logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
             } else if let error = state.lastError, error != previous?.lastError {
                 counters.datasetsRejected += 1

@@ -64,22 +64,11 @@ actor AmpelDaemon: Service {
     /// When a requested stop stops handling messages (the rest waits in the journal).
     let stopDeadline = Mutex<ContinuousClock.Instant?>(nil)
     let stopRequested = Atomic<Bool>(false)
-    /// Ticks since the journal was last tidied.
-    var ticksSinceTidy = 0
-    /// Ticks since the devices were last checked against `devices.forget_after`.
-    var ticksSinceForget = 0
-    /// Messages received so far; the tick notes when the count last moved (no clock read per
-    /// message). With the device count at the last heap trim.
+    /// Messages received so far (the tick tells ``housekeeping`` when the count last moved: no
+    /// clock read per message).
     var messagesReceived = 0
-    var intakeSeen = (count: 0, at: ContinuousClock.now)
-    var trimmedAt = (devices: 0, messages: 0, statesWritten: 0)
-    /// A new publication was taken in since the last trim: reading it (a 40 MB file in chunks)
-    /// and the device walk it started left free pages worth handing back.
-    var dataSinceTrim = false
-    /// Messages since the last trim that make a quiet intake worth a trim (a burst's worth).
-    static let trimAfterMessages = 10_000
-    /// How long the intake must be quiet before free heap pages are given back.
-    let trimQuiet: Duration = .seconds(2)
+    /// When the tick's chores are due.
+    var housekeeping: Housekeeping
     /// How long a stop keeps handling the messages it has taken (the rest waits in the journal
     /// for the next start) and writing the snapshot: with the goodbye, well inside systemd's
     /// `TimeoutStopSec=20s` on a slow machine.
@@ -139,6 +128,7 @@ actor AmpelDaemon: Service {
         self.logger = logger
         self.now = now
         self.flushInterval = flushInterval
+        housekeeping = Housekeeping(forgetAfter: configuration.forgetAfter, tick: flushInterval)
         self.restored = restored
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
