@@ -56,13 +56,14 @@ final class ActionExecutor {
     let logger: Logger
     let now: @Sendable () -> Date
     /// Hands a publish over after a delay (a new device's alert for Home Assistant); the
-    /// daemon's runs on the transport from a task of its own.
-    var publishLater: (OutgoingMessage, Duration) -> Void
+    /// daemon's through ``DelayedPublishes``. `false`: too many wait, it goes at once.
+    var publishLater: (OutgoingMessage, Duration) -> Bool
     /// Runs after an announced decision is journaled and before its first announcement is
     /// handed over: the one moment a crash test cannot hit from outside (``FaultInjection``).
     var afterJournaling: (() -> Void)?
     private(set) var tally = Tally()
     private var publishLog = RateLimiter(interval: 10, burst: 5)
+    private var undelayedLog = RateLimiter(interval: 10, burst: 1)
 
     /// What was carried out, for `bridge/info` and `/metrics`.
     struct Tally {
@@ -85,13 +86,8 @@ final class ActionExecutor {
         self.webhooks = webhooks
         self.alertIDs = alertIDs
         self.announcementQoS = announcementQoS
-        publishLater = { [transport] message, delay in
-            Task {
-                try? await Task.sleep(for: delay)
-                // A stop in between closes the transport: the copy is dropped, as at a crash.
-                try? transport.enqueue(message, acknowledged: nil)
-            }
-        }
+        let delayed = DelayedPublishes(transport: transport)
+        publishLater = { message, delay in delayed.add(message, after: delay) }
         self.logger = logger
         self.now = now
     }
@@ -140,10 +136,9 @@ final class ActionExecutor {
         if let homeAssistant = announcement.homeAssistant, let alert = journaled.first, kinds.first?.isAlert == true {
             var event = alert.message
             event.topic = homeAssistant.topic
-            if homeAssistant.delay == .zero {
+            if homeAssistant.delay == .zero || !publishLater(event, homeAssistant.delay) {
+                if homeAssistant.delay != .zero { noteUndelayed() }
                 publish(event, kind: .homeAssistantEvent, republished: republished)
-            } else {
-                publishLater(event, homeAssistant.delay)
             }
         }
         // The webhook bodies carry the alert's id, and it is their Idempotency-Key.
@@ -210,8 +205,18 @@ final class ActionExecutor {
         }
     }
 
-    /// Logs how many publish failures the rate limit held back.
+    /// A burst of new devices filled ``DelayedPublishes``: the copy went without its delay.
+    private func noteUndelayed() {
+        let admitted = undelayedLog.admit(now: now().timeIntervalSince1970)
+        if admitted.log {
+            logger.notice("many new devices at once: their alert copies for Home Assistant go without waiting for its entities, which may miss them",
+                          metadata: ["waiting": "\(DelayedPublishes.limit)"])
+        }
+    }
+
+    /// Logs how many warnings the rate limits held back.
     func logHeldBack(now: Double) {
         publishLog.logHeldBack(now: now, to: logger, "held back further warnings of failed publishes (counters.publishFailures in bridge/info counts them all)")
+        undelayedLog.logHeldBack(now: now, to: logger, "more alert copies for Home Assistant went without waiting for its entities")
     }
 }

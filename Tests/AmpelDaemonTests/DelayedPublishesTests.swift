@@ -1,0 +1,58 @@
+import AmpelMessages
+@testable import AmpelDaemon
+import AmpelMQTT
+import Testing
+
+/// The delayed publishes (a new device's alert copy for Home Assistant): one queue, one task.
+@Suite(.timeLimit(.minutes(1)))
+struct DelayedPublishesTests {
+    /// Hands each enqueued message to the test with the instant it came.
+    final class Receiver: StubTransport {
+        let received: AsyncStream<(topic: String, at: ContinuousClock.Instant)>
+        private let continuation: AsyncStream<(topic: String, at: ContinuousClock.Instant)>.Continuation
+        init() { (received, continuation) = AsyncStream.makeStream() }
+        func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) {
+            continuation.yield((message.topic, .now))
+        }
+    }
+
+    @Test("each message goes once its delay has passed, in the order added, also when added while others wait or after the queue ran dry")
+    func inOrderAfterTheDelay() async throws {
+        let transport = Receiver()
+        let delayed = DelayedPublishes(transport: transport)
+        let delay = Duration.milliseconds(40)
+        var added: [(topic: String, at: ContinuousClock.Instant)] = []
+        func add(_ topic: String) {
+            added.append((topic, .now))
+            #expect(delayed.add(OutgoingMessage(topic: topic, text: "x", qos: .exactlyOnce, retain: false), after: delay))
+        }
+        for index in 0..<200 { add("first/\(index)") }
+        var received = transport.received.makeAsyncIterator()
+        var got: [(topic: String, at: ContinuousClock.Instant)] = []
+        while got.count < 100, let next = await received.next() { got.append(next) }
+        // Added while the rest of the first batch may still wait.
+        for index in 0..<50 { add("second/\(index)") }
+        while got.count < 250, let next = await received.next() { got.append(next) }
+        #expect(delayed.waiting == 0)
+        // After the queue ran dry: a new drain starts.
+        add("third")
+        if let next = await received.next() { got.append(next) }
+        #expect(got.map(\.topic) == added.map(\.topic))
+        for (sent, came) in zip(added, got) {
+            #expect(came.at - sent.at >= delay, "\(sent.topic) came \(came.at - sent.at) after it was added")
+        }
+    }
+
+    @Test("at most limit messages wait: the next is refused, and taken again once the queue has room")
+    func bounded() async throws {
+        let transport = Receiver()
+        let delayed = DelayedPublishes(transport: transport)
+        let message = OutgoingMessage(topic: "t", text: "x", qos: .exactlyOnce, retain: false)
+        for _ in 0..<DelayedPublishes.limit { #expect(delayed.add(message, after: .milliseconds(20))) }
+        #expect(!delayed.add(message, after: .milliseconds(20)))
+        #expect(delayed.waiting == DelayedPublishes.limit)
+        var received = transport.received.makeAsyncIterator()
+        for _ in 0..<DelayedPublishes.limit { _ = await received.next() }
+        #expect(delayed.add(message, after: .milliseconds(1)))
+    }
+}
