@@ -19,7 +19,7 @@ extension AmpelDaemon {
                 }
                 group.addTask {
                     while !Task.isCancelled {
-                        do { try await Task.sleep(for: self.flushInterval) } catch { return }
+                        do { try await Task.sleep(for: self.limits.tick) } catch { return }
                         inputs.yield(.tick)
                     }
                 }
@@ -194,9 +194,9 @@ extension AmpelDaemon {
             case .publishInfo:
                 if infoNow { publishInfo(run) } else { infoDirty = true }
             case .continueRecovery(let generation):
-                pace(then: .recover(generation: generation))
+                pace(then: .recover(generation: generation), into: run.inputs)
             case .continueReevaluation(let generation):
-                pace(then: .reevaluate(generation: generation))
+                pace(then: .reevaluate(generation: generation), into: run.inputs)
             case .recordDiscovery(let scopes, let whenTaken):
                 recordDiscovery(scopes, whenTaken: whenTaken)
             case .recordShape(let shape):
@@ -211,34 +211,33 @@ extension AmpelDaemon {
     /// acknowledged a publish made after this batch: it has then taken the whole batch (one
     /// connection, in order), libmosquitto holds at most one batch for it, and the messages
     /// that arrived meanwhile are queued before `next` (``BrokerProbes``).
-    func pace(then next: Input) {
-        let inbox = self.inbox
-        probes.start { _ in inbox?.yield(next) }
+    func pace(then next: Input, into inputs: AsyncStream<Input>.Continuation) {
+        probes.start { _ in inputs.yield(next) }
     }
 
-    /// Whether a stop ends its handling now: at the drain limit, or once ``outgoingLimit``
+    /// Whether a stop ends its handling now: at the drain limit, or once ``limits.outgoing``
     /// publishes wait for the broker. Reading is paused during the stop, so their answers stay
     /// unread and the goodbye waits for all of them: without this bound a busy drain left the
     /// goodbye thousands of answers to wait for behind the messages the broker sends meanwhile,
     /// and a loaded machine ran past its limit. What is not handled waits in the journal.
     func stopHandlingNow() -> Bool {
-        if transport.unanswered >= outgoingLimit { return true }
+        if transport.unanswered >= limits.outgoing { return true }
         guard let deadline = stopDeadline.withLock({ $0 }) else { return false }
         return ContinuousClock.now >= deadline
     }
 
-    /// Waits until the broker has acknowledged half of ``outgoingLimit`` publishes, at most
-    /// ``outgoingWaitLimit``. Its answers come on the same socket as the messages, so the
+    /// Waits until the broker has acknowledged half of ``limits.outgoing`` publishes, at most
+    /// ``limits.outgoingWait``. Its answers come on the same socket as the messages, so the
     /// intake is read meanwhile even when it is full (``IntakeGate/holdOpen(_:)``).
     func waitForBrokerIfBehind(before input: Input) async {
-        guard case .message = input, transport.unanswered >= outgoingLimit, !stopRequested.load(ordering: .relaxed) else { return }
+        guard case .message = input, transport.unanswered >= limits.outgoing, !stopRequested.load(ordering: .relaxed) else { return }
         counters.outgoingWaits += 1
         infoDirty = true
         gate.holdOpen(true)
         defer { gate.holdOpen(false) }
         let transport = self.transport
-        let target = outgoingLimit / 2
-        _ = await FirstOutcome.finished(before: .now + outgoingWaitLimit) {
+        let target = limits.outgoing / 2
+        _ = await FirstOutcome.finished(before: .now + limits.outgoingWait) {
             await transport.waitForAnswers(atMost: target)
             return true
         }

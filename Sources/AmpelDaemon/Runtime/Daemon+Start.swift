@@ -15,9 +15,8 @@ extension AmpelDaemon {
     /// What the start hands to the loop.
     struct Started {
         var run: Running
-        /// Everything the engine reacts to, in order.
+        /// Everything the engine reacts to, in order (fed through `run.inputs`).
         var events: AsyncStream<Input>
-        var inputs: AsyncStream<Input>.Continuation
     }
 
     /// `nil` when a stop came before the broker answered.
@@ -37,14 +36,13 @@ extension AmpelDaemon {
         #endif
         let initial = try await feed.initial()
         feedState = initial
-        var run = Running(engine: makeEngine(restored: replay.state, data: initial), journal: journal, executor: executor)
-        logStart(replay, data: initial)
-
         // One queue for everything the engine reacts to, in order. The transport hands each
         // message straight to it from the MQTT network thread (set before connecting, so that
         // nothing the session kept for the daemon passes by).
         let (events, continuation) = AsyncStream<Input>.makeStream()
-        inbox = continuation
+        var run = Running(engine: makeEngine(restored: replay.state, data: initial), journal: journal, executor: executor,
+                          inputs: continuation)
+        logStart(replay, data: initial)
         // What the last run took from the broker but did not handle comes first, in order.
         for input in replay.pendingInputs {
             gate.taken(bytes: input.message.payload.count)
@@ -91,7 +89,7 @@ extension AmpelDaemon {
         publishStatus(run)
         // The geometry build and the data decoding left free pages behind.
         ProcessMemory.trim()
-        return Started(run: run, events: events, inputs: continuation)
+        return Started(run: run, events: events)
     }
 
     /// Says what the journal's replay found lost: torn records, and a state file the journal
@@ -220,7 +218,7 @@ extension AmpelDaemon {
     func rebuild(from retained: RetainedStates, _ run: inout Running) async {
         logger.notice("reading the device states the broker retains", metadata: ["topic": "\(topics.base)/device/#"])
         let started = ContinuousClock.now
-        let reading = await retained.read(transport: transport, idle: rebuildIdle, limit: rebuildLimit)
+        let reading = await retained.read(transport: transport, idle: limits.rebuildIdle, limit: limits.rebuildLimit)
         let took = ContinuousClock.now - started
         let read = reading.devices.count
         let actions = run.engine.event(.restore(devices: reading.devices, districts: reading.districts))

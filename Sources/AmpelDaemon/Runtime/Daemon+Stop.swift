@@ -11,7 +11,7 @@ import Synchronization
 /// drain limit, the goodbye (`bridge/info`, `offline`) within its own, then a clean leave, or
 /// a dropped connection so that the broker's Last Will says `offline`.
 extension AmpelDaemon {
-    func finish(_ run: Running, producers: Task<Void, Never>, inputs: AsyncStream<Input>.Continuation) async {
+    func finish(_ run: Running, producers: Task<Void, Never>) async {
         // Nothing more is taken from the socket (``requestStop()``); what was taken and not
         // handled within the drain limit waits in the journal. Then the snapshot (within the
         // same limit), the goodbye, and a clean leave.
@@ -21,14 +21,14 @@ extension AmpelDaemon {
             logger.notice("stopping with messages not handled; the journal keeps them for the next start", metadata: ["messages": "\(unhandled)"])
         }
         producers.cancel()
-        inputs.finish()
+        run.inputs.finish()
         // The webhooks deliver what they hold while the snapshot and the goodbye run.
         let webhooks = self.webhooks
-        let webhookDeadline = loopEnded + webhookDrainLimit
+        let webhookDeadline = loopEnded + limits.webhookDrain
         let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
         // Every `online` probe goes out before the `offline` below.
         await probes.finishAll()
-        let deadline = stopDeadline.withLock { $0 } ?? .now + drainLimit
+        let deadline = stopDeadline.withLock { $0 } ?? .now + limits.drain
         await writeSnapshot(run, before: max(deadline, .now + .milliseconds(500)))
         let snapshotWritten = ContinuousClock.now
         gate.readForGoodbye()
@@ -47,7 +47,7 @@ extension AmpelDaemon {
         run.journal.sync()
         await producers.value
         // How long each step of the stop took, for an operator whose stop ran into systemd's limit.
-        let requested = deadline - drainLimit
+        let requested = deadline - limits.drain
         func took(_ from: ContinuousClock.Instant, _ to: ContinuousClock.Instant) -> String {
             let elapsed = (to - from).components
             return "\(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000) ms"
@@ -94,8 +94,8 @@ extension AmpelDaemon {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: self.goodbyeTimeout)
-                return "no acknowledgement within \(self.goodbyeTimeout)"
+                try? await Task.sleep(for: self.limits.goodbye)
+                return "no acknowledgement within \(self.limits.goodbye)"
             }
             let first = await group.next() ?? nil
             group.cancelAll()

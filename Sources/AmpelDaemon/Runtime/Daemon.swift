@@ -29,24 +29,18 @@ actor AmpelDaemon: Service {
     let publishedShapes: PublishedShapeFile
     let logger: Logger
     let now: @Sendable () -> Date
-    let flushInterval: Duration
+    let limits: DaemonLimits
     /// The state read by ``DaemonRuntime/prepare(_:)``; `nil` to read it at start.
     let restored: PersistedState?
     /// The state lost at start (file moved aside, or missing under a journal that continues
     /// from it) and what was rebuilt from the broker, for `bridge/info`.
     var stateRecovery: StateRecovery?
-    /// How long the read of the broker's retained states may go without a message, and at most.
-    let rebuildIdle: Duration = .seconds(10)
-    let rebuildLimit: Duration = .seconds(120)
 
     let intake: Intake
     /// `notify.webhooks`: the loop only queues alerts for them (``Webhooks``).
     let webhooks: Webhooks
     /// The webhook counters last published, so that a delivery refreshes `bridge/info`.
     var webhookStats: [String: WebhookCounters] = [:]
-    /// How long a stop gives the webhooks to deliver what they hold (beside the snapshot and
-    /// the goodbye, so it adds to the stop only when the goodbye is quicker).
-    let webhookDrainLimit: Duration = .seconds(2)
     let parser: InputParser
     let topics: Topics
 
@@ -69,22 +63,6 @@ actor AmpelDaemon: Service {
     var messagesReceived = 0
     /// When the tick's chores are due.
     var housekeeping: Housekeeping
-    /// How long a stop keeps handling the messages it has taken (the rest waits in the journal
-    /// for the next start) and writing the snapshot: with the goodbye, well inside systemd's
-    /// `TimeoutStopSec=20s` on a slow machine.
-    let drainLimit: Duration = .seconds(2)
-    /// How long a stop waits for the broker to acknowledge `bridge/info` and `offline`.
-    let goodbyeTimeout: Duration = .seconds(3)
-    /// Messages taken from the broker and not yet handled, at most (``IntakeGate``).
-    let intakeLimit: Int
-    /// Publishes the broker has not acknowledged, at most, before the loop handles the next
-    /// message: libmosquitto holds each one in memory until then, and a burst that produces
-    /// publishes faster than the broker takes them would otherwise grow memory without bound
-    /// (docs/benchmarks.md, "Bursts"). The loop then waits until half are acknowledged.
-    let outgoingLimit: Int
-    /// The longest single wait for the broker: ticks, data and a stop queued behind the next
-    /// message are not held up longer by a broker that answers slowly or not at all.
-    let outgoingWaitLimit: Duration = .seconds(1)
     var infoDirty = true
     var dropLog = RateLimiter(interval: 10, burst: 5)
     /// QoS 0 messages shed at the full intake, as far as the log has said (once per tick).
@@ -93,8 +71,6 @@ actor AmpelDaemon: Service {
     var journalFailureShown: String?
     let stopSignal: AsyncStream<Void>.Continuation
     let stopStream: AsyncStream<Void>
-    /// The input queue, for the inputs the daemon queues for itself (recovery batches).
-    var inbox: AsyncStream<Input>.Continuation?
     /// CONNACKs handled so far.
     var connections = 0
     /// The waits for the broker between two batches of a walk and before recording removed
@@ -103,19 +79,21 @@ actor AmpelDaemon: Service {
 
     /// - Parameters:
     ///   - restored: the state file's content, when the caller has read it already; `nil` reads it at start.
-    ///   - flushInterval: how often the state is written (if changed) and `bridge/info` refreshed.
+    ///   - limits: the bounds and timings (``DaemonLimits``).
     init(configuration: DaemonConfiguration, ruleSet: RuleSet, locator: any Locator, feed: any DatasetFeed,
-                transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, flushInterval: Duration = .seconds(1),
-                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil, intakeLimit: Int = 20_000,
-                outgoingLimit: Int = 2_000, webhooks: Webhooks? = nil, status: StatusView? = nil, metrics: DaemonMetrics? = nil) {
+                transport: any DaemonTransport, logger: Logger, restored: PersistedState? = nil, limits: DaemonLimits = DaemonLimits(),
+                now: @escaping @Sendable () -> Date = { Date() }, stateRecovery: StateRecovery? = nil,
+                webhooks: Webhooks? = nil, status: StatusView? = nil, metrics: DaemonMetrics? = nil) {
         // One clock for the refusals' stamps and /readyz's window: the daemon's.
         self.status = status ?? StatusView(clock: { now().timeIntervalSince1970 })
         self.metrics = metrics
         self.webhooks = webhooks ?? Webhooks(configuration.notify.webhooks, logger: logger)
         self.stateRecovery = stateRecovery
-        self.intakeLimit = intakeLimit
-        self.outgoingLimit = max(2, outgoingLimit)
-        gate = IntakeGate(limit: intakeLimit, transport: transport)
+        var limits = limits
+        // The loop waits for half of them: at least one must be awaited.
+        limits.outgoing = max(2, limits.outgoing)
+        self.limits = limits
+        gate = IntakeGate(limit: limits.intake, transport: transport)
         self.configuration = configuration
         self.ruleSet = ruleSet
         self.locator = locator
@@ -127,8 +105,7 @@ actor AmpelDaemon: Service {
         publishedShapes = PublishedShapeFile(directory: configuration.stateDirectory)
         self.logger = logger
         self.now = now
-        self.flushInterval = flushInterval
-        housekeeping = Housekeeping(forgetAfter: configuration.forgetAfter, tick: flushInterval)
+        housekeeping = Housekeeping(forgetAfter: configuration.forgetAfter, tick: limits.tick)
         self.restored = restored
         intake = Intake(configuration: configuration)
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
@@ -170,6 +147,8 @@ actor AmpelDaemon: Service {
         let journal: Journal
         /// Carries out the engine's actions against the journal, the broker and the webhooks.
         let executor: ActionExecutor
+        /// The loop's input queue, for what the daemon queues for itself (the next batch of a walk).
+        let inputs: AsyncStream<Input>.Continuation
     }
 
     enum Input: Sendable {
@@ -193,10 +172,10 @@ actor AmpelDaemon: Service {
     }
 
     /// The first step of every stop: take nothing more from the socket and give the messages
-    /// already taken ``drainLimit`` to be handled.
+    /// already taken ``limits.drain`` to be handled.
     nonisolated func requestStop() {
         guard !stopRequested.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        stopDeadline.withLock { $0 = .now + drainLimit }
+        stopDeadline.withLock { $0 = .now + limits.drain }
         gate.stopTaking()
     }
 
@@ -205,12 +184,13 @@ actor AmpelDaemon: Service {
     func run() async throws {
         guard let started = try await start() else { return }
         var run = started.run
-        let producers = startProducers(started.inputs)
+        let inputs = run.inputs
+        let producers = startProducers(inputs)
         gate.loopStarted()
         // From here on the stop below always runs, which shuts the webhooks' client down; the
         // alerts of the start are queued already and go first.
         webhooks.start()
-        await loop(started.events, started.inputs, &run)
-        await finish(run, producers: producers, inputs: started.inputs)
+        await loop(started.events, inputs, &run)
+        await finish(run, producers: producers)
     }
 }

@@ -237,6 +237,6 @@ package enum DaemonRuntime {
         let transport = try transport ?? MQTTClient(configuration: MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
-                           flushInterval: flushInterval, stateRecovery: prepared.stateRecovery, metrics: metrics)
+                           limits: DaemonLimits(tick: flushInterval), stateRecovery: prepared.stateRecovery, metrics: metrics)
     }
 }
