@@ -24,7 +24,7 @@ extension AmpelDaemon {
                     }
                 }
                 group.addTask {
-                    for await _ in self.stopStream {
+                    for await _ in self.stopping.signals {
                         inputs.yield(.stop)
                         return
                     }
@@ -47,7 +47,7 @@ extension AmpelDaemon {
                     sinceYield = 0
                     await Task.yield()
                 }
-                if stopRequested.load(ordering: .relaxed), stopHandlingNow() { break }
+                if stopping.isRequested, stopHandlingNow() { break }
                 await waitForBrokerIfBehind(before: input)
                 if let metrics, case .message = input {
                     let started = ContinuousClock.now
@@ -215,22 +215,22 @@ extension AmpelDaemon {
         probes.start { _ in inputs.yield(next) }
     }
 
-    /// Whether a stop ends its handling now: at the drain limit, or once ``limits.outgoing``
+    /// Whether a stop ends its handling now: at the drain limit, or once ``DaemonLimits/outgoing``
     /// publishes wait for the broker. Reading is paused during the stop, so their answers stay
     /// unread and the goodbye waits for all of them: without this bound a busy drain left the
     /// goodbye thousands of answers to wait for behind the messages the broker sends meanwhile,
     /// and a loaded machine ran past its limit. What is not handled waits in the journal.
     func stopHandlingNow() -> Bool {
         if transport.unanswered >= limits.outgoing { return true }
-        guard let deadline = stopDeadline.withLock({ $0 }) else { return false }
+        guard let deadline = stopping.handlingEnds else { return false }
         return ContinuousClock.now >= deadline
     }
 
-    /// Waits until the broker has acknowledged half of ``limits.outgoing`` publishes, at most
-    /// ``limits.outgoingWait``. Its answers come on the same socket as the messages, so the
+    /// Waits until the broker has acknowledged half of ``DaemonLimits/outgoing`` publishes, at most
+    /// ``DaemonLimits/outgoingWait``. Its answers come on the same socket as the messages, so the
     /// intake is read meanwhile even when it is full (``IntakeGate/holdOpen(_:)``).
     func waitForBrokerIfBehind(before input: Input) async {
-        guard case .message = input, transport.unanswered >= limits.outgoing, !stopRequested.load(ordering: .relaxed) else { return }
+        guard case .message = input, transport.unanswered >= limits.outgoing, !stopping.isRequested else { return }
         counters.outgoingWaits += 1
         infoDirty = true
         gate.holdOpen(true)

@@ -28,7 +28,7 @@ extension AmpelDaemon {
         let webhookDrain = Task { await webhooks.stop(before: webhookDeadline) }
         // Every `online` probe goes out before the `offline` below.
         await probes.finishAll()
-        let deadline = stopDeadline.withLock { $0 } ?? .now + limits.drain
+        let deadline = stopping.handlingEnds ?? .now + limits.drain
         await writeSnapshot(run, before: max(deadline, .now + .milliseconds(500)))
         let snapshotWritten = ContinuousClock.now
         gate.readForGoodbye()

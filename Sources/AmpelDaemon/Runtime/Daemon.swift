@@ -55,9 +55,8 @@ actor AmpelDaemon: Service {
     var devicesHanded = (generation: 0, changes: -1)
     var feedState: FeedState?
     let gate: IntakeGate
-    /// When a requested stop stops handling messages (the rest waits in the journal).
-    let stopDeadline = Mutex<ContinuousClock.Instant?>(nil)
-    let stopRequested = Atomic<Bool>(false)
+    /// A requested stop, and when it stops handling messages (the rest waits in the journal).
+    let stopping = StopRequest()
     /// Messages received so far (the tick tells ``housekeeping`` when the count last moved: no
     /// clock read per message).
     var messagesReceived = 0
@@ -69,8 +68,6 @@ actor AmpelDaemon: Service {
     var shedLogged = 0
     /// The journal's failure as `bridge/info` last said it.
     var journalFailureShown: String?
-    let stopSignal: AsyncStream<Void>.Continuation
-    let stopStream: AsyncStream<Void>
     /// CONNACKs handled so far.
     var connections = 0
     /// The waits for the broker between two batches of a walk and before recording removed
@@ -111,9 +108,6 @@ actor AmpelDaemon: Service {
         parser = InputParser(maxPayload: configuration.inputs.maxPayload)
         topics = configuration.topics
         probes = BrokerProbes(transport: transport, topics: topics)
-        let stop = AsyncStream<Void>.makeStream()
-        stopStream = stop.stream
-        stopSignal = stop.continuation
     }
 
     /// The engine's settings from the configuration, and what earlier runs announced to Home Assistant.
@@ -168,14 +162,13 @@ actor AmpelDaemon: Service {
     /// Stops the daemon as a graceful shutdown would (for use outside a `ServiceGroup`).
     nonisolated func stop() {
         requestStop()
-        stopSignal.yield()
+        stopping.wake()
     }
 
     /// The first step of every stop: take nothing more from the socket and give the messages
-    /// already taken ``limits.drain`` to be handled.
+    /// already taken ``DaemonLimits/drain`` to be handled.
     nonisolated func requestStop() {
-        guard !stopRequested.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        stopDeadline.withLock { $0 = .now + limits.drain }
+        guard stopping.request(drain: limits.drain) else { return }
         gate.stopTaking()
     }
 
