@@ -13,7 +13,7 @@ extension AmpelDaemon {
     func tick(_ run: inout Running) {
         let now = ContinuousClock.now
         let wallClock = self.now().timeIntervalSince1970
-        dropLog.logHeldBack(now: wallClock, to: logger, "held back further warnings of dropped location messages (counters.dropped in bridge/info counts them all)")
+        report.logDropsHeldBack(at: wallClock, to: logger)
         run.executor.logHeldBack(now: wallClock)
         for refusal in status.refusals.dueLogs(now: wallClock) {
             logger.warning("the broker refused publishes: they are not delivered (counters.refused in bridge/info counts them, alerts stay pending for the next start)", metadata: [
@@ -21,14 +21,12 @@ extension AmpelDaemon {
                 "reason": "\(MQTTError.describeReason(refusal.reason)) (0x\(String(refusal.reason, radix: 16)))",
                 "hint": "\(Self.refusalHint(refusal.reason))",
             ])
-            infoDirty = true
+            report.infoDirty = true
         }
         let shed = gate.shed
-        if shed != shedLogged {
+        if let newly = report.shed(total: shed) {
             logger.warning("the intake was full: shed QoS 0 location messages (counters.dropped.intake-full in bridge/info)",
-                           metadata: ["shed": "\(shed - shedLogged)", "total": "\(shed)"])
-            shedLogged = shed
-            infoDirty = true
+                           metadata: ["shed": "\(newly)", "total": "\(shed)"])
         }
         // A snapshot once the journal has outgrown the last one: each change costs a
         // constant amount of writing, whatever the number of devices. After the journal
@@ -36,11 +34,7 @@ extension AmpelDaemon {
         if run.journal.retry() || run.journal.wantsSnapshot(snapshotBytes: run.engine.devices.count * Self.snapshotBytesPerDevice) {
             takeSnapshot(run)
         }
-        let journalFailure = run.journal.failure
-        if journalFailure != journalFailureShown {
-            journalFailureShown = journalFailure
-            infoDirty = true
-        }
+        report.journal(failure: run.journal.failure)
         let chores = housekeeping.chores()
         if chores.tidy { run.journal.removeCovered() }
         // The clock is the daemon's; the decision, and which devices, the engine's.
@@ -54,13 +48,13 @@ extension AmpelDaemon {
             }
         }
         // A state write (tens of MB of JSON for a large table) leaves its buffers free too.
-        if housekeeping.trimDue(now: now, messages: messagesReceived, devices: run.engine.devices.count,
+        if housekeeping.trimDue(now: now, messages: report.messagesReceived, devices: run.engine.devices.count,
                                 statesWritten: saver.statesWritten, reevaluating: run.engine.isReevaluating) {
             saver.trimHeap()
         }
-        if !webhooks.senders.isEmpty, webhooks.stats != webhookStats { infoDirty = true }
+        if !webhooks.senders.isEmpty, webhooks.stats != report.webhookStats { report.infoDirty = true }
         // Built once a tick: the status shows the `bridge/info` just published, from the same counters.
-        let counters = infoDirty ? liveCounters(run) : nil
+        let counters = report.infoDirty ? liveCounters(run) : nil
         let info = counters.flatMap { publishInfo(run, counters: $0) }
         publishStatus(run, info: info, counters: counters)
     }

@@ -66,7 +66,7 @@ extension AmpelDaemon {
     func handle(_ input: Input, _ run: inout Running) {
         switch input {
         case .message(let message, let seq, let receivedAt):
-            messagesReceived &+= 1
+            report.messagesReceived &+= 1
             defer {
                 run.journal.appendHandled(seq)
                 gate.handled(bytes: message.payload.count)
@@ -88,14 +88,14 @@ extension AmpelDaemon {
         case .feed(let state):
             let previous = feedState
             feedState = state
-            infoDirty = true
+            report.infoDirty = true
             if state.dataset != previous?.dataset {
-                counters.datasetsApplied += 1
+                report.counters.datasetsApplied += 1
                 housekeeping.dataTaken()
                 logger.info("new data", metadata: ["source": "\(state.dataset.source)", "date": "\(state.dataset.date.iso)", "stale": "\(state.stale)"])
             } else if let error = state.lastError, error != previous?.lastError {
-                counters.datasetsRejected += 1
-                recentErrors.append(StatusView.ErrorEntry(at: Int(self.now().timeIntervalSince1970), kind: "rejected", reason: "refresh failed",
+                report.counters.datasetsRejected += 1
+                report.recentErrors.append(StatusView.ErrorEntry(at: Int(self.now().timeIntervalSince1970), kind: "rejected", reason: "refresh failed",
                                                           topic: state.dataset.source, detail: error))
                 // A stand-in was never fetched: calling it the last good data would mislead.
                 let inForce = state.kind == .standIn
@@ -112,15 +112,15 @@ extension AmpelDaemon {
             connections += 1
             // The first CONNACK is the start's: it published everything already.
             guard connections > 1 else { return }
-            counters.reconnects += 1
+            report.counters.reconnects += 1
             logger.notice("reconnected: publishing online and every retained topic again", metadata: [
                 "sessionPresent": "\(sessionPresent)", "devices": "\(run.engine.devices.count)",
             ])
             perform(run.engine.event(.reconnected), in: run, republished: true, infoNow: true)
             // The info in the actions went out before the publishes after it were counted.
-            infoDirty = true
+            report.infoDirty = true
         case .recover(let generation):
-            infoDirty = true
+            report.infoDirty = true
             let walking = run.engine.isRecovering
             perform(run.engine.event(.recoverDevices(generation: generation)), in: run, republished: true)
             if walking, !run.engine.isRecovering { logger.info("every device state republished", metadata: ["devices": "\(run.engine.devices.count)"]) }
@@ -145,28 +145,24 @@ extension AmpelDaemon {
             } else {
                 place = locator.place(latitude: fix.latitude, longitude: fix.longitude)
             }
-            if fix.langIgnored { counters.invalidLang += 1 }
+            if fix.langIgnored { report.counters.invalidLang += 1 }
             let actions = run.engine.event(.fix(fix, place: place, receivedAt: receivedAt))
             if !actions.contains(where: { if case .dropped = $0 { true } else { false } }) {
-                counters.accepted[kind.rawValue, default: 0] += 1
+                report.counters.accepted[kind.rawValue, default: 0] += 1
             }
-            infoDirty = true
+            report.infoDirty = true
             logger.trace("fix", metadata: ["device": "\(fix.device)", "lat": "\(fix.latitude)", "lon": "\(fix.longitude)"])
             perform(actions, in: run, topic: message.topic)
         case .skipped(let type):
-            counters.skipped[type, default: 0] += 1
-            infoDirty = true
+            report.counters.skipped[type, default: 0] += 1
+            report.infoDirty = true
         case .dropped(let reason, let detail):
             drop(reason, detail: detail, topic: message.topic)
         }
     }
 
     func drop(_ reason: DropReason, detail: String, topic: String) {
-        counters.dropped[reason.rawValue, default: 0] += 1
-        infoDirty = true
-        let time = now().timeIntervalSince1970
-        recentErrors.append(StatusView.ErrorEntry(at: Int(time), kind: "dropped", reason: reason.rawValue, topic: topic, detail: detail))
-        let admitted = dropLog.admit(now: time)
+        let admitted = report.dropped(reason, detail: detail, topic: topic, at: now().timeIntervalSince1970)
         if admitted.log {
             var metadata: Logger.Metadata = ["reason": "\(reason)", "topic": "\(topic)", "detail": "\(detail)"]
             if admitted.suppressed > 0 { metadata["suppressed"] = "\(admitted.suppressed)" }
@@ -187,12 +183,12 @@ extension AmpelDaemon {
                 drop(reason, detail: reason == .inaccurate ? "acc above inputs.max_accuracy, in another district" : "older than the fix held for the device",
                      topic: topic)
             case .alertSuppressed(let reason):
-                counters.alertsSuppressed[reason.rawValue, default: 0] += 1
-                infoDirty = true
+                report.counters.alertsSuppressed[reason.rawValue, default: 0] += 1
+                report.infoDirty = true
             case .problem(let message):
                 logger.warning("no signal", metadata: ["problem": "\(message)"])
             case .publishInfo:
-                if infoNow { publishInfo(run) } else { infoDirty = true }
+                if infoNow { publishInfo(run) } else { report.infoDirty = true }
             case .continueRecovery(let generation):
                 pace(then: .recover(generation: generation), into: run.inputs)
             case .continueReevaluation(let generation):
@@ -231,8 +227,8 @@ extension AmpelDaemon {
     /// intake is read meanwhile even when it is full (``IntakeGate/holdOpen(_:)``).
     func waitForBrokerIfBehind(before input: Input) async {
         guard case .message = input, transport.unanswered >= limits.outgoing, !stopping.isRequested else { return }
-        counters.outgoingWaits += 1
-        infoDirty = true
+        report.counters.outgoingWaits += 1
+        report.infoDirty = true
         gate.holdOpen(true)
         defer { gate.holdOpen(false) }
         let transport = self.transport

@@ -78,7 +78,7 @@ extension AmpelDaemon {
         }
         await resendUntaken(replay.pendingAlerts, witnesses: witnesses, run)
         perform(run.engine.event(.start), in: run)
-        counters.datasetsApplied += 1
+        report.counters.datasetsApplied += 1
         if !replay.cleanStop {
             // The last run did not say goodbye: its last publishes may never have reached the
             // broker. Everything retained goes again, paced as after a reconnect.
@@ -193,7 +193,7 @@ extension AmpelDaemon {
         for id in check.taken { run.journal.acknowledge(id) }
         for (id, message) in check.notTaken {
             run.executor.announce(message, id: id)
-            counters.alertsResent += 1
+            report.counters.alertsResent += 1
         }
         logger.notice("alerts the last run handed over without an acknowledgement", metadata: [
             "taken": "\(check.taken.count)", "sentAgain": "\(check.notTaken.count)", "witnessesRead": "\(check.answered)",
@@ -248,7 +248,7 @@ extension AmpelDaemon {
         } else {
             logger.notice("rebuilt the device phases from the broker's retained states", metadata: metadata)
         }
-        infoDirty = true
+        report.infoDirty = true
         takeSnapshot(run)
     }
 

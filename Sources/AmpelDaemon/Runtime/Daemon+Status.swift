@@ -13,7 +13,7 @@ import ServiceLifecycle
 extension AmpelDaemon {
     /// The counters with the ones other parts keep (the intake gate, the webhooks).
     func liveCounters(_ run: Running) -> Counters {
-        var counters = self.counters
+        var counters = report.counters
         let tally = run.executor.tally
         counters.published = tally.published
         counters.republished = tally.republished
@@ -67,9 +67,7 @@ extension AmpelDaemon {
     func publishStatus(_ run: Running, info: [UInt8]? = nil, counters live: Counters? = nil) {
         // Without the HTTP server (`http.listen: false`) nobody reads it.
         guard configuration.http.listen != nil else { return }
-        statusGeneration += 1
         var snapshot = readinessSnapshot()
-        snapshot.generation = statusGeneration
         snapshot.ruleSet = ruleSet
         let engine = run.engine
         snapshot.dataset = engine.dataset
@@ -77,14 +75,10 @@ extension AmpelDaemon {
         snapshot.districts = engine.districtSignals.map { StatusView.District(ags: $0.key, signal: $0.value) }.sorted { $0.ags < $1.ags }
         let wanted = status.takeDevicesWanted()
         let tally = run.executor.tally
-        let deviceChanges = tally.deviceChanges
-        if devicesHanded.changes == deviceChanges {
-            devicesHanded.generation = statusGeneration
-        } else if wanted || devicesHanded.changes < 0 {
-            devicesHanded = (statusGeneration, deviceChanges)
-        }
-        snapshot.devicesGeneration = devicesHanded.generation
-        snapshot.devices = devicesHanded.generation == statusGeneration ? engine.devices : status.handedDevices()
+        let generations = report.nextStatus(deviceChanges: tally.deviceChanges, wanted: wanted)
+        snapshot.generation = generations.generation
+        snapshot.devicesGeneration = generations.devicesGeneration
+        snapshot.devices = generations.devicesGeneration == generations.generation ? engine.devices : status.handedDevices()
         snapshot.deviceCount = engine.devices.count
         let looks = engine.lampLooksSent
         let online = engine.lampAvailability
@@ -94,9 +88,9 @@ extension AmpelDaemon {
         let counters = live ?? liveCounters(run)
         snapshot.bridgeInfo = info ?? infoPayload(run, counters: counters)
         snapshot.counters = counters
-        snapshot.messagesReceived = messagesReceived
+        snapshot.messagesReceived = report.messagesReceived
         snapshot.publishedByKind = Dictionary(uniqueKeysWithValues: tally.byKind.map { ("\($0.key)", $0.value) })
-        snapshot.errors = recentErrors
+        snapshot.errors = report.recentErrors
         status.publish(snapshot)
     }
 
@@ -106,8 +100,8 @@ extension AmpelDaemon {
     @discardableResult
     func publishInfo(_ run: Running, counters: Counters? = nil) -> [UInt8]? {
         guard feedState != nil else { return nil }
-        infoDirty = false
-        webhookStats = webhooks.stats
+        report.infoDirty = false
+        report.webhookStats = webhooks.stats
         let payload = infoPayload(run, counters: counters)
         do {
             try transport.enqueue(OutgoingMessage(topic: topics.bridgeInfo, payload: payload, qos: .atLeastOnce, retain: true), acknowledged: nil)

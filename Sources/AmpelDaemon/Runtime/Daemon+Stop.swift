@@ -53,7 +53,7 @@ extension AmpelDaemon {
             return "\(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000) ms"
         }
         logger.info("stopped", metadata: [
-            "devices": "\(run.engine.devices.count)", "accepted": "\(counters.acceptedTotal)", "dropped": "\(counters.droppedTotal)",
+            "devices": "\(run.engine.devices.count)", "accepted": "\(report.counters.acceptedTotal)", "dropped": "\(report.counters.droppedTotal)",
             "handling": "\(took(requested, loopEnded))", "snapshot": "\(took(loopEnded, snapshotWritten))",
             "goodbye": "\(took(snapshotWritten, goodbyeEnded))", "disconnect": "\(took(goodbyeEnded, .now))",
         ])

@@ -39,35 +39,22 @@ actor AmpelDaemon: Service {
     let intake: Intake
     /// `notify.webhooks`: the loop only queues alerts for them (``Webhooks``).
     let webhooks: Webhooks
-    /// The webhook counters last published, so that a delivery refreshes `bridge/info`.
-    var webhookStats: [String: WebhookCounters] = [:]
     let parser: InputParser
     let topics: Topics
 
-    var counters = Counters()
     /// What the HTTP server reads (``StatusView``): handed over at each tick.
     let status: StatusView
     /// The latency histograms of `/metrics`; `nil` records nothing.
     let metrics: DaemonMetrics?
-    var recentErrors = StatusView.RecentErrors()
     var subscribed = false
-    var statusGeneration = 0
-    var devicesHanded = (generation: 0, changes: -1)
     var feedState: FeedState?
     let gate: IntakeGate
     /// A requested stop, and when it stops handling messages (the rest waits in the journal).
     let stopping = StopRequest()
-    /// Messages received so far (the tick tells ``housekeeping`` when the count last moved: no
-    /// clock read per message).
-    var messagesReceived = 0
     /// When the tick's chores are due.
     var housekeeping: Housekeeping
-    var infoDirty = true
-    var dropLog = RateLimiter(interval: 10, burst: 5)
-    /// QoS 0 messages shed at the full intake, as far as the log has said (once per tick).
-    var shedLogged = 0
-    /// The journal's failure as `bridge/info` last said it.
-    var journalFailureShown: String?
+    /// What the daemon counts and tells about itself.
+    var report = DaemonReport()
     /// CONNACKs handled so far.
     var connections = 0
     /// The waits for the broker between two batches of a walk and before recording removed
