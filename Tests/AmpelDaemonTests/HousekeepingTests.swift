@@ -28,11 +28,7 @@ struct HousekeepingTests {
 
     @Test("the heap is trimmed once the intake has been quiet for trimQuiet after it grew, not while fixes arrive")
     func trimAfterQuiet() {
-        var housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), trimQuiet: .seconds(2), now: start)
-        func trim(_ seconds: Int, messages: Int, devices: Int, statesWritten: Int, reevaluating: Bool) -> Bool {
-            housekeeping.trimDue(now: start + .seconds(seconds), messages: messages, devices: devices, statesWritten: statesWritten,
-                                 reevaluating: reevaluating)
-        }
+        let trim = Trims(start: start)
         // New devices, fixes still arriving: no trim.
         #expect(!trim(1, messages: 10, devices: 10, statesWritten: 0, reevaluating: false))
         #expect(!trim(2, messages: 20, devices: 20, statesWritten: 0, reevaluating: false))
@@ -46,11 +42,7 @@ struct HousekeepingTests {
 
     @Test("a burst of known devices is worth a trim only past trimAfterMessages")
     func trimAfterBurst() {
-        var housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), trimQuiet: .seconds(2), now: start)
-        func trim(_ seconds: Int, messages: Int, devices: Int, statesWritten: Int, reevaluating: Bool) -> Bool {
-            housekeeping.trimDue(now: start + .seconds(seconds), messages: messages, devices: devices, statesWritten: statesWritten,
-                                 reevaluating: reevaluating)
-        }
+        let trim = Trims(start: start)
         #expect(!trim(10, messages: 0, devices: 0, statesWritten: 0, reevaluating: false))
         let below = Housekeeping.trimAfterMessages - 1
         #expect(!trim(11, messages: below, devices: 0, statesWritten: 0, reevaluating: false))
@@ -62,17 +54,30 @@ struct HousekeepingTests {
 
     @Test("new data is owed a trim after the walk it started: a trim during the walk does not clear it")
     func trimOwedAfterTheWalk() {
-        var housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), trimQuiet: .seconds(2), now: start)
-        func trim(_ seconds: Int, messages: Int, devices: Int, statesWritten: Int, reevaluating: Bool) -> Bool {
-            housekeeping.trimDue(now: start + .seconds(seconds), messages: messages, devices: devices, statesWritten: statesWritten,
-                                 reevaluating: reevaluating)
-        }
-        housekeeping.dataTaken()
+        let trim = Trims(start: start)
+        trim.housekeeping.dataTaken()
         // During the walk a quiet intake with new devices trims, and the data's trim stays owed.
         #expect(trim(5, messages: 0, devices: 5, statesWritten: 0, reevaluating: true))
         #expect(!trim(6, messages: 0, devices: 5, statesWritten: 0, reevaluating: true))
         // The walk is done: the owed trim, once.
         #expect(trim(7, messages: 0, devices: 5, statesWritten: 0, reevaluating: false))
         #expect(!trim(8, messages: 0, devices: 5, statesWritten: 0, reevaluating: false))
+    }
+}
+
+/// ``Housekeeping/trimDue(now:messages:devices:statesWritten:reevaluating:)`` at whole seconds
+/// after `start`, with a 2 s quiet time (a class: `#expect` cannot take a mutating call).
+final class Trims {
+    let start: ContinuousClock.Instant
+    var housekeeping: Housekeeping
+
+    init(start: ContinuousClock.Instant) {
+        self.start = start
+        housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), trimQuiet: .seconds(2), now: start)
+    }
+
+    func callAsFunction(_ seconds: Int, messages: Int, devices: Int, statesWritten: Int, reevaluating: Bool) -> Bool {
+        housekeeping.trimDue(now: start + .seconds(seconds), messages: messages, devices: devices, statesWritten: statesWritten,
+                             reevaluating: reevaluating)
     }
 }
