@@ -97,6 +97,13 @@ public final class MQTTClient: Sendable {
         try await session.subscribe(filters)
     }
 
+    /// Subscribes to `filters` and answers, for each in input order, what the broker granted or
+    /// why it refused: one request for all, where ``subscribe(_:)-([(String,MQTTQoS)])`` throws
+    /// at the first refusal. Throws only when the broker did not answer.
+    public func subscribeAnswers(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTSubscriptionAnswer] {
+        try await session.subscribeAnswers(filters)
+    }
+
     /// Subscribes to one filter; see ``subscribe(_:)-([(String,MQTTQoS)])``.
     @discardableResult
     public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws(MQTTError) -> MQTTQoS {

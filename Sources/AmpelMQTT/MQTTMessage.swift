@@ -31,6 +31,14 @@ public struct MQTTWill: Sendable, Hashable {
 }
 
 /// A change of the connection, in the order it happened.
+/// What the broker answered for one filter of a SUBSCRIBE (``MQTTClient/subscribeAnswers(_:)``).
+public enum MQTTSubscriptionAnswer: Sendable, Hashable {
+    /// Subscribed, at this QoS (at most the one asked for).
+    case granted(MQTTQoS)
+    /// Refused, with the SUBACK's reason code (0x80 or above; 0x87 "not authorized" for an ACL).
+    case refused(reasonCode: Int)
+}
+
 public enum MQTTConnectionEvent: Sendable, Hashable {
     /// CONNACK accepted. `sessionPresent` is true when the broker kept the session (and the
     /// subscriptions with it), so the client did not re-subscribe.

@@ -71,6 +71,54 @@ import Testing
         }
     }
 
+    @Test("an input filter the broker refuses at SUBSCRIBE (mosquitto's dynamic security) is named in the log and /readyz; the other inputs serve")
+    func refusedInputFilterNamedOthersServe() async throws {
+        let dir = try MosquittoBroker.makeTemporaryDirectory(prefix: "ampel-dynsec")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // mosquitto's acl_file grants every SUBSCRIBE and filters at delivery; its dynamic
+        // security plugin answers a denied filter in the SUBACK (0x87), as other brokers do.
+        let config = dir + "/dynamic-security.json"
+        _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_ctrl", ["dynsec", "init", config, "admin", "adminpw"])
+        // Everyone may do everything by default (the scene's own clients are anonymous) ...
+        var security = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: config))) as? [String: Any])
+        security["defaultACLAccess"] = ["publishClientSend": true, "publishClientReceive": true, "subscribe": true, "unsubscribe": true]
+        try JSONSerialization.data(withJSONObject: security).write(to: URL(fileURLWithPath: config))
+        var options = Scene.Options()
+        options.topics = ["ampel/device/#", "ampel/bridge/#"]
+        options.broker = MosquittoBroker.Options(extraConfig: [
+            "plugin /usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so", "plugin_opt_config_file \(config)",
+        ])
+        let httpPort = try MosquittoBroker.freeLoopbackPort()
+        options.arguments = ["--http", "127.0.0.1:\(httpPort)"]
+        try await Scene.run(options) { scene in
+            // ... but the daemon's user may not read OwnTracks' topics.
+            let commands = [
+                ["createClient", "ampel", "-p", "secret"], ["createRole", "no-owntracks"],
+                ["addRoleACL", "no-owntracks", "subscribePattern", "owntracks/#", "deny", "5"], ["addClientRole", "ampel", "no-owntracks"],
+            ]
+            for command in commands {
+                _ = try await MosquittoBroker.runTool("/usr/bin/mosquitto_ctrl",
+                                                      ["-p", "\(scene.broker.port)", "-u", "admin", "-P", "adminpw", "dynsec"] + command)
+            }
+            let daemon = try await scene.start(environment: ["AMPEL_MQTT_USERNAME": "ampel", "AMPEL_MQTT_PASSWORD": "secret"])
+            try await daemon.awaitLog("the broker refused the input filter")
+            #expect(daemon.stderr.contains("filter=owntracks/+/+"), "\(daemon.stderr)")
+            #expect(!daemon.stderr.contains("filter=ampel/location/+"), "\(daemon.stderr)")
+            // Ready once the start has published; degraded for the refused filter.
+            let readiness = try await httpAwait("http://127.0.0.1:\(httpPort)/readyz", "ready") { $0.status == 200 }.object()
+            #expect(readiness["status"] as? String == "degraded")
+            #expect((readiness["reason"] as? String)?.contains("owntracks/+/+") == true, "\(readiness)")
+            #expect((readiness["reason"] as? String)?.contains("ampel/location/+") == false, "\(readiness)")
+            // The plain input still serves.
+            let mark = scene.collector.mark
+            try await scene.fix("bob", at: RunCrashTests.muenchen, tst: Int(Date().timeIntervalSince1970), input: .plain)
+            try await scene.collector.wait("bob's state", since: mark) { records in
+                records.contains { $0.topic == "ampel/device/bob/state" }
+            }
+            try await scene.stop()
+        }
+    }
+
     @Test("a wrong password at the first connect exits 78 naming the settings, on MQTT 5 and 3.1.1; a missing user name too", arguments: ["5", "3.1.1"])
     func wrongPasswordExits78(protocolVersion: String) async throws {
         let dir = try MosquittoBroker.makeTemporaryDirectory(prefix: "ampel-passwd")

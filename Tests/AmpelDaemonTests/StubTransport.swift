@@ -12,6 +12,11 @@ extension StubTransport {
     func connectToBroker() async throws {}
     func onPublishRefused(_ handler: @escaping @Sendable (String, Int) -> Void) {}
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws {}
+    /// Through the fake's own ``DaemonTransport/subscribe(_:qos:)``; every filter granted.
+    func subscribeAnswers(_ filters: [String]) async throws -> [MQTTSubscriptionAnswer] {
+        try await subscribe(filters, qos: .atLeastOnce)
+        return filters.map { _ in .granted(.atLeastOnce) }
+    }
     func unsubscribe(_ filters: [String]) async throws {}
     func publish(_ message: OutgoingMessage) async throws(MQTTError) {}
     func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) {}

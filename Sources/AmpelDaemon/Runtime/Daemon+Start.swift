@@ -280,18 +280,19 @@ extension AmpelDaemon {
         }
     }
 
-    /// Subscribes to each input filter on its own, so that a filter the broker refuses (its ACL
+    /// Subscribes to the input filters in one request; a filter the broker refuses (its ACL
     /// denies reading it) is named and the others still serve: the refused ones are logged,
     /// and `/readyz` says `degraded`, or not ready when none was granted. Returns the granted.
     func subscribeInputs() async throws -> [String] {
         var granted: [String] = []
         var refused: [(filter: String, reason: String)] = []
-        for filter in intake.subscriptions {
-            do {
-                try await transport.subscribe([filter])
+        let filters = intake.subscriptions
+        for (filter, answer) in zip(filters, try await transport.subscribeAnswers(filters)) {
+            switch answer {
+            case .granted:
                 granted.append(filter)
-            } catch let error as MQTTError where error.code == .rejected {
-                let reason = error.reasonCode.map { MQTTError.describeReason($0) } ?? error.message
+            case .refused(let code):
+                let reason = MQTTError.describeReason(code)
                 refused.append((filter, reason))
                 logger.error("the broker refused the input filter: no location on it reaches the daemon; check the broker's ACL (the daemon's user needs read access to it)",
                              metadata: ["filter": "\(filter)", "reason": "\(reason)"])

@@ -91,6 +91,10 @@ extension MQTTClient: DaemonTransport {
         try await subscribe(filters.map { ($0, qos) })
     }
 
+    func subscribeAnswers(_ filters: [String]) async throws -> [MQTTSubscriptionAnswer] {
+        try await subscribeAnswers(filters.map { ($0, .atLeastOnce) })
+    }
+
     // `publish(_:)`, `enqueue(_:acknowledged:)`, `unsubscribe(_:)`, `unanswered`,
     // `waitForAnswers(atMost:)`, `pauseReading()`, `resumeReading()` and `deliver(to:)` are the
     // client's own. A message goes over as the engine made it: the engine adds an expiry only

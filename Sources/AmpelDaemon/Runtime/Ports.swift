@@ -27,6 +27,9 @@ protocol DaemonTransport: Sendable {
     /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their
     /// messages while the daemon is away), QoS 0 for reading retained messages back.
     func subscribe(_ filters: [String], qos: MQTTQoS) async throws
+    /// Subscribes to `filters` at QoS 1 in one request, and answers for each what the broker
+    /// granted or why it refused (the inputs: a refused one is named, the others serve).
+    func subscribeAnswers(_ filters: [String]) async throws -> [MQTTSubscriptionAnswer]
     /// Removes subscriptions (the daemon's own, temporary ones).
     func unsubscribe(_ filters: [String]) async throws
     /// Publishes; for QoS 1 returns when the broker has acknowledged.

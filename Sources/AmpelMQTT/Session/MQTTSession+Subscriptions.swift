@@ -4,11 +4,27 @@ import Synchronization
 /// SUBSCRIBE and UNSUBSCRIBE: requests whose answer the caller awaits, and which the state
 /// machine remembers to restore after a reconnect that did not keep the session.
 extension MQTTSession {
+    /// Subscribes and throws the first filter the broker refused (``subscribeAnswers(_:)`` for
+    /// every filter's answer).
     func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTQoS] {
+        let answers = try await subscribeAnswers(filters)
+        return try zip(filters, answers).map { (filter, answer) throws(MQTTError) -> MQTTQoS in
+            switch answer {
+            case .granted(let qos): return qos
+            case .refused(let code):
+                throw MQTTError(code: .rejected, reasonCode: code,
+                                message: "broker refused subscription to '\(filter.0)': \(MosquittoLibrary.describeReason(Int32(code)))")
+            }
+        }
+    }
+
+    /// Subscribes, and answers for each filter, in input order, what the broker granted or why
+    /// it refused; throws only when the broker did not answer (the connection, a wrong packet).
+    func subscribeAnswers(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTSubscriptionAnswer] {
         if filters.isEmpty { return [] }
         for (filter, _) in filters { _ = try MQTTTopicFilter(filter) }
         // One SUBSCRIBE per QoS (subscribe_multiple takes a single QoS), answers in input order.
-        var granted = [MQTTQoS?](repeating: nil, count: filters.count)
+        var answers = [MQTTSubscriptionAnswer](repeating: .refused(reasonCode: 0x80), count: filters.count)
         var failure: MQTTError?
         for qos in MQTTQoS.allCases {
             let indices = filters.indices.filter { filters[$0].1 == qos }
@@ -18,13 +34,7 @@ extension MQTTSession {
             case .subscribed(let codes):
                 for (position, index) in indices.enumerated() {
                     let code = position < codes.count ? codes[position] : 0x80
-                    if let qos = MQTTQoS(rawValue: Int(code)) {
-                        granted[index] = qos
-                    } else if failure == nil {
-                        failure = MQTTError(
-                            code: .rejected, reasonCode: Int(code),
-                            message: "broker refused subscription to '\(filters[index].0)': \(MosquittoLibrary.describeReason(code))")
-                    }
+                    answers[index] = MQTTQoS(rawValue: Int(code)).map { .granted($0) } ?? .refused(reasonCode: Int(code))
                 }
             case .failed(let error):
                 if failure == nil { failure = error }
@@ -32,12 +42,12 @@ extension MQTTSession {
                 if failure == nil { failure = MQTTError(code: .protocolError, message: "subscribe answered by a wrong acknowledgement") }
             }
         }
-        let accepted = filters.indices.filter { granted[$0] != nil }.map {
+        let accepted = filters.indices.filter { if case .granted = answers[$0] { true } else { false } }.map {
             SessionStateMachine<AckWaiter, Waiter>.Subscription(filter: filters[$0].0, qos: filters[$0].1)
         }
         machine.withLock { $0.subscribed(accepted) }
         if let failure { throw failure }
-        return granted.map { $0 ?? .atMostOnce }
+        return answers
     }
 
     func unsubscribe(_ filters: [String]) async throws(MQTTError) {
