@@ -71,10 +71,10 @@ extension DaemonConfiguration {
         try m.allow(["discovery", "devices", "prefix", "status_topic"])
         if let v = m["discovery"] {
             (homeAssistant.discovery, homeAssistant.form) = try v.convert { (s) throws(ConfigurationError.Problem) in
+                if let on = ValueReader.boolean(s) { return (on, .entity) }
                 switch s.lowercased() {
-                case "true", "yes", "on", "entity": return (true, .entity)
+                case "entity": return (true, .entity)
                 case "device": return (true, .device)
-                case "false", "no", "off": return (false, .entity)
                 default: throw .init("'\(s)' is not entity, device, true or false (device: one config per device, Home Assistant 2024.11 and later)")
                 }
             }
@@ -323,10 +323,16 @@ struct ValueReader {
 
     func bool() throws(ConfigurationError) -> Bool {
         let text = try scalarText().lowercased()
-        switch text {
-        case "true", "yes", "on": return true
-        case "false", "no", "off": return false
-        default: throw error("expected true or false, got '\(text)'")
+        guard let value = Self.boolean(text) else { throw error("expected true or false, got '\(text)'") }
+        return value
+    }
+
+    /// The YAML 1.1 spellings of a boolean the configuration takes, in any case; `nil` for others.
+    static func boolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on": true
+        case "false", "no", "off": false
+        default: nil
         }
     }
 
