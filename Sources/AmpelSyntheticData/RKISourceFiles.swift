@@ -84,6 +84,10 @@ struct CSVTable {
 }
 
 /// Proleptic Gregorian days as numbers (days since 1970-01-01), without Calendar or time zones.
+///
+/// The same arithmetic as `AmpelDomain.Day`, kept apart on purpose: the files built here are
+/// what the tests check the data code against, so they must not share its date arithmetic (a
+/// wrong day number in `Day` would then be written and read back the same, and pass).
 package enum CivilDay {
     /// The day number of a strict `YYYY-MM-DD`, or `nil`.
     package static func number<S: StringProtocol>(_ text: S) -> Int? {
