@@ -98,7 +98,7 @@ public final class MQTTClient: Sendable {
     }
 
     /// Subscribes to `filters` and answers, for each in input order, what the broker granted or
-    /// why it refused: one request for all, where ``subscribe(_:)-([(String,MQTTQoS)])`` throws
+    /// why it refused: one request per QoS, where ``subscribe(_:)-([(String,MQTTQoS)])`` throws
     /// at the first refusal. Throws only when the broker did not answer.
     public func subscribeAnswers(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) -> [MQTTSubscriptionAnswer] {
         try await session.subscribeAnswers(filters)

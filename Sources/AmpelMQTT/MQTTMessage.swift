@@ -30,7 +30,6 @@ public struct MQTTWill: Sendable, Hashable {
     }
 }
 
-/// A change of the connection, in the order it happened.
 /// What the broker answered for one filter of a SUBSCRIBE (``MQTTClient/subscribeAnswers(_:)``).
 public enum MQTTSubscriptionAnswer: Sendable, Hashable {
     /// Subscribed, at this QoS (at most the one asked for).
@@ -39,6 +38,7 @@ public enum MQTTSubscriptionAnswer: Sendable, Hashable {
     case refused(reasonCode: Int)
 }
 
+/// A change of the connection, in the order it happened.
 public enum MQTTConnectionEvent: Sendable, Hashable {
     /// CONNACK accepted. `sessionPresent` is true when the broker kept the session (and the
     /// subscriptions with it), so the client did not re-subscribe.

@@ -11,8 +11,8 @@ public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
 }
 
 /// One message to publish: what the daemon's engine decides and what is handed to
-/// libmosquitto, the same value all the way (no copy into another shape on the way). Here, in
-/// the core, so that the pure engine names its messages without depending on the MQTT client.
+/// libmosquitto, the same value all the way (no copy into another shape on the way). In a module
+/// of its own, so that the pure engine names its messages without depending on the MQTT client.
 public struct OutgoingMessage: Sendable, Hashable, CustomStringConvertible {
     public var topic: String
     public var payload: [UInt8]

@@ -30,8 +30,6 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
     typealias Waiter = CheckedContinuation<Result<Bool, MQTTError>, Never>
 
     let configuration: MQTTConfiguration
-    /// MQTT 5: a refused publish is named by its topic (``noteTopic``); 3.1.1 has no reason codes.
-    let tracksRefusals: Bool
     let logger: Logger
     let mosquitto: MosquittoClient
     let loop: NetworkLoop
@@ -89,7 +87,6 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
 
     init(configuration: MQTTConfiguration, logger: Logger, handler: (@Sendable (MQTTMessage) -> Void)?) {
         self.configuration = configuration
-        tracksRefusals = configuration.protocolVersion == .v5
         self.logger = logger
         self.handler = Mutex(handler.map(Handler.init))
         mosquitto = MosquittoClient(configuration: configuration)
@@ -361,7 +358,8 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
             return (rc, mid)
         }
         // The topic names a refusal: only MQTT 5 has reason codes on PUBACK/PUBREC.
-        if tracksRefusals { machine.noteTopic(message.topic, mid: mid) }
+        // MQTT 5: a refused publish is named by its topic; 3.1.1 has no reason codes.
+        if configuration.protocolVersion == .v5 { machine.noteTopic(message.topic, mid: mid) }
         return (nil, mid)
     }
 
