@@ -111,7 +111,7 @@ struct DaemonOnFakeBrokerTests {
         let broker = FakeBroker()
         var logger = Logger(label: "ampel.test")
         logger.logLevel = .notice
-        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, flushInterval: .milliseconds(100), transport: broker)
+        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, limits: DaemonLimits(tick: .milliseconds(100)), transport: broker)
         let running = Task { try await daemon.run() }
         // A test that fails half-way leaves no daemon behind (a second stop does nothing).
         defer { daemon.stop() }

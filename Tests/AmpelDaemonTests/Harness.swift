@@ -178,7 +178,7 @@ struct InProcessDaemon {
         var logger = logger ?? Logger(label: "ampel.test")
         if logger.logLevel < .notice { logger.logLevel = .notice }
         let mark = recorder?.mark
-        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, flushInterval: .milliseconds(100))
+        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, limits: DaemonLimits(tick: .milliseconds(100)))
         let running = InProcessDaemon(daemon: daemon, task: Task { try await daemon.run() })
         if let recorder, let mark {
             try await recorder.first("bridge online", since: mark) {

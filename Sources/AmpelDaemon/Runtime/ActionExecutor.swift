@@ -55,9 +55,8 @@ final class ActionExecutor {
     let announcementQoS: MQTTQoS
     let logger: Logger
     let now: @Sendable () -> Date
-    /// Hands a publish over after a delay (a new device's alert for Home Assistant); the
-    /// daemon's through ``DelayedPublishes``. `false`: too many wait, it goes at once.
-    var publishLater: (OutgoingMessage, Duration) -> Bool
+    /// Publishes handed over after a delay (a new device's alert copy for Home Assistant).
+    let delayed: DelayedPublishes
     /// Runs after an announced decision is journaled and before its first announcement is
     /// handed over: the one moment a crash test cannot hit from outside (``FaultInjection``).
     var afterJournaling: (() -> Void)?
@@ -86,8 +85,7 @@ final class ActionExecutor {
         self.webhooks = webhooks
         self.alertIDs = alertIDs
         self.announcementQoS = announcementQoS
-        let delayed = DelayedPublishes(transport: transport)
-        publishLater = { message, delay in delayed.add(message, after: delay) }
+        delayed = DelayedPublishes(transport: transport)
         self.logger = logger
         self.now = now
     }
@@ -136,8 +134,10 @@ final class ActionExecutor {
         if let homeAssistant = announcement.homeAssistant, let alert = journaled.first, kinds.first?.isAlert == true {
             var event = alert.message
             event.topic = homeAssistant.topic
-            if homeAssistant.delay == .zero || !publishLater(event, homeAssistant.delay) {
-                if homeAssistant.delay != .zero { noteUndelayed() }
+            if homeAssistant.delay == .zero {
+                publish(event, kind: .homeAssistantEvent, republished: republished)
+            } else if !delayed.add(event, after: homeAssistant.delay) {
+                noteUndelayed()
                 publish(event, kind: .homeAssistantEvent, republished: republished)
             }
         }

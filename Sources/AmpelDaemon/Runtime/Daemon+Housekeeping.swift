@@ -44,7 +44,8 @@ extension AmpelDaemon {
                 logger.info("forgot devices not heard from within devices.forget_after", metadata: [
                     "devices": "\(forgotten.reduce(0) { if case .decide = $1 { $0 + 1 } else { $0 } })",
                 ])
-                perform(forgotten, in: run, infoNow: true)
+                // The bridge/info the actions ask for goes out at the end of this tick, once.
+                perform(forgotten, in: run)
             }
         }
         // A state write (tens of MB of JSON for a large table) leaves its buffers free too.

@@ -83,7 +83,7 @@ extension AmpelDaemon {
             // The last run did not say goodbye: its last publishes may never have reached the
             // broker. Everything retained goes again, paced as after a reconnect.
             logger.notice("the last run did not stop cleanly: publishing every retained topic again", metadata: ["devices": "\(run.engine.devices.count)"])
-            perform(run.engine.event(.reconnected), in: run, republished: true, infoNow: true)
+            perform(run.engine.event(.reconnected), in: run, republished: true)
         }
         publishInfo(run)
         publishStatus(run)
@@ -298,7 +298,7 @@ extension AmpelDaemon {
                              metadata: ["filter": "\(filter)", "reason": "\(reason)"])
             }
         }
-        let inputs = Set(intake.subscriptions).subtracting([intake.homeAssistantStatus].compactMap { $0 })
+        let inputs = Set(filters).subtracting([intake.homeAssistantStatus].compactMap { $0 })
         let noneGranted = !refused.isEmpty && granted.allSatisfy { !inputs.contains($0) }
         status.refusals.subscribed(refused: refused, noneGranted: noneGranted)
         return granted

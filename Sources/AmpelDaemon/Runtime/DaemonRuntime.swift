@@ -232,11 +232,11 @@ package enum DaemonRuntime {
     }
 
     /// The daemon, not yet running, on a real MQTT client unless a test gives its own `transport`.
-    static func makeDaemon(_ prepared: Prepared, logger: Logger, flushInterval: Duration = .seconds(1),
+    static func makeDaemon(_ prepared: Prepared, logger: Logger, limits: DaemonLimits = DaemonLimits(),
                                   metrics: DaemonMetrics? = nil, transport: (any DaemonTransport)? = nil) throws -> AmpelDaemon {
         let transport = try transport ?? MQTTClient(configuration: MQTTClient.daemonConfiguration(prepared.configuration), logger: logger)
         return AmpelDaemon(configuration: prepared.configuration, ruleSet: prepared.ruleSet, locator: prepared.locator,
                            feed: prepared.feed, transport: transport, logger: logger, restored: prepared.restored,
-                           limits: DaemonLimits(tick: flushInterval), stateRecovery: prepared.stateRecovery, metrics: metrics)
+                           limits: limits, stateRecovery: prepared.stateRecovery, metrics: metrics)
     }
 }
