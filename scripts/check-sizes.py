@@ -14,7 +14,7 @@ FUNCTION_LIMIT = 80
 # "file:function" -> why it stays whole (DESIGN.md, decision 79).
 EXCEPTIONS: dict[str, str] = {}
 
-DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|open|static|final|override|mutating|nonmutating|nonisolated|convenience|required|@inlinable|@usableFromInline)\s+)*(func\s+([^\s(<]+)|(init)[?!]?\s*[(<]|(deinit)\b)")
+DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|package|open|static|class|final|override|mutating|nonmutating|nonisolated|convenience|required|prefix|postfix|infix|dynamic|consuming|borrowing|@inlinable|@usableFromInline)\s+)*(func\s+([^\s(<]+)|(init)[?!]?\s*[(<]|(deinit)\b|(subscript)\s*[(<])")
 
 
 def strip(line, state):
@@ -31,11 +31,12 @@ def strip(line, state):
             i = end + 2
             continue
         if state["multi"]:
-            end = line.find('"""', i)
+            close = state["multi"]
+            end = line.find(close, i)
             if end < 0:
                 return "".join(out)
             state["multi"] = False
-            i = end + 3
+            i = end + len(close)
             continue
         if line.startswith("//", i):
             break
@@ -43,9 +44,10 @@ def strip(line, state):
             state["block"] = True
             i += 2
             continue
-        if line.startswith('"""', i):
-            state["multi"] = True
-            i += 3
+        m = re.match(r'#*"""', line[i:])
+        if m:
+            state["multi"] = '"""' + "#" * (len(m.group(0)) - 3)
+            i += len(m.group(0))
             continue
         m = re.match(r'#*"', line[i:])
         if m:
@@ -76,15 +78,22 @@ def functions(path):
         m = DECL.match(line)
         if not m:
             continue
-        name = m.group(2) or m.group(3) or m.group(4)
+        name = m.group(2) or m.group(3) or m.group(4) or m.group(5)
+        # The body is the first brace outside the parameter list (a closure default value in
+        # the parameters, `now: ... = { Date() }`, is not it).
         depth = 0
+        parens = 0
         opened = False
         for end in range(start, len(clean)):
             for ch in clean[end]:
-                if ch == "{":
+                if ch == "(":
+                    parens += 1
+                elif ch == ")":
+                    parens -= 1
+                elif ch == "{" and (opened or parens == 0):
                     depth += 1
                     opened = True
-                elif ch == "}":
+                elif ch == "}" and opened:
                     depth -= 1
             if opened and depth <= 0:
                 found.append((name, start + 1, end - start + 1))
