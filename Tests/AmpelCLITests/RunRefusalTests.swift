@@ -83,11 +83,13 @@ import Testing
         var security = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: config))) as? [String: Any])
         security["defaultACLAccess"] = ["publishClientSend": true, "publishClientReceive": true, "subscribe": true, "unsubscribe": true]
         try JSONSerialization.data(withJSONObject: security).write(to: URL(fileURLWithPath: config))
+        // Debian's mosquitto package ships the plugin in the architecture's library directory.
+        let plugin = try #require(try FileManager.default.contentsOfDirectory(atPath: "/usr/lib").lazy
+            .map { "/usr/lib/\($0)/mosquitto_dynamic_security.so" }.first { FileManager.default.fileExists(atPath: $0) },
+                                  "mosquitto's dynamic security plugin (Debian package mosquitto)")
         var options = Scene.Options()
         options.topics = ["ampel/device/#", "ampel/bridge/#"]
-        options.broker = MosquittoBroker.Options(extraConfig: [
-            "plugin /usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so", "plugin_opt_config_file \(config)",
-        ])
+        options.broker = MosquittoBroker.Options(extraConfig: ["plugin \(plugin)", "plugin_opt_config_file \(config)"])
         let httpPort = try MosquittoBroker.freeLoopbackPort()
         options.arguments = ["--http", "127.0.0.1:\(httpPort)"]
         try await Scene.run(options) { scene in
@@ -103,9 +105,9 @@ import Testing
             let daemon = try await scene.start(environment: ["AMPEL_MQTT_USERNAME": "ampel", "AMPEL_MQTT_PASSWORD": "secret"])
             try await daemon.awaitLog("the broker refused the input filter")
             #expect(daemon.stderr.contains("filter=owntracks/+/+"), "\(daemon.stderr)")
-            #expect(!daemon.stderr.contains("filter=ampel/location/+"), "\(daemon.stderr)")
-            // Ready once the start has published; degraded for the refused filter.
+            // Ready once the start has published (every refusal said by then); degraded for the refused filter.
             let readiness = try await httpAwait("http://127.0.0.1:\(httpPort)/readyz", "ready") { $0.status == 200 }.object()
+            #expect(!daemon.stderr.contains("filter=ampel/location/+"), "\(daemon.stderr)")
             #expect(readiness["status"] as? String == "degraded")
             #expect((readiness["reason"] as? String)?.contains("owntracks/+/+") == true, "\(readiness)")
             #expect((readiness["reason"] as? String)?.contains("ampel/location/+") == false, "\(readiness)")

@@ -20,21 +20,24 @@ struct DelayedPublishesTests {
     func inOrderAfterTheDelay() async throws {
         let transport = Receiver()
         let delayed = DelayedPublishes(transport: transport)
-        let delay = Duration.milliseconds(40)
+        let delay = Duration.milliseconds(300)
         var added: [(topic: String, at: ContinuousClock.Instant)] = []
         func add(_ topic: String) {
             added.append((topic, .now))
             #expect(delayed.add(OutgoingMessage(topic: topic, text: "x", qos: .exactlyOnce, retain: false), after: delay))
         }
-        for index in 0..<200 { add("first/\(index)") }
+        for index in 0..<150 { add("first/\(index)") }
+        // Time itself is under test here: the second batch falls due half a delay after the first.
+        try await Task.sleep(for: delay / 2)
+        for index in 0..<100 { add("second/\(index)") }
         var received = transport.received.makeAsyncIterator()
         var got: [(topic: String, at: ContinuousClock.Instant)] = []
-        while got.count < 100, let next = await received.next() { got.append(next) }
-        // Added while the rest of the first batch may still wait.
-        for index in 0..<50 { add("second/\(index)") }
+        while got.count < 150, let next = await received.next() { got.append(next) }
+        // The first batch is out, the second still waits (and the handed-over half went).
+        #expect(delayed.waiting == 100)
         while got.count < 250, let next = await received.next() { got.append(next) }
         #expect(delayed.waiting == 0)
-        // After the queue ran dry: a new drain starts.
+        // After the queue ran dry: taken again.
         add("third")
         if let next = await received.next() { got.append(next) }
         #expect(got.map(\.topic) == added.map(\.topic))
@@ -48,8 +51,9 @@ struct DelayedPublishesTests {
         let transport = Receiver()
         let delayed = DelayedPublishes(transport: transport)
         let message = OutgoingMessage(topic: "t", text: "x", qos: .exactlyOnce, retain: false)
-        for _ in 0..<DelayedPublishes.limit { #expect(delayed.add(message, after: .milliseconds(20))) }
-        #expect(!delayed.add(message, after: .milliseconds(20)))
+        // Two seconds: the queue must still be full when the last add comes, however slow the machine.
+        for _ in 0..<DelayedPublishes.limit { #expect(delayed.add(message, after: .seconds(2))) }
+        #expect(!delayed.add(message, after: .seconds(2)))
         #expect(delayed.waiting == DelayedPublishes.limit)
         var received = transport.received.makeAsyncIterator()
         for _ in 0..<DelayedPublishes.limit { _ = await received.next() }
