@@ -25,8 +25,17 @@ struct DaemonOnFakeBrokerTests {
         let published: AsyncStream<OutgoingMessage>
         private let publishing: AsyncStream<OutgoingMessage>.Continuation
 
-        init() {
+        /// Input filters this broker refuses at SUBSCRIBE (its ACL), answering 0x87.
+        let refusing: Set<String>
+
+        init(refusing: Set<String> = []) {
+            self.refusing = refusing
             (published, publishing) = AsyncStream.makeStream()
+        }
+
+        func subscribeAnswers(_ filters: [String]) async throws -> [MQTTSubscriptionAnswer] {
+            try await subscribe(filters.filter { !refusing.contains($0) }, qos: .atLeastOnce)
+            return filters.map { refusing.contains($0) ? .refused(reasonCode: 0x87) : .granted(.atLeastOnce) }
         }
 
         func deliver(to target: @escaping @Sendable (MQTTMessage) -> Void) {
@@ -98,20 +107,25 @@ struct DaemonOnFakeBrokerTests {
         throw TimedOut(what: "\(topic) with '\(text)'; published: \(seen.map(\.topic))")
     }
 
-    @Test("a phone's fix in München: its alert, then its state, then a stop that says offline")
-    func fixToAlertAndState() async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+    /// The daemon on `broker` with a fresh state directory in `directory`, with the tests' 100 ms tick.
+    static func daemon(on broker: FakeBroker, directory: String) throws -> AmpelDaemon {
         var flags = ConfigurationOverrides(source: "snapshot", date: "2020-10-15")
         flags.broker = "mqtt://127.0.0.1:1"
         flags.stateDir = directory
         var configuration = try DaemonConfiguration.load(yaml: "", environment: [:], flags: flags)
         configuration.alerts.maxFixAge = nil
         let prepared = try DaemonRuntime.prepare(configuration)
-        let broker = FakeBroker()
         var logger = Logger(label: "ampel.test")
         logger.logLevel = .notice
-        let daemon = try DaemonRuntime.makeDaemon(prepared, logger: logger, limits: DaemonLimits(tick: .milliseconds(100)), transport: broker)
+        return try DaemonRuntime.makeDaemon(prepared, logger: logger, limits: DaemonLimits(tick: .milliseconds(100)), transport: broker)
+    }
+
+    @Test("a phone's fix in München: its alert, then its state, then a stop that says offline")
+    func fixToAlertAndState() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let broker = FakeBroker()
+        let daemon = try Self.daemon(on: broker, directory: directory)
         let running = Task { try await daemon.run() }
         // A test that fails half-way leaves no daemon behind (a second stop does nothing).
         defer { daemon.stop() }
@@ -133,5 +147,40 @@ struct DaemonOnFakeBrokerTests {
         #expect(stopping.last?.retain == true)
         try await running.value
         broker.finish()
+    }
+
+    @Test("an input filter the broker refuses makes the daemon degraded, naming it, and the others serve; with none granted it is not ready")
+    func refusedInputFilters() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let broker = FakeBroker(refusing: ["owntracks/+/+"])
+        let daemon = try Self.daemon(on: broker, directory: directory)
+        let running = Task { try await daemon.run() }
+        defer { daemon.stop() }
+        var iterator = broker.published.makeAsyncIterator()
+        _ = try await Self.until("ampel/bridge/state", containing: BridgeState.online, from: broker, in: &iterator)
+        let refusals = await daemon.status.refusals
+        #expect(refusals.problem() == nil)
+        let degraded = try #require(refusals.degraded(now: 0))
+        #expect(degraded.contains("owntracks/+/+") && !degraded.contains("ampel/location/+"), "\(degraded)")
+        broker.send("ampel/location/bob", #"{"lat":48.137,"lon":11.575,"tst":1602720000}"#)
+        _ = try await Self.until("ampel/device/bob/state", from: broker, in: &iterator)
+        daemon.stop()
+        try await running.value
+        broker.finish()
+
+        // Every input refused; Home Assistant's status topic, granted, is no input.
+        let none = FakeBroker(refusing: ["owntracks/+/+", "ampel/location/+"])
+        let second = try Self.daemon(on: none, directory: temporaryDirectory())
+        let secondRunning = Task { try await second.run() }
+        defer { second.stop() }
+        var secondIterator = none.published.makeAsyncIterator()
+        _ = try await Self.until("ampel/bridge/state", containing: BridgeState.online, from: none, in: &secondIterator)
+        let secondRefusals = await second.status.refusals
+        let problem = try #require(secondRefusals.problem())
+        #expect(problem.contains("owntracks/+/+") && problem.contains("ampel/location/+"), "\(problem)")
+        second.stop()
+        try await secondRunning.value
+        none.finish()
     }
 }
