@@ -30,7 +30,9 @@
 # The twin publishes states only; `twin_alerts` also sends the daemon's alerts: one in every
 # ALERT_EVERY fixes (14: the daemon's 0.07 alerts per fix on this fleet, messages/fix 1.07) gets an
 # alert of the daemon's mean alert size, alert and state at ALERT_QOS (default 2, the daemon's
-# mqtt.alert_qos on MQTT 5; the state is the alert's witness), the rest states at QoS 1.
+# mqtt.alert_qos on MQTT 5; the state is the alert's witness), the rest states at QoS 1. For
+# another fleet (DEVICES, STEP, TRACKS) set ALERT_EVERY to 1 / (messages - 1) of every_fix's
+# messages/fix; the table shows both targets' messages/fix side by side.
 #
 # Before/after in one rotation: the `ampel` of an earlier revision as the target `baseline`
 # (every_fix), beside this build's:
@@ -57,6 +59,9 @@ HEARTBEAT=${HEARTBEAT:-}
 QOS=${QOS:-0 1}
 TARGETS=${TARGETS:-every_fix twin plain on_change sink}
 ALERT_EVERY=${ALERT_EVERY:-14}
+case " $TARGETS " in
+  *" baseline "*) [ -x "${BASELINE_BIN:-}/ampel" ] || { echo "TARGETS has baseline: set BASELINE_BIN to a directory with an ampel" >&2; exit 1; } ;;
+esac
 STEP=${STEP:-1000}
 export BROKER_MAX_INFLIGHT=$INFLIGHT
 
@@ -118,7 +123,7 @@ if [ -z "$size" ] || [ -z "$alert_size" ]; then
   "$fleet" load --port "$port" --target daemon --qos 1 --route "$out/route.txt" --devices 200 --count 0 --tag s >/dev/null
   wait "$sizes_pid" "$alert_sizes_pid" || true
   size=${size:-$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/sizes")}
-  alert_size=${alert_size:-$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/alert-sizes")}
+  alert_size=${alert_size:-$(awk '{ s += $1; n++ } END { if (n == 0) { print "no alert seen" > "/dev/stderr"; exit 1 } printf "%d", s / n }' "$tmp/alert-sizes")}
   stop_pid "$daemon_pid"; daemon_pid=""
 fi
 echo "twin payload: $size bytes (mean every_fix state of the fleet); alerts $alert_size bytes" >&2
@@ -129,7 +134,7 @@ measure() { # TARGET QOS
   local target=$1 qos=$2 pid
   case $target in
     every_fix | on_change) start_daemon "$target"; pid=$daemon_pid ;;
-    baseline) start_daemon every_fix "${BASELINE_BIN:?TARGETS has baseline: set BASELINE_BIN}/ampel"; pid=$daemon_pid ;;
+    baseline) start_daemon every_fix "$BASELINE_BIN/ampel"; pid=$daemon_pid ;;
     twin) start_relay twin "$qos" "$size"; pid=$relay_pid ;;
     twin_alerts)
       start_relay twin_alerts "$qos" "$size" --alert-every "$ALERT_EVERY" --alert-size "$alert_size" --alert-qos "${ALERT_QOS:-2}"
