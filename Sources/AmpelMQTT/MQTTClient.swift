@@ -47,6 +47,17 @@ public final class MQTTClient: Sendable {
         session.shutdownFromDeinit()
     }
 
+    /// A task executor for the consumer of ``init(configuration:logger:handler:)``: a job that
+    /// a message or an answer resumes runs on the client's network thread, between its reads and
+    /// writes, and any other job on Swift's global executor.
+    ///
+    /// A consumer that prefers it (`withTaskExecutorPreference`), handles each message without
+    /// suspending and publishes with ``enqueue(_:acknowledged:)`` works on one thread, as a client
+    /// inside libmosquitto's callback would: no thread is woken to take the message, and none
+    /// to write the publishes. Its handling delays the client's reads and writes meanwhile, so
+    /// it must not block.
+    public var taskExecutor: any TaskExecutor { session.loop.executor }
+
     /// Hands every message received from now on to `handler` instead of ``messages``, as
     /// ``init(configuration:logger:handler:)`` does, for a consumer made after the client.
     /// Set it before ``connect()``: a message received before goes to ``messages``.

@@ -1,6 +1,7 @@
 import AmpelMessages
 import AmpelMQTT
 import AmpelTestSupport
+import Foundation
 import Synchronization
 import Testing
 
@@ -38,5 +39,67 @@ struct MQTTHandlerTests {
         for await _ in subscriber.messages { leftovers += 1 }
         #expect(leftovers == 0)
         await publisher.disconnect()
+    }
+}
+
+/// A consumer that prefers the client's task executor runs where the messages arrive: on the
+/// network thread, between its reads and writes (the daemon's loop, decision 27).
+@Suite("Network thread executor", .timeLimit(.minutes(1)))
+struct NetworkThreadExecutorTests {
+    /// The name of the calling thread (`comm`).
+    static func threadName() -> String {
+        ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func consumerRunsOnTheNetworkThreadAndElsewhereWhenWokenElsewhere() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+        let consumer = MQTTClient(configuration: broker.configuration("exec-sub")) { continuation.yield($0) }
+        try await consumer.connect()
+        try await consumer.subscribe([("x/in", .atLeastOnce)])
+        let (peer, replies) = try await broker.subscribedClient("exec-peer", [("x/out", .atLeastOnce)])
+        let networkThread = "mqtt-exec-sub"
+
+        // Each message is answered with the name of the thread that handled it; after the
+        // 5th, the consumer sleeps once first (a timer on another thread wakes it).
+        let work = Task {
+            await withTaskExecutorPreference(consumer.taskExecutor) {
+                var handled = 0
+                for await message in stream {
+                    handled += 1
+                    var answer = Self.threadName()
+                    if handled == 5 {
+                        try? await Task.sleep(for: .milliseconds(5))
+                        answer += " after-sleep " + Self.threadName()
+                    }
+                    try? consumer.enqueue(topic: "x/out", payload: message.payload + bytes(" " + answer), qos: .atLeastOnce)
+                }
+                return Self.threadName()
+            }
+        }
+        // One message at a time: the next goes once the answer to the last is in.
+        var answers: [String] = []
+        for index in 1...12 {
+            try await peer.publish(topic: "x/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
+            answers = try await replies.wait(for: index).map(text)
+        }
+        #expect(answers.map { $0.split(separator: " ")[0] } == (1...12).map { "m\($0)" })
+        let names = answers.map { String($0.split(separator: " ")[1]) }
+        // The consumer may take the first message where it started; from the first message
+        // handled on the network thread on, it stays there...
+        let first = try #require(names.firstIndex(of: networkThread), "no message was handled on the network thread: \(names)")
+        #expect(first <= 4)
+        #expect(names[first...].allSatisfy { $0 == networkThread }, "\(names)")
+        // ...until something else wakes it: the timer's wake-up runs it on the global executor.
+        let afterSleep = try #require(answers[4].components(separatedBy: " after-sleep ").last)
+        #expect(afterSleep != networkThread)
+
+        // Disconnected, the client runs nothing: the consumer still ends on the global executor.
+        await consumer.disconnect()
+        continuation.finish()
+        #expect(await work.value != networkThread)
+        await peer.disconnect()
     }
 }

@@ -40,8 +40,9 @@ extension AmpelDaemon {
             for await input in events {
                 if case .stop = input { break }
                 // A stream with a backlog hands out its elements without suspending: without a
-                // yield now and then, the loop keeps its thread of the two-thread pool for
-                // seconds, and the signal handler's task (SIGTERM) waits behind it.
+                // yield now and then, the loop keeps its thread for seconds. On the network
+                // thread no answer is read and no publish written meanwhile; on the two-thread
+                // pool the signal handler's task (SIGTERM) waits behind it.
                 sinceYield += 1
                 if sinceYield == 256 {
                     sinceYield = 0

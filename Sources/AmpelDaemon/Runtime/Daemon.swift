@@ -170,7 +170,10 @@ actor AmpelDaemon: Service {
         // From here on the stop below always runs, which shuts the webhooks' client down; the
         // alerts of the start are queued already and go first.
         webhooks.start()
-        await loop(started.events, inputs, &run)
+        // On the MQTT client's executor a message is handled on the thread that read it (decision 27).
+        await withTaskExecutorPreference(transport.loopExecutor) {
+            await loop(started.events, inputs, &run)
+        }
         await finish(run, producers: producers)
     }
 }

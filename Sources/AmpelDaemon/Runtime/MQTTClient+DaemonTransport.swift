@@ -32,6 +32,8 @@ extension MQTTClient: DaemonTransport {
         return mqtt
     }
 
+    var loopExecutor: (any TaskExecutor)? { taskExecutor }
+
     /// Reads the client's connection events (one stream, read here only). The reading task ends
     /// with the stream, when the client disconnects.
     func connections(_ connected: @escaping @Sendable (_ sessionPresent: Bool) -> Void, lost: @escaping @Sendable (_ failure: String?) -> Void) {

@@ -22,6 +22,9 @@ protocol DaemonTransport: Sendable {
     /// Reports every publish the broker refused (a reason code of 0x80 or above) with its
     /// topic, from any thread. Called once, before ``connectToBroker()``.
     func onPublishRefused(_ handler: @escaping @Sendable (_ topic: String, _ reason: Int) -> Void)
+    /// The executor the loop prefers: the one that runs it where the messages arrive
+    /// (``MQTTClient/taskExecutor``), or nil for Swift's global executor.
+    var loopExecutor: (any TaskExecutor)? { get }
     /// Connects once; a failure is thrown (the daemon retries with backoff).
     func connectToBroker() async throws
     /// Subscribes to `filters` with `qos`: QoS 1 for the inputs (the session keeps their
@@ -58,6 +61,7 @@ protocol DaemonTransport: Sendable {
 
 extension DaemonTransport {
     var brokerInUse: String? { nil }
+    var loopExecutor: (any TaskExecutor)? { nil }
     var failovers: Int { 0 }
     /// A transport that hands every publish over at once holds none for the broker.
     var unanswered: Int { 0 }

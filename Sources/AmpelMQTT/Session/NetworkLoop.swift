@@ -24,6 +24,8 @@ final class NetworkLoop: @unchecked Sendable {
 
     let mosquitto: MosquittoClient
     let configuration: MQTTConfiguration
+    /// Runs, between the loop steps of a connection, the consumer jobs that this thread resumed.
+    let executor = NetworkThreadExecutor()
 
     let record = Mutex(ConnectionRecord())
     /// Answers read but not yet handed over, for ``deliverAnswers(_:_:)``. Only this thread
@@ -196,9 +198,13 @@ final class NetworkLoop: @unchecked Sendable {
         var kept: Int32 = -1
         defer { if kept >= 0 { Self.closeAfterBroker(kept, before: (stopDeadline ?? .now) + Self.lingerLimit) } }
         var spare: [(mid: Int32, result: AckResult)] = []
+        executor.startHosting()
         defer {
             decideNotes(session)
             deliverAnswers(&spare, session)
+            // What the last answers resumed, and what waits, runs on the global executor
+            // while this thread reconnects or exits.
+            executor.stopHosting()
         }
         while loopRC == MosquittoResult.success {
             loopRC = loopOnce(timeoutMilliseconds: 1000, &spare, session)
@@ -261,19 +267,23 @@ final class NetworkLoop: @unchecked Sendable {
     /// ``answerBatch`` have come together, and whenever nothing more is ready to read or write,
     /// before the thread sleeps. Resuming a task wakes a sleeping pool thread (a futex call on
     /// each side); one wake-up then serves the whole batch, while a lone publish still gets its
-    /// answer without delay.
+    /// answer without delay. A task on ``executor`` wakes no thread: its jobs, queued by this
+    /// thread's reads and answers, run after the read, before the write that sends what they
+    /// publish.
     private func loopOnce(timeoutMilliseconds: Int32, _ spare: inout [(mid: Int32, result: AckResult)], _ session: MQTTSession) -> Int32 {
         defer { decideNotes(session) }
         let socket = mosquitto.socket
         guard socket >= 0 else { return MosquittoResult.noConnection }
         var readable: Int32 = 0
         var count: Int32
-        if answers.withLock({ !$0.isEmpty }) {
-            // Answers are waiting: hand them over now unless there is more to read or write.
+        if answers.withLock({ !$0.isEmpty }) || executor.hasQueued {
+            // Answers or jobs are waiting: hand them over and run them now unless there is
+            // more to read or write.
             count = poll(socket, timeoutMilliseconds: 0, &readable)
             if count == 0 {
                 deliverAnswers(&spare, session)
-                count = poll(socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
+                executor.runQueued()
+                count = poll(socket, timeoutMilliseconds: executor.hasQueued ? 0 : timeoutMilliseconds, &readable)
             }
         } else {
             count = poll(socket, timeoutMilliseconds: timeoutMilliseconds, &readable)
@@ -286,6 +296,9 @@ final class NetworkLoop: @unchecked Sendable {
             if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
             if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
         }
+        // The consumer jobs that the messages and answers resumed: what they publish goes out
+        // with the write below.
+        executor.runQueued()
         // Whatever is queued now (by other threads while this one polled, or by the read above:
         // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
         // keeps the rest for the next iteration.
