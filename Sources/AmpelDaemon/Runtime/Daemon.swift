@@ -171,7 +171,11 @@ actor AmpelDaemon: Service {
         // alerts of the start are queued already and go first.
         webhooks.start()
         // On the MQTT client's executor a message is handled on the thread that read it (decision 27).
-        await withTaskExecutorPreference(transport.loopExecutor) {
+        var loopExecutor = transport.loopExecutor
+        #if AMPEL_FAULT_INJECTION
+        if FaultInjection.crashesAfterAlerts { loopExecutor = nil }
+        #endif
+        await withTaskExecutorPreference(loopExecutor) {
             await loop(started.events, inputs, &run)
         }
         await finish(run, producers: producers)
