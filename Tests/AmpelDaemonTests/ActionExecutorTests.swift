@@ -269,3 +269,27 @@ struct ActionExecutorTests {
         #expect(replay.state.devices["alice/phone"]?.phase == "darkred", "the decisions are in the journal too")
     }
 }
+
+extension ActionExecutorTests {
+    @Test("a Home Assistant copy that waits for its delay is counted when queued, like every publish handed over")
+    func delayedCopyIsCounted() throws {
+        // The engine's batches with every Home Assistant copy delayed past the test's end.
+        let batches = Self.actions().map { batch in
+            batch.map { action -> SignalEngine.Action in
+                guard case .decide(var decision) = action, decision.announcement?.homeAssistant != nil else { return action }
+                decision.announcement?.homeAssistant?.delay = .seconds(600)
+                return .decide(decision)
+            }
+        }
+        let copies = batches.joined().filter { if case .decide(let decision) = $0 { decision.announcement?.homeAssistant != nil } else { false } }.count
+        try #require(copies > 0)
+        let log = Log()
+        let executor = ActionExecutor(journal: RecordingJournal(log), transport: RecordingTransport(log), webhooks: RecordingWebhooks(log),
+                                      logger: Logger(label: "test"), now: { Date() })
+        for batch in batches { executor.execute(batch) }
+        let handedOverCopies = log.all.filter { if case .handedOver(let message) = $0 { message.hasPrefix("ampel/device/") && message.contains("/event ") } else { false } }
+        #expect(handedOverCopies.isEmpty, "the copies wait for their delay")
+        #expect(executor.tally.byKind[.homeAssistantEvent] == copies)
+        #expect(executor.tally.published == log.all.filter { if case .handedOver = $0 { true } else { false } }.count + copies)
+    }
+}

@@ -136,7 +136,11 @@ final class ActionExecutor {
             event.topic = homeAssistant.topic
             if homeAssistant.delay == .zero {
                 publish(event, kind: .homeAssistantEvent, republished: republished)
-            } else if !delayed.add(event, after: homeAssistant.delay) {
+            } else if delayed.add(event, after: homeAssistant.delay) {
+                // Counted when queued: the queue hands it over unless a stop comes first.
+                count(.homeAssistantEvent)
+                if republished { tally.republished += 1 }
+            } else {
                 noteUndelayed()
                 publish(event, kind: .homeAssistantEvent, republished: republished)
             }
