@@ -102,4 +102,47 @@ struct NetworkThreadExecutorTests {
         #expect(await work.value != networkThread)
         await peer.disconnect()
     }
+
+    /// The daemon's shape: an actor's method loops over the messages and yields now and then.
+    /// A default actor runs where its caller's task prefers, and a yield on the network thread
+    /// comes back to it after the thread's socket work.
+    actor Consumer {
+        var names: [String] = []
+        func run(_ stream: AsyncStream<MQTTMessage>, answering client: MQTTClient) async -> [String] {
+            for await message in stream {
+                names.append(NetworkThreadExecutorTests.threadName())
+                await Task.yield()
+                names.append(NetworkThreadExecutorTests.threadName())
+                try? client.enqueue(topic: "y/out", payload: message.payload, qos: .atLeastOnce)
+            }
+            return names
+        }
+    }
+
+    @Test func anActorIsolatedConsumerThatYieldsStaysOnTheNetworkThread() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+        let client = MQTTClient(configuration: broker.configuration("exec-actor")) { continuation.yield($0) }
+        try await client.connect()
+        try await client.subscribe([("y/in", .atLeastOnce)])
+        let (peer, replies) = try await broker.subscribedClient("exec-actor-peer", [("y/out", .atLeastOnce)])
+        let consumer = Consumer()
+        let work = Task {
+            await withTaskExecutorPreference(client.taskExecutor) { await consumer.run(stream, answering: client) }
+        }
+        for index in 1...10 {
+            try await peer.publish(topic: "y/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
+            _ = try await replies.wait(for: index)
+        }
+        await client.disconnect()
+        continuation.finish()
+        let names = await work.value
+        #expect(names.count == 20)
+        // As in the test above, the first message may find the consumer where it started.
+        let first = try #require(names.firstIndex(of: "mqtt-exec-actor"), "\(names)")
+        #expect(first <= 2)
+        #expect(names[first...].allSatisfy { $0 == "mqtt-exec-actor" }, "\(names)")
+        await peer.disconnect()
+    }
 }

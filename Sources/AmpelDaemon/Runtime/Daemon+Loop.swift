@@ -40,9 +40,11 @@ extension AmpelDaemon {
             for await input in events {
                 if case .stop = input { break }
                 // A stream with a backlog hands out its elements without suspending: without a
-                // yield now and then, the loop keeps its thread for seconds. On the network
-                // thread no answer is read and no publish written meanwhile; on the two-thread
-                // pool the signal handler's task (SIGTERM) waits behind it.
+                // yield now and then the loop keeps its thread. On the network thread (where a
+                // message resumes it) no answer is read and no publish written meanwhile; on the
+                // pool (where a tick, data or a walk's batch resumes it, and it stays until the
+                // stream is empty) the signal handler's task (SIGTERM) may wait behind it on a
+                // small machine.
                 sinceYield += 1
                 if sinceYield == 256 {
                     sinceYield = 0

@@ -433,7 +433,8 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
 
     /// Resumes the tasks waiting for these answers (network thread, in batches): one lock hold
     /// for all of them instead of one per PUBACK, and the resumed tasks enqueued in one burst,
-    /// which wakes a pool thread once for the lot rather than once per message.
+    /// which wakes a pool thread once for the lot rather than once per message (a task on the
+    /// client's ``NetworkThreadExecutor`` wakes none: it runs on this thread next).
     func resume(answers: [(mid: Int32, result: AckResult)]) {
         let ready: [(AckWaiter, AckResult)] = machine.withLock { machine in
             answers.compactMap { answer in machine.answered(mid: answer.mid).map { ($0, answer.result) } }

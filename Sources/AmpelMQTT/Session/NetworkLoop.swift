@@ -47,6 +47,8 @@ final class NetworkLoop: @unchecked Sendable {
     let backoffWakeup = DispatchSemaphore(value: 0)
     /// This thread saw the stop request and sent DISCONNECT (only this thread touches it).
     private var stopNoticed = false
+    /// The current connection's CONNACK accepted it and the session knows (only this thread).
+    private var established = false
     /// Publish notes that may be QoS 0 written-notes, told apart once per loop step
     /// (``MQTTSession/publishesDone(mids:)``; only this thread touches it).
     private var undecidedNotes: [Int32] = []
@@ -176,6 +178,7 @@ final class NetworkLoop: @unchecked Sendable {
     /// One TCP/TLS connection from connect to loss. Returns why it ended.
     private func runOneConnection(to broker: MQTTConfiguration.Endpoint, _ session: MQTTSession) -> MQTTError {
         record.withLock { $0 = ConnectionRecord() }
+        established = false
         mosquitto.setLogCallback(enabled: true)
         let (rc, connectErrno) = mosquitto.connect(host: broker.host, port: broker.port, keepAlive: configuration.keepAlive)
         guard rc == MosquittoResult.success else {
@@ -191,7 +194,6 @@ final class NetworkLoop: @unchecked Sendable {
         }
         defer { ampel_read_ahead_detach() }
         var loopRC = MosquittoResult.success
-        var established = false
         var stopDeadline: ContinuousClock.Instant?
         // A second descriptor of the socket, kept across the clean DISCONNECT (see
         // ``closeAfterBroker(_:before:)``).
@@ -211,11 +213,7 @@ final class NetworkLoop: @unchecked Sendable {
             // libmosquitto closed the socket: its number may be the next descriptor this
             // thread opens (the stop's linger reads a duplicate).
             if mosquitto.socket < 0 { ampel_read_ahead_detach() }
-            if !established, let connack = record.withLock({ $0.connack }), connack.reason == 0 {
-                established = true
-                mosquitto.setLogCallback(enabled: false)
-                session.connectionEstablished(sessionPresent: connack.sessionPresent)
-            }
+            noteEstablished(session)
             if stopRequested.load(ordering: .relaxed) {
                 let now = ContinuousClock.now
                 if stopDeadline == nil {
@@ -297,7 +295,9 @@ final class NetworkLoop: @unchecked Sendable {
             if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
         }
         // The consumer jobs that the messages and answers resumed: what they publish goes out
-        // with the write below.
+        // with the write below. A CONNACK read with the first messages is taken first, so they
+        // publish on an established connection.
+        noteEstablished(session)
         executor.runQueued()
         // Whatever is queued now (by other threads while this one polled, or by the read above:
         // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
@@ -330,6 +330,14 @@ final class NetworkLoop: @unchecked Sendable {
         if idle.load(ordering: .relaxed), idle.exchange(false, ordering: .sequentiallyConsistent) {
             ampel_wake_signal(wakeWriteFD)
         }
+    }
+
+    /// Tells the session once that the broker accepted this connection.
+    private func noteEstablished(_ session: MQTTSession) {
+        guard !established, let connack = record.withLock({ $0.connack }), connack.reason == 0 else { return }
+        established = true
+        mosquitto.setLogCallback(enabled: false)
+        session.connectionEstablished(sessionPresent: connack.sessionPresent)
     }
 
     /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.

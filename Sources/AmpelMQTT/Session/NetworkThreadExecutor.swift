@@ -36,6 +36,7 @@ final class NetworkThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     /// The calling thread stops running the queue; what it holds goes to the global executor.
     func stopHosting() {
+        assert(isHost)
         host.store(0, ordering: .relaxed)
         let left = queued
         queued.removeAll()
@@ -43,11 +44,20 @@ final class NetworkThreadExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Whether jobs wait for ``runQueued()`` (the host must not sleep then).
-    var hasQueued: Bool { !queued.isEmpty }
+    var hasQueued: Bool {
+        assert(isHost)
+        return !queued.isEmpty
+    }
+
+    private var isHost: Bool { host.load(ordering: .relaxed) == UInt(pthread_self()) }
 
     /// Runs the jobs queued so far, in order; the jobs they queue wait for the next call, so the
     /// thread's socket work comes between (a consumer that yields gets its turn after it).
+    ///
+    /// A consumer that yields without end keeps the host from sleeping: it polls without
+    /// waiting while jobs are queued.
     func runQueued() {
+        assert(isHost)
         guard !queued.isEmpty else { return }
         swap(&queued, &running)
         let executor = asUnownedTaskExecutor()
