@@ -269,9 +269,11 @@ extension AmpelDaemon {
                 // The setting the broker's refusal points at (a password, the client id): exit 78.
                 throw error
             } catch {
-                status.brokerError.withLock { $0 = "\(error)" }
+                // The client's own words ("connection to … ended: Protocol error"), not the type's.
+                let said = (error as? MQTTError)?.message ?? "\(error)"
+                status.brokerError.withLock { $0 = said }
                 logger.warning("cannot connect to the broker; retrying", metadata: [
-                    "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
+                    "broker": "\(configuration.broker)", "error": "\(said)", "retryIn": "\(delay)",
                 ])
             }
             let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
