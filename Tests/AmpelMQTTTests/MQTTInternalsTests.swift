@@ -1,4 +1,5 @@
 import AmpelCore
+import AmpelTestSupport
 import Testing
 
 @testable import AmpelMQTT
@@ -72,5 +73,41 @@ struct MQTTInternalsTests {
         #expect(table.cancel(token: 4) == nil)
         #expect(table.takeAll() == ["other"])
         #expect(table.waitingCount == 0)
+    }
+}
+
+/// The topics kept to name a refused publish are let go once the broker answered: kept until
+/// their message id came round again, up to 65,535 topic strings stayed alive.
+@Suite("Publish topics", .timeLimit(.minutes(1)))
+struct PublishTopicsTests {
+    @Test func aSlotIsEmptiedByItsAnswer() {
+        var topics = PublishTopics()
+        topics.note("a/1", mid: 1)
+        topics.note("a/2", mid: 2)
+        topics.note("a/2 again", mid: 2)
+        #expect(topics.count == 2)
+        #expect(topics[2] == "a/2 again")
+        topics.forget(mid: 1)
+        topics.forget(mid: 1)
+        topics.forget(mid: 70_000)
+        #expect(topics.count == 1)
+        #expect(topics[1] == nil)
+    }
+
+    @Test func answeredPublishesLeaveNoTopicBehind() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let client = try await broker.connectedClient("topics-held", .v5)
+        for index in 0..<500 {
+            try client.enqueue(topic: "held/\(index)", payload: bytes("x"), qos: index % 2 == 0 ? .atLeastOnce : .exactlyOnce)
+        }
+        // Answered after every publish before it (one connection, in order)...
+        try await client.publish(topic: "held/last", payload: bytes("x"), qos: .exactlyOnce)
+        // ...and this one in a later loop step of the network thread, which lets the topics of
+        // a step's answers go at the step's end: all but this one's are gone when it returns.
+        try await client.publish(topic: "held/sentinel", payload: bytes("x"), qos: .atLeastOnce)
+        let held = client.session.machine.withLock { $0.heldTopics }
+        #expect(held <= 1, "\(held) topics held for answered publishes")
+        await client.disconnect()
     }
 }

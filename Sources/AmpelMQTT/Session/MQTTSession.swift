@@ -358,7 +358,6 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
             return (rc, mid)
         }
         // The topic names a refusal: only MQTT 5 has reason codes on PUBACK/PUBREC.
-        // MQTT 5: a refused publish is named by its topic; 3.1.1 has no reason codes.
         if configuration.protocolVersion == .v5 { machine.noteTopic(message.topic, mid: mid) }
         return (nil, mid)
     }
@@ -459,11 +458,15 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
         refusalHandler.withLock { $0 = boxed }
     }
 
-    /// The broker refused these publishes (network thread, at the end of a loop step): their
-    /// topics are looked up in one lock hold and reported outside it.
-    func refused(_ notes: [(mid: Int32, reason: Int32)]) {
-        let named = machine.withLock { machine in notes.map { (machine.topic(mid: $0.mid), $0.reason) } }
-        guard let handler = refusalHandler.withLock({ $0 }) else { return }
+    /// The broker answered the publishes `mids` and refused those of `notes` (network thread,
+    /// at the end of a loop step): in one lock hold the refused ones' topics are looked up and
+    /// every answered one's topic let go; the refusals are reported outside it.
+    func answered(_ mids: [Int32], refused notes: [(mid: Int32, reason: Int32)]) {
+        let named = machine.withLock { machine in
+            defer { machine.forgetTopics(mids) }
+            return notes.map { (machine.topic(mid: $0.mid), $0.reason) }
+        }
+        guard !named.isEmpty, let handler = refusalHandler.withLock({ $0 }) else { return }
         for (topic, reason) in named { handler.refused(topic ?? "?", Int(reason)) }
     }
 

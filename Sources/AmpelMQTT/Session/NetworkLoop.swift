@@ -54,6 +54,8 @@ final class NetworkLoop: @unchecked Sendable {
     private var undecidedNotes: [Int32] = []
     /// Publishes the broker refused in this loop step (a PUBACK reason of 0x80 or above).
     private var refusals: [(mid: Int32, reason: Int32)] = []
+    /// Publishes answered in this loop step, whose topics the session holds (MQTT 5 only).
+    private var answeredMids: [Int32] = []
 
     /// See ``loopOnce(timeoutMilliseconds:_:_:)``.
     static let answerBatch = 64
@@ -342,9 +344,10 @@ final class NetworkLoop: @unchecked Sendable {
 
     /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.
     private func decideNotes(_ session: MQTTSession) {
-        if !refusals.isEmpty {
-            session.refused(refusals)
+        if !refusals.isEmpty || !answeredMids.isEmpty {
+            session.answered(answeredMids, refused: refusals)
             refusals.removeAll(keepingCapacity: true)
+            answeredMids.removeAll(keepingCapacity: true)
         }
         if undecidedNotes.isEmpty { return }
         session.publishesDone(mids: undecidedNotes)
@@ -375,6 +378,7 @@ final class NetworkLoop: @unchecked Sendable {
         if case .published(let reason) = result {
             if !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
             if reason >= 0x80 { refusals.append((mid, reason)) }
+            if configuration.protocolVersion == .v5 { answeredMids.append(mid) }
         }
         guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         answers.withLock { $0.append((mid, result)) }

@@ -294,6 +294,16 @@ struct SessionStateMachine<AckWaiter, Waiter> {
         withSession { $0.topics[mid] } ?? nil
     }
 
+    /// The publishes with these ids are answered: their topics are no longer needed.
+    mutating func forgetTopics(_ mids: [Int32]) {
+        modifySession { session in
+            for mid in mids { session.topics.forget(mid: mid) }
+        }
+    }
+
+    /// Topics held for unanswered publishes (for the tests).
+    var heldTopics: Int { withSession { $0.topics.count } ?? 0 }
+
     /// libmosquitto took a packet with message id `mid` (publish, subscribe, unsubscribe) for
     /// which `waiter` waits. Called under the same lock as the libmosquitto call, so that the
     /// answer, matched under that lock too, cannot come first.
