@@ -230,10 +230,12 @@ final class Journal: Sendable {
         writer.failure = "the journal cannot be written: \(error)"
         writer.failedAt = .now
         writer.unwritten = 0
+        // Said where it is read (`/readyz`, metrics) before it is logged: whoever reads the log
+        // line finds it there.
+        failures(writer.failure)
         logger.critical("the journal cannot be written: until it can, the messages taken from the broker and the decisions live in memory only, and a crash loses them (the broker will not send those messages again; their alerts may be lost or repeat). Retrying every second", metadata: [
             "error": "\(error)", "stateDir": "\(directory)",
         ])
-        failures(writer.failure)
     }
 
     /// Why the journal is not safe, or `nil` when it is.
@@ -344,10 +346,10 @@ final class Journal: Sendable {
             return (writer.unwritten, writer.failedAt.map { .now - $0 } ?? .zero)
         }
         if let recovered {
+            failures(nil)
             logger.notice("the journal is safe again: it writes, and the snapshot covers what it could not write", metadata: [
                 "unwritten": "\(recovered.unwritten)", "failedFor": "\(recovered.failedFor)", "stateDir": "\(directory)",
             ])
-            failures(nil)
         }
         removeCovered()
     }
