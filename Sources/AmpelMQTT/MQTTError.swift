@@ -94,7 +94,12 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "MQTTError(\(code.rawValue)): \(message)" }
+    /// The message alone: logs, `/readyz` and the CLI show it to people, who need no type name.
+    public var description: String { message }
+}
+
+extension MQTTError: CustomDebugStringConvertible {
+    public var debugDescription: String { "MQTTError(\(code.rawValue)): \(message)" }
 }
 
 extension MQTTError {

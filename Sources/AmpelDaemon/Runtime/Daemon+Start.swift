@@ -269,11 +269,9 @@ extension AmpelDaemon {
                 // The setting the broker's refusal points at (a password, the client id): exit 78.
                 throw error
             } catch {
-                // The client's own words ("connection to … ended: Protocol error"), not the type's.
-                let said = (error as? MQTTError)?.message ?? "\(error)"
-                status.brokerError.withLock { $0 = said }
+                status.brokerError.withLock { $0 = "\(error)" }
                 logger.warning("cannot connect to the broker; retrying", metadata: [
-                    "broker": "\(configuration.broker)", "error": "\(said)", "retryIn": "\(delay)",
+                    "broker": "\(configuration.broker)", "error": "\(error)", "retryIn": "\(delay)",
                 ])
             }
             let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
