@@ -34,7 +34,8 @@ public struct MQTTWill: Sendable, Hashable {
 public enum MQTTSubscriptionAnswer: Sendable, Hashable {
     /// Subscribed, at this QoS (at most the one asked for).
     case granted(MQTTQoS)
-    /// Refused, with the SUBACK's reason code (0x80 or above; 0x87 "not authorized" for an ACL).
+    /// Refused, with the SUBACK's reason code: any code that is no QoS (0x87 "not authorized"
+    /// for an ACL; 0x80 for a filter the SUBACK did not answer).
     case refused(reasonCode: Int)
 }
 

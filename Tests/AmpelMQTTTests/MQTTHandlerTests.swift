@@ -46,12 +46,6 @@ struct MQTTHandlerTests {
 /// network thread, between its reads and writes (the daemon's loop, decision 27).
 @Suite("Network thread executor", .timeLimit(.minutes(1)))
 struct NetworkThreadExecutorTests {
-    /// The name of the calling thread (`comm`).
-    static func threadName() -> String {
-        ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     /// A client whose handler feeds `stream`, subscribed to `<prefix>/in`, and a peer that reads
     /// `<prefix>/out`, on `broker`.
     struct Pair {
@@ -75,31 +69,30 @@ struct NetworkThreadExecutorTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let pair = try await Pair(broker, clientID: "exec-sub", prefix: "x")
-        let (stream, continuation, consumer, peer, replies) = (pair.stream, pair.continuation, pair.client, pair.peer, pair.replies)
         let networkThread = "mqtt-exec-sub"
 
         // Each message is answered with the name of the thread that handled it; after the
         // 5th, the consumer sleeps once first (a timer on another thread wakes it).
         let work = Task {
-            await withTaskExecutorPreference(consumer.taskExecutor) {
+            await withTaskExecutorPreference(pair.client.taskExecutor) {
                 var handled = 0
-                for await message in stream {
+                for await message in pair.stream {
                     handled += 1
-                    var answer = Self.threadName()
+                    var answer = currentThreadName()
                     if handled == 5 {
                         try? await Task.sleep(for: .milliseconds(5))
-                        answer += " after-sleep " + Self.threadName()
+                        answer += " after-sleep " + currentThreadName()
                     }
-                    try? consumer.enqueue(topic: "x/out", payload: message.payload + bytes(" " + answer), qos: .atLeastOnce)
+                    try? pair.client.enqueue(topic: "x/out", payload: message.payload + bytes(" " + answer), qos: .atLeastOnce)
                 }
-                return Self.threadName()
+                return currentThreadName()
             }
         }
         // One message at a time: the next goes once the answer to the last is in.
         var answers: [String] = []
         for index in 1...12 {
-            try await peer.publish(topic: "x/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
-            answers = try await replies.wait(for: index).map(text)
+            try await pair.peer.publish(topic: "x/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
+            answers = try await pair.replies.wait(for: index).map(text)
         }
         #expect(answers.map { $0.split(separator: " ")[0] } == (1...12).map { "m\($0)" })
         let names = answers.map { String($0.split(separator: " ")[1]) }
@@ -113,11 +106,12 @@ struct NetworkThreadExecutorTests {
         let afterSleep = try #require(answers[4].components(separatedBy: " after-sleep ").last)
         #expect(afterSleep != networkThread)
 
-        // Disconnected, the client runs nothing: the consumer still ends on the global executor.
-        await consumer.disconnect()
-        continuation.finish()
+        // Disconnected, the client runs nothing: the consumer still ends (it does not hang on the
+        // network thread that has exited) on the global executor.
+        await pair.client.disconnect()
+        pair.continuation.finish()
         #expect(await work.value != networkThread)
-        await peer.disconnect()
+        await pair.peer.disconnect()
     }
 
     /// The daemon's shape: an actor's method loops over the messages and yields now and then.
@@ -127,9 +121,9 @@ struct NetworkThreadExecutorTests {
         var names: [String] = []
         func run(_ stream: AsyncStream<MQTTMessage>, answering client: MQTTClient) async -> [String] {
             for await message in stream {
-                names.append(NetworkThreadExecutorTests.threadName())
+                names.append(currentThreadName())
                 await Task.yield()
-                names.append(NetworkThreadExecutorTests.threadName())
+                names.append(currentThreadName())
                 try? client.enqueue(topic: "y/out", payload: message.payload, qos: .atLeastOnce)
             }
             return names
@@ -140,22 +134,21 @@ struct NetworkThreadExecutorTests {
         let broker = try await MosquittoBroker.start()
         defer { broker.stop() }
         let pair = try await Pair(broker, clientID: "exec-actor", prefix: "y")
-        let (stream, continuation, client, peer, replies) = (pair.stream, pair.continuation, pair.client, pair.peer, pair.replies)
         let consumer = Consumer()
         let work = Task {
-            await withTaskExecutorPreference(client.taskExecutor) { await consumer.run(stream, answering: client) }
+            await withTaskExecutorPreference(pair.client.taskExecutor) { await consumer.run(pair.stream, answering: pair.client) }
         }
         for index in 1...10 {
-            try await peer.publish(topic: "y/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
-            _ = try await replies.wait(for: index)
+            try await pair.peer.publish(topic: "y/in", payload: bytes("m\(index)"), qos: .atLeastOnce)
+            _ = try await pair.replies.wait(for: index)
         }
-        await client.disconnect()
-        continuation.finish()
+        await pair.client.disconnect()
+        pair.continuation.finish()
         let names = await work.value
         #expect(names.count == 20)
         // As in the test above: almost all, a yield included (its job comes back to this thread).
         let onNetworkThread = names.filter { $0 == "mqtt-exec-actor" }.count
         #expect(onNetworkThread >= names.count - 4, "\(names)")
-        await peer.disconnect()
+        await pair.peer.disconnect()
     }
 }

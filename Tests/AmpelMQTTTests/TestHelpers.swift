@@ -194,3 +194,9 @@ func threads() -> [(tid: String, name: String)] {
 
 /// Names of this process's threads.
 func threadNames() -> [String] { threads().map(\.name) }
+
+/// The name of the calling thread (`comm`).
+func currentThreadName() -> String {
+    ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+}

@@ -13,7 +13,7 @@ extension MQTTSession {
             case .granted(let qos): return qos
             case .refused(let code):
                 throw MQTTError(code: .rejected, reasonCode: code,
-                                message: "broker refused subscription to '\(filter.0)': \(MosquittoLibrary.describeReason(Int32(code)))")
+                                message: "broker refused subscription to '\(filter.0)': \(MQTTError.describeReason(code))")
             }
         }
     }

@@ -458,13 +458,13 @@ final class MQTTSession: MosquittoCallbacks, Sendable {
         refusalHandler.withLock { $0 = boxed }
     }
 
-    /// The broker answered the publishes `mids` and refused those of `notes` (network thread,
-    /// at the end of a loop step): in one lock hold the refused ones' topics are looked up and
-    /// every answered one's topic let go; the refusals are reported outside it.
-    func answered(_ mids: [Int32], refused notes: [(mid: Int32, reason: Int32)]) {
+    /// The broker answered these MQTT 5 publishes (network thread, at the end of a loop step):
+    /// in one lock hold the refused ones' (a reason of 0x80 or above) topics are looked up and
+    /// every one's topic let go; the refusals are reported outside it.
+    func settle(_ answers: [(mid: Int32, reason: Int32)]) {
         let named = machine.withLock { machine in
-            defer { machine.forgetTopics(mids) }
-            return notes.map { (machine.topic(mid: $0.mid), $0.reason) }
+            defer { machine.forgetTopics(answers.lazy.map(\.mid)) }
+            return answers.filter { $0.reason >= 0x80 }.map { (machine.topic(mid: $0.mid), $0.reason) }
         }
         guard !named.isEmpty, let handler = refusalHandler.withLock({ $0 }) else { return }
         for (topic, reason) in named { handler.refused(topic ?? "?", Int(reason)) }

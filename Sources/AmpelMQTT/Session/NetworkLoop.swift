@@ -52,10 +52,9 @@ final class NetworkLoop: @unchecked Sendable {
     /// Publish notes that may be QoS 0 written-notes, told apart once per loop step
     /// (``MQTTSession/publishesDone(mids:)``; only this thread touches it).
     private var undecidedNotes: [Int32] = []
-    /// Publishes the broker refused in this loop step (a PUBACK reason of 0x80 or above).
-    private var refusals: [(mid: Int32, reason: Int32)] = []
-    /// Publishes answered in this loop step, whose topics the session holds (MQTT 5 only).
-    private var answeredMids: [Int32] = []
+    /// MQTT 5 publishes answered in this loop step, with their reason code: the session lets
+    /// their topics go and names those refused (0x80 or above).
+    private var answeredV5: [(mid: Int32, reason: Int32)] = []
 
     /// See ``loopOnce(timeoutMilliseconds:_:_:)``.
     static let answerBatch = 64
@@ -215,6 +214,8 @@ final class NetworkLoop: @unchecked Sendable {
             // libmosquitto closed the socket: its number may be the next descriptor this
             // thread opens (the stop's linger reads a duplicate).
             if mosquitto.socket < 0 { ampel_read_ahead_detach() }
+            // loopOnce notes it after its read; this covers a step that read the CONNACK and
+            // then ended early.
             noteEstablished(session)
             if stopRequested.load(ordering: .relaxed) {
                 let now = ContinuousClock.now
@@ -342,12 +343,12 @@ final class NetworkLoop: @unchecked Sendable {
         session.connectionEstablished(sessionPresent: connack.sessionPresent)
     }
 
-    /// Hands the publish notes of this loop step that may be QoS 0 written-notes to the session.
+    /// Hands the publish notes of this loop step to the session: the MQTT 5 answers (topics to
+    /// let go, refusals to name) and those that may be QoS 0 written-notes.
     private func decideNotes(_ session: MQTTSession) {
-        if !refusals.isEmpty || !answeredMids.isEmpty {
-            session.answered(answeredMids, refused: refusals)
-            refusals.removeAll(keepingCapacity: true)
-            answeredMids.removeAll(keepingCapacity: true)
+        if !answeredV5.isEmpty {
+            session.settle(answeredV5)
+            answeredV5.removeAll(keepingCapacity: true)
         }
         if undecidedNotes.isEmpty { return }
         session.publishesDone(mids: undecidedNotes)
@@ -377,8 +378,8 @@ final class NetworkLoop: @unchecked Sendable {
     func answered(mid: Int32, _ result: AckResult, _ session: MQTTSession) {
         if case .published(let reason) = result {
             if !session.publishDone(mid: mid) { undecidedNotes.append(mid) }
-            if reason >= 0x80 { refusals.append((mid, reason)) }
-            if configuration.protocolVersion == .v5 { answeredMids.append(mid) }
+            // Only MQTT 5 has reason codes, and only its topics are held.
+            if configuration.protocolVersion == .v5 { answeredV5.append((mid, reason)) }
         }
         guard session.possibleWaiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         answers.withLock { $0.append((mid, result)) }

@@ -22,7 +22,7 @@ final class NetworkThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var running: [UnownedJob] = []
 
     func enqueue(_ job: consuming ExecutorJob) {
-        if host.load(ordering: .relaxed) == UInt(pthread_self()) {
+        if isHost {
             queued.append(UnownedJob(job))
         } else {
             globalConcurrentExecutor.enqueue(job)

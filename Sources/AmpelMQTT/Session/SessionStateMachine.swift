@@ -295,7 +295,7 @@ struct SessionStateMachine<AckWaiter, Waiter> {
     }
 
     /// The publishes with these ids are answered: their topics are no longer needed.
-    mutating func forgetTopics(_ mids: [Int32]) {
+    mutating func forgetTopics(_ mids: some Sequence<Int32>) {
         modifySession { session in
             for mid in mids { session.topics.forget(mid: mid) }
         }
