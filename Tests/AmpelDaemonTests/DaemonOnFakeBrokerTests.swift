@@ -171,7 +171,9 @@ struct DaemonOnFakeBrokerTests {
 
         // Every input refused; Home Assistant's status topic, granted, is no input.
         let none = FakeBroker(refusing: ["owntracks/+/+", "ampel/location/+"])
-        let second = try Self.daemon(on: none, directory: temporaryDirectory())
+        let secondDirectory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: secondDirectory) }
+        let second = try Self.daemon(on: none, directory: secondDirectory)
         let secondRunning = Task { try await second.run() }
         defer { second.stop() }
         var secondIterator = none.published.makeAsyncIterator()

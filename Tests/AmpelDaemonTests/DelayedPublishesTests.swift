@@ -33,7 +33,7 @@ struct DelayedPublishesTests {
         var received = transport.received.makeAsyncIterator()
         var got: [(topic: String, at: ContinuousClock.Instant)] = []
         while got.count < 150, let next = await received.next() { got.append(next) }
-        // The first batch is out, the second still waits (and the handed-over half went).
+        // The first batch is out, the second still waits.
         #expect(delayed.waiting == 100)
         while got.count < 250, let next = await received.next() { got.append(next) }
         #expect(delayed.waiting == 0)

@@ -73,7 +73,7 @@ final class Trims {
 
     init(start: ContinuousClock.Instant) {
         self.start = start
-        housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), trimQuiet: .seconds(2), now: start)
+        housekeeping = Housekeeping(forgetAfter: nil, tick: .seconds(1), now: start)
     }
 
     func callAsFunction(_ seconds: Int, messages: Int, devices: Int, statesWritten: Int, reevaluating: Bool) -> Bool {

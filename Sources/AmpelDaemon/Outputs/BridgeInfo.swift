@@ -162,7 +162,7 @@ struct Counters: Sendable, Hashable {
     var alertsResent = 0
     /// Times the intake queue was full and the daemon stopped reading from the broker.
     var intakePaused = 0
-    /// Times the broker had not acknowledged ``AmpelDaemon/outgoingLimit`` publishes and the
+    /// Times the broker had not acknowledged ``DaemonLimits/outgoing`` publishes and the
     /// daemon waited for it before handling the next message.
     var outgoingWaits = 0
     /// Location messages whose `lang` was ignored (not a string, not valid UTF-8, or no

@@ -138,8 +138,7 @@ final class ActionExecutor {
                 publish(event, kind: .homeAssistantEvent, republished: republished)
             } else if delayed.add(event, after: homeAssistant.delay) {
                 // Counted when queued: the queue hands it over unless a stop comes first.
-                count(.homeAssistantEvent)
-                if republished { tally.republished += 1 }
+                count(.homeAssistantEvent, republished: republished)
             } else {
                 noteUndelayed()
                 publish(event, kind: .homeAssistantEvent, republished: republished)
@@ -188,16 +187,16 @@ final class ActionExecutor {
     func publish(_ message: OutgoingMessage, kind: SignalEngine.PublishKind, republished: Bool = false) {
         do {
             try transport.enqueue(message, acknowledged: nil)
-            count(kind)
-            if republished { tally.republished += 1 }
+            count(kind, republished: republished)
         } catch {
             failed(message, error)
         }
     }
 
-    private func count(_ kind: SignalEngine.PublishKind) {
+    private func count(_ kind: SignalEngine.PublishKind, republished: Bool = false) {
         tally.published += 1
         tally.byKind[kind, default: 0] += 1
+        if republished { tally.republished += 1 }
     }
 
     /// Counts a publish that libmosquitto refused, and logs it within the rate limit.

@@ -48,7 +48,6 @@ extension AmpelDaemon {
                 perform(forgotten, in: run)
             }
         }
-        // A state write (tens of MB of JSON for a large table) leaves its buffers free too.
         if housekeeping.trimDue(now: now, messages: report.messagesReceived, devices: run.engine.devices.count,
                                 statesWritten: saver.statesWritten, reevaluating: run.engine.isReevaluating) {
             saver.trimHeap()

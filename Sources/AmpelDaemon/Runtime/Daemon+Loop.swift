@@ -34,7 +34,9 @@ extension AmpelDaemon {
     }
 
     /// Handles `events` until a stop.
-    func loop(_ events: AsyncStream<Input>, _ inputs: AsyncStream<Input>.Continuation, _ run: inout Running) async {
+    func loop(_ events: AsyncStream<Input>, _ run: inout Running) async {
+        // The shutdown handler cannot capture `run`.
+        let inputs = run.inputs
         await withGracefulShutdownHandler {
             var sinceYield = 0
             for await input in events {

@@ -164,8 +164,7 @@ actor AmpelDaemon: Service {
     func run() async throws {
         guard let started = try await start() else { return }
         var run = started.run
-        let inputs = run.inputs
-        let producers = startProducers(inputs)
+        let producers = startProducers(run.inputs)
         gate.loopStarted()
         // From here on the stop below always runs, which shuts the webhooks' client down; the
         // alerts of the start are queued already and go first.
@@ -176,7 +175,7 @@ actor AmpelDaemon: Service {
         if FaultInjection.crashesAfterAlerts { loopExecutor = nil }
         #endif
         await withTaskExecutorPreference(loopExecutor) {
-            await loop(started.events, inputs, &run)
+            await loop(started.events, &run)
         }
         await finish(run, producers: producers)
     }

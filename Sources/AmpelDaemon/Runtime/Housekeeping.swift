@@ -6,11 +6,11 @@ struct Housekeeping {
     static let tidyEvery = 10
     /// Messages since the last trim that make a quiet intake worth a trim (a burst's worth).
     static let trimAfterMessages = 10_000
+    /// How long the intake must be quiet before free heap pages are given back.
+    static let trimQuiet: Duration = .seconds(2)
 
     /// Ticks between two checks against `devices.forget_after`; `nil` without it.
     let forgetEvery: Int?
-    /// How long the intake must be quiet before free heap pages are given back.
-    let trimQuiet: Duration
     private var ticksSinceTidy = 0
     private var ticksSinceForget = 0
     /// The message count at the last tick it moved, and when.
@@ -22,9 +22,8 @@ struct Housekeeping {
 
     /// - Parameters:
     ///   - forgetAfter: `devices.forget_after`; `tick`: the daemon's tick.
-    init(forgetAfter: Duration?, tick: Duration, trimQuiet: Duration = .seconds(2), now: ContinuousClock.Instant = .now) {
+    init(forgetAfter: Duration?, tick: Duration, now: ContinuousClock.Instant = .now) {
         forgetEvery = forgetAfter.map { Self.forgetEvery($0, tick: tick) }
-        self.trimQuiet = trimQuiet
         intakeSeen = (0, now)
     }
 
@@ -64,7 +63,7 @@ struct Housekeeping {
         if messages != intakeSeen.count { intakeSeen = (messages, now) }
         let grown = devices != trimmedAt.devices || messages &- trimmedAt.messages >= Self.trimAfterMessages
             || statesWritten != trimmedAt.statesWritten || (dataSinceTrim && !walking)
-        guard grown, now - intakeSeen.at >= trimQuiet else { return false }
+        guard grown, now - intakeSeen.at >= Self.trimQuiet else { return false }
         trimmedAt = (devices, messages, statesWritten)
         if !walking { dataSinceTrim = false }
         return true
