@@ -114,14 +114,18 @@ start_relay() { # KIND QOS SIZE [relay options]
 # The size of its alerts (a first sighting alerts too): what twin_alerts publishes.
 size=${STATE_SIZE:-}
 alert_size=${ALERT_SIZE:-}
+# Only twin_alerts needs the alert size: without it, no alert is waited for.
+[[ " $TARGETS " == *" twin_alerts "* ]] || alert_size=${alert_size:-0}
 if [ -z "$size" ] || [ -z "$alert_size" ]; then
   start_daemon every_fix
   mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/state' -C 200 -F '%l' >"$tmp/sizes" &
-  sizes_pid=$!
-  mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/alert' -C 100 -W 60 -F '%l' >"$tmp/alert-sizes" &
-  alert_sizes_pid=$!
+  pids=($!)
+  if [ -z "$alert_size" ]; then
+    mosquitto_sub -h 127.0.0.1 -p "$port" -t 'ampel/device/+/alert' -C 100 -W 60 -F '%l' >"$tmp/alert-sizes" &
+    pids+=($!)
+  fi
   "$fleet" load --port "$port" --target daemon --qos 1 --route "$out/route.txt" --devices 200 --count 0 --tag s >/dev/null
-  wait "$sizes_pid" "$alert_sizes_pid" || true
+  wait "${pids[@]}" || true
   size=${size:-$(awk '{ s += $1; n++ } END { printf "%d", s / n }' "$tmp/sizes")}
   alert_size=${alert_size:-$(awk '{ s += $1; n++ } END { if (n == 0) { print "no alert seen" > "/dev/stderr"; exit 1 } printf "%d", s / n }' "$tmp/alert-sizes")}
   stop_pid "$daemon_pid"; daemon_pid=""
@@ -179,9 +183,10 @@ print()
 print("Machine: %s, %s cores, %s; mosquitto %s; load average %s before, %s after (1/5/15 min)" % (
     sh("lscpu | sed -n 's/^Model name: *//p'"), sh("nproc"), platform.platform(),
     sh("mosquitto -h | sed -n 's/mosquitto version //p' | head -1"), load_before, load_after))
+alerts = ("; twin_alerts: an alert of %s bytes every %s fixes" % (alert_size, alert_every)) if alert_size != "0" else ""
 print("Command: `Benchmarks/daemon/fleet.sh` (RUNS=%s, medians; %s devices on the recorded tracks, one point per %s m "
-      "per fix, %s; %s fixes per measurement; twin payload %s bytes; twin_alerts: an alert of %s bytes every %s fixes)" % (
-          runs, devices, step, pace, count, state_size, alert_size, alert_every))
+      "per fix, %s; %s fixes per measurement; twin payload %s bytes%s)" % (
+          runs, devices, step, pace, count, state_size, alerts))
 print()
 print("| QoS | target | fixes/s | target CPU µs/fix | broker CPU µs/fix | messages/fix | bytes/fix |")
 print("|---|---|---|---|---|---|---|")
