@@ -1,4 +1,5 @@
 import AmpelMessages
+import NIOCore
 import Synchronization
 
 /// Publishes handed over after a delay (a new device's alert copy for Home Assistant,
@@ -13,9 +14,7 @@ final class DelayedPublishes: Sendable {
     static let limit = 1_000
 
     private struct State {
-        var queue: [(due: ContinuousClock.Instant, message: OutgoingMessage)] = []
-        /// The first entry not yet handed over.
-        var head = 0
+        var queue = CircularBuffer<(due: ContinuousClock.Instant, message: OutgoingMessage)>()
         /// A task is draining the queue.
         var draining = false
     }
@@ -32,7 +31,7 @@ final class DelayedPublishes: Sendable {
     func add(_ message: OutgoingMessage, after delay: Duration) -> Bool {
         let due = ContinuousClock.now + delay
         let (added, start) = state.withLock { state in
-            guard state.queue.count - state.head < Self.limit else { return (false, false) }
+            guard state.queue.count < Self.limit else { return (false, false) }
             state.queue.append((due, message))
             defer { state.draining = true }
             return (true, !state.draining)
@@ -42,7 +41,7 @@ final class DelayedPublishes: Sendable {
     }
 
     /// Messages waiting, for the tests.
-    var waiting: Int { state.withLock { $0.queue.count - $0.head } }
+    var waiting: Int { state.withLock { $0.queue.count } }
 
     private func drain() async {
         while true {
@@ -58,23 +57,16 @@ final class DelayedPublishes: Sendable {
     private func takeDue(now: ContinuousClock.Instant) -> (ready: [OutgoingMessage], next: ContinuousClock.Instant?) {
         state.withLock { state in
             var ready: [OutgoingMessage] = []
-            while state.head < state.queue.count, state.queue[state.head].due <= now {
-                ready.append(state.queue[state.head].message)
-                state.head += 1
+            while let first = state.queue.first, first.due <= now {
+                ready.append(first.message)
+                state.queue.removeFirst()
             }
-            if state.head == state.queue.count {
-                state.queue = []
-                state.head = 0
-                // Nothing left: the next add starts a new drain (after the messages taken now).
-                if ready.isEmpty { state.draining = false }
-                return (ready, ready.isEmpty ? nil : now)
-            }
-            // Handed-over entries go in one move once they are half the array.
-            if state.head * 2 > state.queue.count {
-                state.queue.removeFirst(state.head)
-                state.head = 0
-            }
-            return (ready, state.queue[state.head].due)
+            if let first = state.queue.first { return (ready, first.due) }
+            // A burst's storage goes with it.
+            state.queue = CircularBuffer()
+            // Nothing left: the next add starts a new drain (after the messages taken now).
+            if ready.isEmpty { state.draining = false }
+            return (ready, ready.isEmpty ? nil : now)
         }
     }
 }

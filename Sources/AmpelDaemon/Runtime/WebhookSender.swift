@@ -1,5 +1,6 @@
 import AmpelData
 import Logging
+import NIOCore
 import Synchronization
 
 /// One webhook's queue and the task that empties it: each alert POSTed once it is 2xx, with
@@ -52,8 +53,7 @@ final class WebhookSender: Sendable {
     private let post: @Sendable (Delivery) async -> Attempt
 
     private struct State {
-        var queue: [Delivery] = []
-        var head = 0
+        var queue = CircularBuffer<Delivery>()
         var waiter: CheckedContinuation<Void, Never>?
         /// A retry's pause that ``finish()`` ends (``pause(_:untilFinish:)``).
         var pauseWaiter: CheckedContinuation<Void, Never>?
@@ -61,19 +61,9 @@ final class WebhookSender: Sendable {
         var stats = Stats()
         var dropLog = RateLimiter(interval: 10, burst: 5)
 
-        var count: Int { queue.count - head }
+        var count: Int { queue.count }
 
-        mutating func popFirst() -> Delivery? {
-            guard head < queue.count else { return nil }
-            let first = queue[head]
-            head += 1
-            // Compact once the consumed part dominates: appends stay amortised O(1).
-            if head >= 64, head * 2 >= queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-            return first
-        }
+        mutating func popFirst() -> Delivery? { queue.popFirst() }
     }
 
     private let state = Mutex(State())
