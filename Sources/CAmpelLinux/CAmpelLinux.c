@@ -17,6 +17,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #endif
@@ -215,6 +217,38 @@ int ampel_read_ahead_attach(int socket) { (void)socket; return 0; }
 void ampel_read_ahead_detach(void) {}
 int ampel_read_ahead_pending(int socket) { (void)socket; return 0; }
 #endif
+
+#ifdef __linux__
+static __thread int refuse_socket_pairs;
+static __thread long socket_pairs_refused;
+
+void ampel_refuse_socket_pairs(int on) { refuse_socket_pairs = on; }
+long ampel_socket_pairs_refused(void) { return socket_pairs_refused; }
+
+/* Takes the place of the C library's socketpair(2), as read(2) above does; see the header. */
+int socketpair(int domain, int type, int protocol, int pair[2]) {
+    if (refuse_socket_pairs) {
+        socket_pairs_refused += 1;
+        errno = EMFILE;
+        return -1;
+    }
+    return (int)syscall(SYS_socketpair, domain, type, protocol, pair);
+}
+#else
+void ampel_refuse_socket_pairs(int on) { (void)on; }
+long ampel_socket_pairs_refused(void) { return 0; }
+#endif
+
+int ampel_tcp_cork(int socket, int on) {
+#if defined(__linux__) && defined(TCP_CORK)
+    return setsockopt(socket, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+#else
+    (void)socket;
+    (void)on;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>

@@ -1,4 +1,5 @@
 import AmpelMessages
+import CAmpelLinux
 import CMosquitto
 import Foundation
 
@@ -44,7 +45,12 @@ final class MosquittoClient: @unchecked Sendable {
         // An empty id with a persistent session is invalid for libmosquitto (EINVAL, nil handle);
         // validate() reports it from connect(), so create a clean-start handle meanwhile.
         let cleanStart = configuration.cleanStart || clientID == nil
-        guard let pointer = mosquitto_new(clientID, cleanStart, nil) else {
+        // Without the socket pair that only mosquitto_loop's select reads (see
+        // `ampel_refuse_socket_pairs`): queueing a packet then costs no system call.
+        ampel_refuse_socket_pairs(1)
+        let created = mosquitto_new(clientID, cleanStart, nil)
+        ampel_refuse_socket_pairs(0)
+        guard let pointer = created else {
             fatalError("libmosquitto could not allocate a client: out of memory")
         }
         self.pointer = pointer

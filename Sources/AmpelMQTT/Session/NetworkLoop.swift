@@ -49,6 +49,8 @@ final class NetworkLoop: @unchecked Sendable {
     private var stopNoticed = false
     /// The current connection's CONNACK accepted it and the session knows (only this thread).
     private var established = false
+    /// The current connection's socket takes TCP_CORK (only this thread; see ``loopOnce``).
+    private var corkable = true
     /// Publish notes that may be QoS 0 written-notes, told apart once per loop step
     /// (``MQTTSession/publishesDone(mids:)``; only this thread touches it).
     private var undecidedNotes: [Int32] = []
@@ -58,6 +60,8 @@ final class NetworkLoop: @unchecked Sendable {
 
     /// See ``loopOnce(timeoutMilliseconds:_:_:)``.
     static let answerBatch = 64
+    /// The most packets one loop step reads before its jobs run and its write goes out.
+    static let readsPerStep = 256
     /// How long a stopping connection may take to write its DISCONNECT.
     static let disconnectGrace: Duration = .seconds(2)
     /// How long the broker may take to close its side, counted from the end of the
@@ -180,6 +184,7 @@ final class NetworkLoop: @unchecked Sendable {
     private func runOneConnection(to broker: MQTTConfiguration.Endpoint, _ session: MQTTSession) -> MQTTError {
         record.withLock { $0 = ConnectionRecord() }
         established = false
+        corkable = true
         mosquitto.setLogCallback(enabled: true)
         let (rc, connectErrno) = mosquitto.connect(host: broker.host, port: broker.port, keepAlive: configuration.keepAlive)
         guard rc == MosquittoResult.success else {
@@ -255,7 +260,7 @@ final class NetworkLoop: @unchecked Sendable {
     /// queues, and `mosquitto_loop` selects on it and reads back one byte per iteration. Under
     /// load that pair never empties, so its network thread spins through `select` without ever
     /// sleeping, and every byte written while it does sleep costs the publisher a kernel
-    /// wake-up. Here the pair is left alone (once full, its writes fail at once); the thread
+    /// wake-up. Our handle has no pair (``MosquittoClient``); the thread
     /// polls the socket and an eventfd that publishers signal only when it is idle
     /// (``wakeIfIdle()``), drains every wake-up at once, and then does the same read, write and
     /// keep-alive steps as `mosquitto_loop`, through the same public calls, which also handle TLS.
@@ -293,9 +298,17 @@ final class NetworkLoop: @unchecked Sendable {
             return errno == EINTR ? MosquittoResult.success : MosquittoResult.errno
         }
         if readable != 0 {
-            let rc = mosquitto.loopRead()
-            if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
-            if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
+            // `mosquitto_loop_read` reads no more packets than QoS 1/2 messages are in flight
+            // (one, at QoS 0) and stops whenever errno says EAGAIN. What one recv brought in is
+            // read here to the end, up to ``readsPerStep`` packets, before the jobs run and the
+            // write sends their publishes together.
+            var reads = 0
+            repeat {
+                let rc = mosquitto.loopRead()
+                if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
+                if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
+                reads += 1
+            } while reads < Self.readsPerStep && ampel_read_ahead_pending(socket) != 0
         }
         // The consumer jobs that the messages and answers resumed: what they publish goes out
         // with the write below. A CONNACK read with the first messages is taken first, so they
@@ -306,7 +319,13 @@ final class NetworkLoop: @unchecked Sendable {
         // PUBACKs, the next messages the send maximum lets out) goes out; a full socket buffer
         // keeps the rest for the next iteration.
         if mosquitto.wantsWrite {
+            // libmosquitto writes each packet with its own system call; corked, the kernel
+            // sends what one step writes (a fix's PUBACK and its state, a batch of publishes)
+            // in full segments when the cork comes off, instead of one segment per packet.
+            if corkable && ampel_tcp_cork(socket, 1) != 0 { corkable = false }
+            let corked = corkable
             let rc = mosquitto.loopWrite()
+            if corked && mosquitto.socket == socket { _ = ampel_tcp_cork(socket, 0) }
             if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
         }
         return mosquitto.loopMisc()

@@ -54,6 +54,21 @@ void ampel_read_ahead_detach(void);
 /* Whether bytes read ahead from `socket` wait to be read (so that a poll must not sleep). */
 int ampel_read_ahead_pending(int socket);
 
+/* While on (1) for the calling thread, socketpair(2) fails there with EMFILE. mosquitto_new opens
+ * a socket pair whose only use is to wake mosquitto_loop's select, which Ampel never calls; every
+ * packet queued afterwards writes a byte into it, and once the pair is full each such write is
+ * a failing system call that also leaves errno at EAGAIN, which ends mosquitto_loop_read after
+ * one packet. A handle created with this on has no pair, and libmosquitto then skips the write.
+ * Other threads, and this one once it is off (0), get socket pairs as before. */
+void ampel_refuse_socket_pairs(int on);
+/* How many socket pairs this thread has refused so far (0 where nothing is refused). */
+long ampel_socket_pairs_refused(void);
+
+/* TCP_CORK on `socket` (on = 1) or off (on = 0): while corked, the kernel keeps what is written
+ * and sends it in full segments when the cork comes off. Returns 0, or -1 with errno set (also
+ * where there is no TCP_CORK, or the socket is not TCP). */
+int ampel_tcp_cork(int socket, int on);
+
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) with the CPU's own instruction (SSE4.2
  * `crc32` on x86-64). ampel_crc32c_available() tells whether this CPU has it (0 elsewhere);
  * ampel_crc32c() must not be called otherwise. `crc` goes in and comes out without the initial
