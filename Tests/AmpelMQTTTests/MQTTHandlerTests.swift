@@ -152,3 +152,68 @@ struct NetworkThreadExecutorTests {
         await pair.peer.disconnect()
     }
 }
+
+/// A handler that pauses reading (the daemon's intake, once full) gets no further message from
+/// the loop step that called it: the rest of what one recv brought in waits for the resume.
+@Suite("Pausing from the message handler", .timeLimit(.minutes(1)))
+struct MQTTHandlerPauseTests {
+    struct Seen {
+        var total = 0
+        var whilePaused = 0
+        var paused = false
+    }
+
+    @Test func aPauseFromTheHandlerEndsTheStepsReads() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { broker.stop() }
+        let count = 200
+        let seen = Mutex(Seen())
+        let (stepEnded, stepEndedContinuation) = AsyncStream<Void>.makeStream()
+        let (allIn, allInContinuation) = AsyncStream<Void>.makeStream()
+        let box = Mutex<MQTTClient?>(nil)
+        // Pauses on `p/arm` and on the first of the rest; a job queued then runs after the
+        // step's reads, before its write, and says the step has ended.
+        let subscriber = MQTTClient(configuration: broker.configuration("pause-sub")) { message in
+            let pauseNow = message.topic == "p/arm" || seen.withLock { seen -> Bool in
+                seen.total += 1
+                if seen.paused { seen.whilePaused += 1 }
+                if seen.total == count { allInContinuation.yield() }
+                guard seen.total == 1 else { return false }
+                seen.paused = true
+                return true
+            }
+            guard pauseNow, let client = box.withLock({ $0 }) else { return }
+            client.pauseReading()
+            Task(executorPreference: client.taskExecutor) { stepEndedContinuation.yield() }
+        }
+        box.withLock { $0 = subscriber }
+        try await subscriber.connect()
+        try await subscriber.subscribe([("p/#", .atMostOnce)])
+        var steps = stepEnded.makeAsyncIterator()
+
+        // Paused by its handler, the subscriber polls without reading from its next step on.
+        let (publisher, echo) = try await broker.subscribedClient("pause-pub", [("sync/#", .atLeastOnce)])
+        try await publisher.publish(topic: "p/arm", payload: bytes("arm"), qos: .atMostOnce)
+        _ = await steps.next()
+        // All messages wait in the subscriber's socket before it reads again: the publisher's
+        // own echo, sent after them, comes back once the broker has passed them all on.
+        for index in 0..<count {
+            try publisher.enqueue(topic: "p/x", payload: bytes("m\(index)"), qos: .atMostOnce)
+        }
+        try await publisher.publish(topic: "sync/1", payload: bytes("after"), qos: .atLeastOnce)
+        _ = try await echo.wait(for: 1)
+
+        subscriber.resumeReading()
+        _ = await steps.next()
+        let first = seen.withLock { $0 }
+        #expect(first.total == 1)
+        #expect(first.whilePaused == 0)
+
+        seen.withLock { $0.paused = false }
+        subscriber.resumeReading()
+        for await _ in allIn { break }
+        #expect(seen.withLock { $0.total } == count)
+        await subscriber.disconnect()
+        await publisher.disconnect()
+    }
+}

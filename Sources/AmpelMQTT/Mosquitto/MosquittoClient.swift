@@ -204,7 +204,13 @@ final class MosquittoClient: @unchecked Sendable {
     var socket: Int32 { mosquitto_socket(pointer) }
     /// Whether packets wait to be written.
     var wantsWrite: Bool { mosquitto_want_write(pointer) }
-    func loopRead() -> Int32 { mosquitto_loop_read(pointer, 1) }
+    /// errno is cleared first: `mosquitto_loop_read` stops after a packet whenever errno says
+    /// EAGAIN, even one left over from an earlier call (a drained wake-up descriptor), and would
+    /// leave the rest of a TLS record's packets inside OpenSSL until the broker sends more.
+    func loopRead() -> Int32 {
+        errno = 0
+        return mosquitto_loop_read(pointer, 1)
+    }
     func loopWrite() -> Int32 { mosquitto_loop_write(pointer, 1) }
     /// Keep-alive pings and timeouts.
     func loopMisc() -> Int32 { mosquitto_loop_misc(pointer) }

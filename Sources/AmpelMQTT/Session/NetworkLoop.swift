@@ -60,7 +60,8 @@ final class NetworkLoop: @unchecked Sendable {
 
     /// See ``loopOnce(timeoutMilliseconds:_:_:)``.
     static let answerBatch = 64
-    /// The most packets one loop step reads before its jobs run and its write goes out.
+    /// The most `mosquitto_loop_read` calls of one loop step, before its jobs run and its
+    /// write goes out.
     static let readsPerStep = 256
     /// How long a stopping connection may take to write its DISCONNECT.
     static let disconnectGrace: Duration = .seconds(2)
@@ -147,6 +148,10 @@ final class NetworkLoop: @unchecked Sendable {
         if enabled {
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             if idle.load(ordering: .relaxed) { ampel_wake_signal(wakeWriteFD) }
+        } else if executor.isHost {
+            // Paused by a message handler, inside `mosquitto_loop_read`: errno is what ends its
+            // loop after this packet (it reads on while QoS 1/2 messages wait in its queues).
+            errno = EAGAIN
         }
     }
 
@@ -298,17 +303,18 @@ final class NetworkLoop: @unchecked Sendable {
             return errno == EINTR ? MosquittoResult.success : MosquittoResult.errno
         }
         if readable != 0 {
-            // `mosquitto_loop_read` reads no more packets than QoS 1/2 messages are in flight
-            // (one, at QoS 0) and stops whenever errno says EAGAIN. What one recv brought in is
-            // read here to the end, up to ``readsPerStep`` packets, before the jobs run and the
-            // write sends their publishes together.
+            // `mosquitto_loop_read` reads no more packets than QoS 1/2 messages wait in its
+            // queues (one, at QoS 0) and stops whenever errno says EAGAIN. It is called again
+            // while bytes read ahead wait, up to ``readsPerStep`` times, so that the jobs of what
+            // arrived run before the write, which sends their publishes together. A pause of
+            // reading (the intake is full) ends it at once.
             var reads = 0
             repeat {
                 let rc = mosquitto.loopRead()
                 if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }
                 if answers.withLock({ $0.count }) >= Self.answerBatch { deliverAnswers(&spare, session) }
                 reads += 1
-            } while reads < Self.readsPerStep && ampel_read_ahead_pending(socket) != 0
+            } while reads < Self.readsPerStep && ampel_read_ahead_pending(socket) != 0 && reading.load(ordering: .relaxed)
         }
         // The consumer jobs that the messages and answers resumed: what they publish goes out
         // with the write below. A CONNACK read with the first messages is taken first, so they
@@ -321,9 +327,14 @@ final class NetworkLoop: @unchecked Sendable {
         if mosquitto.wantsWrite {
             // libmosquitto writes each packet with its own system call; corked, the kernel
             // sends what one step writes (a fix's PUBACK and its state, a batch of publishes)
-            // in full segments when the cork comes off, instead of one segment per packet.
-            if corkable && ampel_tcp_cork(socket, 1) != 0 { corkable = false }
-            let corked = corkable
+            // in full segments when the cork comes off, instead of one segment per packet. Not
+            // once the stop is noticed: libmosquitto closes its descriptor inside the write that
+            // sends the DISCONNECT, and the cork would stay on the duplicate that lingers.
+            var corked = false
+            if corkable && !stopNoticed {
+                corked = ampel_tcp_cork(socket, 1) == 0
+                corkable = corked
+            }
             let rc = mosquitto.loopWrite()
             if corked && mosquitto.socket == socket { _ = ampel_tcp_cork(socket, 0) }
             if rc != MosquittoResult.success || mosquitto.socket < 0 { return rc }

@@ -49,7 +49,8 @@ final class NetworkThreadExecutor: TaskExecutor, @unchecked Sendable {
         return !queued.isEmpty
     }
 
-    private var isHost: Bool { host.load(ordering: .relaxed) == UInt(pthread_self()) }
+    /// Whether the calling thread hosts the queue (the network thread, while connected).
+    var isHost: Bool { host.load(ordering: .relaxed) == UInt(pthread_self()) }
 
     /// Runs the jobs queued so far, in order; the jobs they queue wait for the next call, so the
     /// thread's socket work comes between (a consumer that yields gets its turn after it).
