@@ -21,6 +21,16 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("the daemon's MQTT client: persistent session, large windows, its network thread in the normal class")
+    func daemonClientConfiguration() throws {
+        let mqtt = try MQTTClient.daemonConfiguration(try load(nil))
+        #expect(!mqtt.cleanStart && mqtt.sessionExpiry == .seconds(7 * 86_400))
+        #expect(mqtt.receiveMaximum == 1000 && mqtt.maxInflight == 1000)
+        // It runs the daemon's loop (decision 27); the library's default is SCHED_BATCH.
+        #expect(mqtt.networkThreadPolicy == .normal)
+        #expect(MQTTConfiguration(host: "h", clientID: "c").networkThreadPolicy == .batch)
+    }
+
     @Test("no file means defaults: local broker, bundled snapshot, the standard inputs, discovery on")
     func defaults() throws {
         let config = try load(nil)

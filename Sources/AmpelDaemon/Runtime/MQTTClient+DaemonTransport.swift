@@ -29,6 +29,9 @@ extension MQTTClient: DaemonTransport {
         mqtt.incomingBufferSize = 1_000_000
         mqtt.receiveMaximum = 1000
         mqtt.maxInflight = 1000
+        // The network thread runs the daemon's loop (decision 27): it is the busy thread, not a
+        // helper that a publisher wakes, so `SCHED_BATCH` only delays it after each sleep.
+        mqtt.networkThreadPolicy = .normal
         return mqtt
     }
 
