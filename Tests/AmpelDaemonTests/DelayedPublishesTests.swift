@@ -59,4 +59,30 @@ struct DelayedPublishesTests {
         for _ in 0..<DelayedPublishes.limit { _ = await received.next() }
         #expect(delayed.add(message, after: .milliseconds(1)))
     }
+
+    /// Refuses messages whose topic starts with `refused/`, as a closed or disconnected client
+    /// does, and hands the others to the test.
+    final class Refuser: StubTransport {
+        let received: AsyncStream<String>
+        private let continuation: AsyncStream<String>.Continuation
+        init() { (received, continuation) = AsyncStream.makeStream() }
+        func enqueue(_ message: OutgoingMessage, acknowledged: (@Sendable (MQTTError?) -> Void)?) throws(MQTTError) {
+            if message.topic.hasPrefix("refused/") { throw MQTTError(code: .closed, message: "client closed") }
+            continuation.yield(message.topic)
+        }
+    }
+
+    @Test("a message the transport refuses when it falls due is counted as a failure, and the ones after it still go")
+    func refusedWhenDueIsCounted() async throws {
+        let transport = Refuser()
+        let delayed = DelayedPublishes(transport: transport)
+        for topic in ["refused/1", "refused/2", "taken"] {
+            #expect(delayed.add(OutgoingMessage(topic: topic, text: "x", qos: .exactlyOnce, retain: false), after: .milliseconds(1)))
+        }
+        // In order: once the last is taken, the two before it were tried.
+        var received = transport.received.makeAsyncIterator()
+        #expect(await received.next() == "taken")
+        #expect(delayed.failures == 2)
+    }
 }
+

@@ -19,7 +19,7 @@ extension AmpelDaemon {
         counters.republished = tally.republished
         counters.alerts = tally.alerts
         counters.owntracksTransitions = tally.owntracksTransitions
-        counters.publishFailures = tally.publishFailures
+        counters.publishFailures = tally.publishFailures + run.executor.delayed.failures
         counters.refused = status.refusals.counts
         counters.forgotten = tally.forgotten
         counters.intakePaused = gate.pauses

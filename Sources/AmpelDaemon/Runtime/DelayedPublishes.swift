@@ -20,6 +20,7 @@ final class DelayedPublishes: Sendable {
     }
     private let state = Mutex(State())
     private let transport: any DaemonTransport
+    private let failed = Atomic<Int>(0)
 
     init(transport: any DaemonTransport) {
         self.transport = transport
@@ -43,10 +44,20 @@ final class DelayedPublishes: Sendable {
     /// Messages waiting, for the tests.
     var waiting: Int { state.withLock { $0.queue.count } }
 
+    /// Messages the transport refused when they fell due (closed, disconnected at QoS 0): they
+    /// count in `publishFailures` with the executor's own.
+    var failures: Int { failed.load(ordering: .relaxed) }
+
     private func drain() async {
         while true {
             let (ready, next) = takeDue(now: .now)
-            for message in ready { try? transport.enqueue(message, acknowledged: nil) }
+            for message in ready {
+                do {
+                    try transport.enqueue(message, acknowledged: nil)
+                } catch {
+                    failed.add(1, ordering: .relaxed)
+                }
+            }
             guard let next else { return }
             try? await Task.sleep(until: next, clock: .continuous)
         }
