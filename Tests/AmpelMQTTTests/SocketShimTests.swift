@@ -75,9 +75,15 @@ struct SocketShimTests {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
         }
-        guard client >= 0, connected else { throw POSIXError(.ECONNREFUSED) }
+        guard client >= 0, connected else {
+            if client >= 0 { close(client) }
+            throw POSIXError(.ECONNREFUSED)
+        }
         let peer = accept(listener, nil, nil)
-        guard peer >= 0 else { throw POSIXError(.EIO) }
+        guard peer >= 0 else {
+            close(client)
+            throw POSIXError(.EIO)
+        }
         var on: Int32 = 1
         _ = setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         return (client, peer)

@@ -149,8 +149,9 @@ final class NetworkLoop: @unchecked Sendable {
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             if idle.load(ordering: .relaxed) { ampel_wake_signal(wakeWriteFD) }
         } else if executor.isHost {
-            // Paused by a message handler, inside `mosquitto_loop_read`: errno is what ends its
-            // loop after this packet (it reads on while QoS 1/2 messages wait in its queues).
+            // Paused on the network thread: from a message handler, inside `mosquitto_loop_read`,
+            // errno is what ends its loop after this packet (it reads on while QoS 1/2 messages
+            // wait in its queues); from a job between reads, `loopRead` clears it again.
             errno = EAGAIN
         }
     }
