@@ -38,6 +38,27 @@ extension IncidenceSource {
     }
 }
 
+/// A live source that asks its server conditionally itself (the RKI's files on GitHub): it
+/// implements ``IncidenceSource/check(ifChanged:attemptFailed:)``, and a plain fetch or a check
+/// without attempts to report goes through it.
+public protocol ConditionalSource: IncidenceSource {}
+
+extension ConditionalSource {
+    public var isLive: Bool { true }
+
+    /// The newest day of the whole file, whatever its validators.
+    public func fetch() async throws(DataError) -> Dataset {
+        guard case .publication(let publication) = try await check(ifChanged: nil) else {
+            throw DataError(.malformed, "the server answered 304 Not Modified to a request without validators")
+        }
+        return publication.newest
+    }
+
+    public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
+        try await check(ifChanged: validators, attemptFailed: nil)
+    }
+}
+
 /// What identifies one version of a published file: its `ETag` and `Last-Modified`, sent
 /// back as `If-None-Match` and `If-Modified-Since` so that an unchanged file costs a `304`.
 public struct HTTPValidators: Sendable, Hashable, Codable {

@@ -17,7 +17,7 @@ import Logging
 /// let client = RKIDatasetClient(configuration: .init(region: ruleSet.region))
 /// let answer = try await client.check(ifChanged: lastValidators)
 /// ```
-public struct RKIDatasetClient: IncidenceSource {
+public struct RKIDatasetClient: ConditionalSource {
     /// Where and how to ask.
     public struct Configuration: Sendable {
         /// The district file: GitHub's raw file by default; a mirror (Zenodo, a file on the
@@ -84,20 +84,6 @@ public struct RKIDatasetClient: IncidenceSource {
     }
 
     public var name: String { "rki" }
-    public var isLive: Bool { true }
-
-    /// The newest day of the file, whatever its validators.
-    public func fetch() async throws(DataError) -> Dataset {
-        guard case .publication(let publication) = try await check(ifChanged: nil) else {
-            throw DataError(.malformed, "the server answered 304 Not Modified to a request without validators")
-        }
-        return publication.newest
-    }
-
-    /// The file, unless it is still the version `validators` describe.
-    public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
-        try await check(ifChanged: validators, attemptFailed: nil)
-    }
 
     /// The file, unless it is still the version `validators` describe; each failed attempt
     /// that will be retried is told to `attemptFailed`.

@@ -13,7 +13,7 @@ import Synchronization
 /// check: the store keeps the data in force and says why. The publication's validators name
 /// both files' versions, so the store's conditional check answers `notModified` only when
 /// neither file changed.
-public final class RKIIndicatorClient: IncidenceSource {
+public final class RKIIndicatorClient: ConditionalSource {
     public struct Configuration: Sendable {
         public var hospitalisationURL: String
         public var icuURL: String
@@ -78,18 +78,6 @@ public final class RKIIndicatorClient: IncidenceSource {
     }
 
     public var name: String { "rki" }
-    public var isLive: Bool { true }
-
-    public func fetch() async throws(DataError) -> Dataset {
-        guard case .publication(let publication) = try await check(ifChanged: nil) else {
-            throw DataError(.malformed, "the server answered 304 Not Modified to a request without validators")
-        }
-        return publication.newest
-    }
-
-    public func check(ifChanged validators: HTTPValidators?) async throws(DataError) -> SourceAnswer {
-        try await check(ifChanged: validators, attemptFailed: nil)
-    }
 
     public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
         let before = held.withLock { $0 }
