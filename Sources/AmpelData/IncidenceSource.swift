@@ -46,6 +46,11 @@ public protocol ConditionalSource: IncidenceSource {}
 extension ConditionalSource {
     public var isLive: Bool { true }
 
+    /// Whether `url` is an `http(s)` URL with a host or a `file://` path.
+    public static func isValidURL(_ url: String) -> Bool {
+        FileDownload.isValidURL(url)
+    }
+
     /// The newest day of the whole file, whatever its validators.
     public func fetch() async throws(DataError) -> Dataset {
         guard case .publication(let publication) = try await check(ifChanged: nil) else {

@@ -78,11 +78,6 @@ public struct RKIDatasetClient: ConditionalSource {
         self.logger = logger
     }
 
-    /// Whether `url` is an `http(s)` URL with a host or a `file://` path.
-    public static func isValidURL(_ url: String) -> Bool {
-        FileDownload.isValidURL(url)
-    }
-
     public var name: String { "rki" }
 
     /// The file, unless it is still the version `validators` describe; each failed attempt

@@ -72,11 +72,6 @@ public final class RKIIndicatorClient: ConditionalSource {
         self.logger = logger
     }
 
-    /// Whether `url` is an `http(s)` URL with a host or a `file://` path.
-    public static func isValidURL(_ url: String) -> Bool {
-        FileDownload.isValidURL(url)
-    }
-
     public var name: String { "rki" }
 
     public func check(ifChanged validators: HTTPValidators?, attemptFailed: (@Sendable (DataError) -> Void)?) async throws(DataError) -> SourceAnswer {
